@@ -1,0 +1,52 @@
+"""The typer application. Command modules only parse options and call the API; they import
+their engines lazily so that `--help`, `scan` and `rewrite` never import torch."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from neuron_migrate import __version__
+
+app = typer.Typer(
+    name="neuron-migrate",
+    help="Move PyTorch CUDA code to AWS Trainium (TorchNeuron): scan, rewrite, check.",
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Each module defines `register(app: typer.Typer) -> None`. Add a module here to add commands.
+COMMAND_MODULES: tuple[str, ...] = (
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"neuron-migrate {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Move PyTorch CUDA code to AWS Trainium (TorchNeuron): scan, rewrite, check."""
+
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"neuron_migrate.cli.{_name}").register(app)
+
+
+def main() -> None:
+    try:
+        app()
+    except BrokenPipeError:  # `neuron-migrate scan . | head` is not an error
+        sys.stderr.close()
+        sys.exit(0)

@@ -1,0 +1,180 @@
+"""The rule-pack schema as frozen dataclasses.
+
+A rule file (`rules/nm<family>-<topic>.yaml`) holds `rules: [ ... ]`; each entry has these keys:
+
+    code: NM201              # NM + 3 digits; the hundred is the family (see FAMILIES)
+    name: cuda-synchronize   # kebab-case slug, unique
+    title: one line
+    category: cuda-api       # must be FAMILIES[hundred].category
+    severity: error | warning | info
+    status: stable | preview | deprecated | removed     (default stable)
+    since: "0.1.0"
+    match: { ... }           # see Match; at least one matcher (NM0xx/NM9xx rules may have none)
+    fix: {class: safe|unsafe|manual|none, neuron: TargetFix, accelerator: TargetFix,
+          safety: why an unsafe fix may change behaviour}
+    message: "`{symbol}` ..."   # `{symbol}` is replaced by what matched
+    why: rationale (Markdown)
+    references: [url, ...]
+    examples:
+      invalid: [{code: ..., neuron: expected code after rewrite, accelerator: ..., count: 1}]
+      valid: [code that must not be flagged, ...]
+
+TargetFix is exactly one of:
+    {rename: torch.neuron.synchronize}   # replace the matched dotted name
+    {device_string: neuron}              # rewrite the device type inside the matched string,
+                                         #   keeping quotes, prefixes and the `:index` part
+    {replace: "text"}                    # replace the matched node's source text
+    {remove_argument: true}              # drop the matched keyword/positional argument
+    {remove_statement: true}             # drop the statement holding the match
+    {fixer: snake_case_name}             # a named fixer in neuron_migrate/rewrite/fixers.py
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from neuron_migrate.findings import FixClass, Severity, Target
+
+
+class Status(StrEnum):
+    STABLE = "stable"
+    PREVIEW = "preview"
+    DEPRECATED = "deprecated"
+    REMOVED = "removed"
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    prefix: str  # "NM1"
+    category: str
+    title: str
+
+
+FAMILIES: dict[str, Family] = {
+    f.prefix: f
+    for f in (
+        Family("NM0", "tool", "The tool's own diagnostics (unreadable or unparsable input)"),
+        Family("NM1", "device", "Device placement (device strings, .cuda(), is_cuda)"),
+        Family("NM2", "cuda-api", "The torch.cuda API"),
+        Family("NM3", "amp", "Automatic mixed precision"),
+        Family("NM4", "distributed", "Distributed training (NCCL, device meshes, DDP)"),
+        Family("NM5", "compile", "torch.compile settings"),
+        Family("NM6", "backend-flags", "cuDNN / TF32 / CUDA backend flags"),
+        Family("NM7", "kernels-libraries", "Custom kernels and CUDA-only libraries"),
+        Family("NM8", "dtype-layout", "dtype and memory-layout hazards on Neuron"),
+        Family("NM9", "runtime", "Runtime findings of `check` (fallbacks, recompiles, placement)"),
+    )
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentPattern:
+    """Matches one argument of a call.
+
+    `call` lists callee patterns: fnmatch globs over the resolved qualified name
+    (`torch.distributed.init_process_group`), `"*"` for any call, or `".name"` for a method or
+    function named `name` on any receiver (`.from_pretrained`). The argument is found by `keyword`
+    and/or `position`. It matches when its literal value is in `values` (any value when empty and
+    `not_values` is empty), is not in `not_values`, or, with `missing`, when it is absent.
+    """
+
+    call: tuple[str, ...]
+    keyword: str | None = None
+    position: int | None = None
+    values: tuple[Any, ...] = ()
+    not_values: tuple[Any, ...] = ()
+    missing: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """What a rule matches. Every field is optional; a rule matches if any of them does."""
+
+    qualified_names: tuple[str, ...] = ()  # globs over alias-resolved dotted names referenced
+    device_strings: tuple[str, ...] = ()  # device types ("cuda") in device-selecting strings
+    methods: tuple[str, ...] = ()  # `x.<name>(...)` calls on any receiver that is not a module
+    attributes: tuple[str, ...] = ()  # `x.<name>` reads on any receiver that is not a module
+    arguments: tuple[ArgumentPattern, ...] = ()
+    imports: tuple[str, ...] = ()  # module globs for `import m` / `from m import x`
+    env_vars: tuple[str, ...] = ()  # env-var name globs, read or set in code
+    files: tuple[str, ...] = ()  # path globs of files that are themselves the finding (*.cu)
+
+    def is_empty(self) -> bool:
+        return not any(
+            (self.qualified_names, self.device_strings, self.methods, self.attributes,
+             self.arguments, self.imports, self.env_vars, self.files)
+        )
+
+
+class FixKind(StrEnum):
+    RENAME = "rename"
+    DEVICE_STRING = "device_string"
+    REPLACE = "replace"
+    REMOVE_ARGUMENT = "remove_argument"
+    REMOVE_STATEMENT = "remove_statement"
+    FIXER = "fixer"
+
+
+@dataclass(frozen=True, slots=True)
+class TargetFix:
+    kind: FixKind
+    value: str = ""  # the new name / device type / text / fixer name; "" for the remove kinds
+
+
+@dataclass(frozen=True, slots=True)
+class FixSpec:
+    fix_class: FixClass
+    targets: dict[Target, TargetFix] = field(default_factory=dict)
+    safety: str = ""  # required for unsafe fixes: what behaviour may change
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    code: str
+    expected: dict[Target, str] = field(default_factory=dict)  # code after rewrite, per target
+    count: int = 1  # findings of this rule the example must produce
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    code: str
+    name: str
+    title: str
+    category: str
+    severity: Severity
+    match: Match
+    fix: FixSpec
+    message: str
+    why: str
+    references: tuple[str, ...]
+    invalid: tuple[Example, ...]
+    valid: tuple[str, ...]
+    status: Status = Status.STABLE
+    since: str = "0.1.0"
+    source_file: str = ""  # the YAML file it came from, for error messages and docs
+
+    @property
+    def family(self) -> Family:
+        return FAMILIES[self.code[:3]]
+
+    def render_message(self, symbol: str) -> str:
+        return self.message.replace("{symbol}", symbol)
+
+
+@dataclass(frozen=True, slots=True)
+class RulePack:
+    """The loaded pack: metadata from `rules/pack.yaml` and every rule by code."""
+
+    name: str
+    version: str  # the pack's own version
+    neuron_sdk: str  # the Neuron SDK release it describes ("2.33")
+    torch_neuronx: str  # "2.13/2.14"
+    provenance: str
+    rules: dict[str, Rule]
+    redirects: dict[str, str] = field(default_factory=dict)  # old code -> live code
+    digest: str = ""  # hash of every loaded file; part of the scan cache key
+
+    def get(self, code: str) -> Rule | None:
+        return self.rules.get(self.redirects.get(code, code))
