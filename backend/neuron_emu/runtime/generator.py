@@ -1,0 +1,78 @@
+"""`neuron` random generators without a C++ generator hook.
+
+torch 2.13's Python PrivateUse1 hook cannot supply generators, so ``torch.Generator(device='neuron')``
+would raise. A `neuron` generator here is a CPU generator (the emulator runs random ops on CPU
+memory) whose Python-visible ``device`` is `neuron:i`. ``torch.Generator`` is replaced by a class
+whose constructor returns such a generator for `neuron` devices and a stock generator otherwise,
+and whose metaclass keeps ``isinstance(g, torch.Generator)`` true for every generator, so user and
+library code (``generator.device.type`` checks, ``manual_seed`` chaining) cannot tell the difference.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+_CGenerator = torch._C.Generator
+_BACKEND = "neuron"
+
+
+class NeuronGenerator(_CGenerator):
+    """A CPU Philox/MT generator that reports a `neuron` device."""
+
+    __slots__ = ("_neuron_device",)
+
+    def __new__(cls, index: int = 0) -> NeuronGenerator:
+        g = _CGenerator.__new__(cls, "cpu")
+        g._neuron_device = torch.device(_BACKEND, index)
+        return g
+
+    @property
+    def device(self) -> torch.device:  # type: ignore[override]
+        return self._neuron_device
+
+    def __repr__(self) -> str:
+        return f"<torch._C.Generator object (device={self._neuron_device})>"
+
+    def __reduce__(self) -> Any:
+        return (_restore, (self._neuron_device.index or 0, self.get_state()))
+
+
+def _restore(index: int, state: torch.Tensor) -> NeuronGenerator:
+    g = NeuronGenerator(index)
+    g.set_state(state)
+    return g
+
+
+class _GeneratorMeta(type(_CGenerator)):  # type: ignore[misc]
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, _CGenerator)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, _CGenerator)
+
+
+class Generator(_CGenerator, metaclass=_GeneratorMeta):
+    """Drop-in for ``torch.Generator`` that understands ``device='neuron'``."""
+
+    def __new__(cls, device: Any = "cpu") -> Any:  # noqa: D102
+        dev = torch.device(device) if not isinstance(device, torch.device) else device
+        if dev.type == _BACKEND:
+            return NeuronGenerator(dev.index if dev.index is not None else current_index())
+        return _CGenerator(device)
+
+
+Generator.__module__ = "torch"
+Generator.__qualname__ = "Generator"
+
+
+def current_index() -> int:
+    from neuron_emu import device as _device  # late: device imports this module
+
+    return _device.current_device()
+
+
+def install() -> None:
+    """Replace ``torch.Generator`` (the C type stays reachable as ``torch._C.Generator``)."""
+    torch.Generator = Generator  # type: ignore[misc,assignment]

@@ -1,0 +1,62 @@
+"""Zero-copy relabelling between CPU and `neuron` tensors through a DLPack capsule.
+
+torch maps DLPack's ``kDLExtDev`` (12) to PrivateUse1 in both directions, so exporting a CPU tensor,
+patching ``device_type`` in the capsule and importing it again yields a `neuron` tensor that shares
+(and, through the DLPack deleter, owns) the CPU memory, with real strides and offsets. The reverse
+gives a CPU alias of a `neuron` tensor. This depends on the legacy ``DLManagedTensor`` layout
+(``DLTensor.device`` at byte offset 8), so :func:`self_test` checks it once at activation.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import torch
+
+_KDL_CPU = 1
+_KDL_EXT_DEV = 12
+_to_dlpack = torch._C._to_dlpack
+_from_dlpack = torch._C._from_dlpack
+_capsule_ptr = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_ptr.restype = ctypes.c_void_p
+_capsule_ptr.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_I64 = ctypes.c_int64
+_NAME = b"dltensor"
+_CPU_WORD = _KDL_CPU  # DLDevice{device_type=1, device_id=0} read as one little-endian int64
+
+
+def to_neuron(t: torch.Tensor, index: int = 0) -> torch.Tensor:
+    """A `neuron:index` tensor sharing ``t``'s CPU memory."""
+    cap = _to_dlpack(t)
+    _I64.from_address(_capsule_ptr(cap, _NAME) + 8).value = _KDL_EXT_DEV | (index << 32)
+    return _from_dlpack(cap)
+
+
+def to_cpu(t: torch.Tensor) -> torch.Tensor:
+    """A CPU alias of a `neuron` tensor (same memory, strides and offset)."""
+    try:
+        cap = _to_dlpack(t)
+    except RuntimeError:
+        return _to_cpu_slow(t)
+    _I64.from_address(_capsule_ptr(cap, _NAME) + 8).value = _CPU_WORD
+    return _from_dlpack(cap)
+
+
+def _to_cpu_slow(t: torch.Tensor) -> torch.Tensor:
+    # DLPack refuses tensors with the lazy conj/neg bits; undo the bit, alias, and redo it on the CPU.
+    if t.is_conj():
+        return to_cpu(torch.ops.aten._conj.default(t)).conj()
+    if t.is_neg():
+        return to_cpu(torch.ops.aten._neg_view.default(t))._neg_view()
+    raise RuntimeError(f"neuron emulator: cannot alias a tensor with layout {t.layout} on the CPU")
+
+
+def self_test() -> None:
+    """Fail fast if the DLPack relabel does not round-trip on this torch build."""
+    base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    n = to_neuron(base.t())
+    if n.device.type != torch._C._get_privateuse1_backend_name() or n.stride() != (1, 4):
+        raise RuntimeError(f"DLPack relabel produced {n.device} with strides {n.stride()}")
+    back = to_cpu(n)
+    if back.data_ptr() != base.data_ptr() or not torch.equal(back, base.t()):
+        raise RuntimeError("DLPack relabel does not alias the original memory")
