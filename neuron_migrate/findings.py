@@ -165,6 +165,7 @@ class Finding:
             "message": self.message,
             "source_line": self.source_line,
             "symbol": self.symbol,
+            "statement_line": self.statement_line,
             "fixes": [f.to_dict() for f in self.fixes],
             "fingerprint": self.fingerprint,
         }
@@ -186,6 +187,7 @@ class Finding:
             symbol=str(d.get("symbol", "")),
             fixes=tuple(Fix.from_dict(f) for f in d.get("fixes", ())),
             cell=d.get("cell"),
+            statement_line=int(d.get("statement_line", 0)),
             details=dict(d.get("details", {})),
             fingerprint=str(d.get("fingerprint", "")),
         )
