@@ -1,0 +1,25 @@
+"""What an emitter may be told besides the report itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from neuron_migrate.findings import Target
+from neuron_migrate.ruleset.model import RulePack
+
+
+class JUnitGrouping(StrEnum):
+    RULE = "rule"  # one test case per rule code
+    FILE = "file"  # one test case per file
+
+
+@dataclass(frozen=True, slots=True)
+class EmitOptions:
+    pack: RulePack | None = None  # rule metadata (titles, help) for SARIF, JUnit and Markdown
+    target: Target = Target.NEURON  # the fix SARIF shows and the summary counts as auto-fixable
+    summary: bool = True  # text: the summary after the findings (`--quiet` turns it off)
+    junit_grouping: JUnitGrouping = JUnitGrouping.RULE
+    top_files: int = 5  # text/Markdown: how many "files with most work" to list
+    markdown_max_details: int = 200  # keeps a PR comment under GitHub's 65,536-character limit
+    information_uri: str = ""  # the tool's home page (from the installed metadata), if any
