@@ -175,6 +175,7 @@ class RulePack:
     rules: dict[str, Rule]
     redirects: dict[str, str] = field(default_factory=dict)  # old code -> live code
     digest: str = ""  # hash of every loaded file; part of the scan cache key
+    torch: str = ""  # the PyTorch versions it describes (">=2.13,<2.15")
 
     def get(self, code: str) -> Rule | None:
         return self.rules.get(self.redirects.get(code, code))

@@ -1,0 +1,399 @@
+"""Read and strictly validate the rule pack (`rules/pack.yaml` + `rules/nm*.yaml`).
+
+`rules/ops.yaml` (the emulator's op table) lives beside them but is not a rule file.
+
+Every problem raises `RulePackError(file, code, field, problem)`, which the CLI turns into exit 2.
+Loading never imports torch or libcst; the default pack is parsed once per process.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from neuron_migrate.errors import RulePackError
+from neuron_migrate.findings import FixClass, Severity, Target
+from neuron_migrate.ruleset.location import rules_dir
+from neuron_migrate.ruleset.model import (
+    FAMILIES,
+    ArgumentPattern,
+    Example,
+    FixKind,
+    FixSpec,
+    Match,
+    Rule,
+    RulePack,
+    Status,
+    TargetFix,
+)
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+CODE_RE = re.compile(r"^NM\d{3}$")
+_NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_FIXER_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+_FAMILY_FILE_RE = re.compile(r"^nm(\d)-[a-z0-9-]+\.ya?ml$")
+
+_PACK_REQUIRED = ("name", "version", "neuron_sdk", "torch_neuronx", "torch", "provenance")
+_PACK_KEYS = frozenset(_PACK_REQUIRED) | {"redirects"}
+_RULE_REQUIRED = ("code", "name", "title", "category", "severity", "match", "fix", "message",
+                  "why", "references", "examples")
+_RULE_KEYS = frozenset(_RULE_REQUIRED) | {"status", "since"}
+_LIST_MATCHERS = ("qualified_names", "device_strings", "methods", "attributes", "imports",
+                  "env_vars", "files")
+_MATCH_KEYS = frozenset(_LIST_MATCHERS) | {"arguments"}
+_ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing"})
+_TARGETS = {t.value: t for t in Target}
+_FIX_KEYS = frozenset(_TARGETS) | {"class", "safety"}
+_INVALID_KEYS = frozenset(_TARGETS) | {"code", "count"}
+_EXAMPLE_KEYS = frozenset({"invalid", "valid"})
+_REMOVE_KINDS = (FixKind.REMOVE_ARGUMENT, FixKind.REMOVE_STATEMENT)
+# Families whose rules are emitted by the tool itself (NM0xx) or by `check` (NM9xx): no matchers.
+MESSAGE_ONLY_FAMILIES = frozenset({"NM0", "NM9"})
+
+
+class _Ctx:
+    """Where we are in a file, so every error names file, rule and field."""
+
+    def __init__(self, file: str, code: str | None = None) -> None:
+        self.file, self.code = file, code
+
+    def error(self, field: str | None, problem: str) -> RulePackError:
+        return RulePackError(self.file, self.code, field, problem)
+
+
+def _mapping(ctx: _Ctx, value: Any, field: str | None, allowed: frozenset[str]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ctx.error(field, f"expected a mapping, got {type(value).__name__}")
+    unknown = sorted(str(k) for k in value if k not in allowed)
+    if unknown:
+        prefix = f"{field}." if field else ""
+        raise ctx.error(f"{prefix}{unknown[0]}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+    return value
+
+
+def _str(ctx: _Ctx, value: Any, field: str, *, empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise ctx.error(field, f"expected a string, got {type(value).__name__}")
+    if not empty and not value.strip():
+        raise ctx.error(field, "must not be empty")
+    return value
+
+
+def _str_list(ctx: _Ctx, value: Any, field: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise ctx.error(field, f"expected a list, got {type(value).__name__}")
+    return tuple(_str(ctx, v, f"{field}[{i}]") for i, v in enumerate(value))
+
+
+def _enum(ctx: _Ctx, enum: Any, value: Any, field: str) -> Any:
+    try:
+        return enum(value)
+    except ValueError:
+        allowed = ", ".join(e.value for e in enum)
+        raise ctx.error(field, f"invalid value {value!r} (allowed: {allowed})") from None
+
+
+def _scalars(ctx: _Ctx, value: Any, field: str) -> tuple[Any, ...]:
+    if not isinstance(value, list):
+        raise ctx.error(field, f"expected a list, got {type(value).__name__}")
+    for i, v in enumerate(value):
+        if v is not None and not isinstance(v, (str, int, float, bool)):
+            raise ctx.error(f"{field}[{i}]", "values must be literals (string, number, bool, null)")
+    return tuple(value)
+
+
+def _argument(ctx: _Ctx, raw: Any, field: str) -> ArgumentPattern:
+    d = _mapping(ctx, raw, field, _ARG_KEYS)
+    if "call" not in d:
+        raise ctx.error(f"{field}.call", "missing required field")
+    call = _str_list(ctx, d["call"], f"{field}.call")
+    if not call:
+        raise ctx.error(f"{field}.call", "must list at least one callee pattern")
+    keyword = _str(ctx, d["keyword"], f"{field}.keyword") if "keyword" in d else None
+    position = d.get("position")
+    if position is not None and (isinstance(position, bool) or not isinstance(position, int) or position < 0):
+        raise ctx.error(f"{field}.position", "expected a non-negative integer")
+    if keyword is None and position is None:
+        raise ctx.error(field, "needs `keyword` and/or `position`")
+    missing = d.get("missing", False)
+    if not isinstance(missing, bool):
+        raise ctx.error(f"{field}.missing", "expected true or false")
+    values = _scalars(ctx, d.get("values", []), f"{field}.values")
+    not_values = _scalars(ctx, d.get("not_values", []), f"{field}.not_values")
+    if missing and (values or not_values):
+        raise ctx.error(f"{field}.missing", "`missing` cannot be combined with values/not_values")
+    return ArgumentPattern(call, keyword, position, values, not_values, missing)
+
+
+def _match(ctx: _Ctx, raw: Any, family: str) -> Match:
+    d = _mapping(ctx, {} if raw is None else raw, "match", _MATCH_KEYS)
+    lists = {k: _str_list(ctx, d[k], f"match.{k}") for k in _LIST_MATCHERS if k in d}
+    args_raw = d.get("arguments", [])
+    if not isinstance(args_raw, list):
+        raise ctx.error("match.arguments", "expected a list")
+    arguments = tuple(_argument(ctx, a, f"match.arguments[{i}]") for i, a in enumerate(args_raw))
+    match = Match(arguments=arguments, **lists)
+    if family in MESSAGE_ONLY_FAMILIES:
+        if not match.is_empty():
+            raise ctx.error("match", f"{family}xx rules are emitted by the tool, not matched: use `match: {{}}`")
+    elif match.is_empty():
+        raise ctx.error("match", "needs at least one matcher")
+    return match
+
+
+def _target_fix(ctx: _Ctx, raw: Any, field: str, fixers: frozenset[str] | None) -> TargetFix:
+    kinds = {k.value: k for k in FixKind}
+    d = _mapping(ctx, raw, field, frozenset(kinds))
+    if len(d) != 1:
+        raise ctx.error(field, f"needs exactly one of: {', '.join(kinds)}")
+    (key, value), = d.items()
+    kind = kinds[key]
+    if kind in _REMOVE_KINDS:
+        if value is not True:
+            raise ctx.error(f"{field}.{key}", "must be `true`")
+        return TargetFix(kind)
+    text = _str(ctx, value, f"{field}.{key}")
+    if kind is FixKind.FIXER:
+        if not _FIXER_RE.match(text):
+            raise ctx.error(f"{field}.fixer", f"fixer name {text!r} must be snake_case")
+        if fixers is not None and text not in fixers:
+            raise ctx.error(f"{field}.fixer", f"unknown fixer {text!r} (known: {', '.join(sorted(fixers))})")
+    return TargetFix(kind, text)
+
+
+def _fix(ctx: _Ctx, raw: Any, fixers: frozenset[str] | None) -> FixSpec:
+    d = _mapping(ctx, raw, "fix", _FIX_KEYS)
+    if "class" not in d:
+        raise ctx.error("fix.class", "missing required field")
+    fix_class = _enum(ctx, FixClass, d["class"], "fix.class")
+    targets = {_TARGETS[k]: _target_fix(ctx, d[k], f"fix.{k}", fixers) for k in _TARGETS if k in d}
+    fixable = fix_class in (FixClass.SAFE, FixClass.UNSAFE)
+    if fixable and not targets:
+        raise ctx.error("fix", f"a {fix_class.value} fix needs a replacement for at least one target")
+    if not fixable and targets:
+        raise ctx.error(f"fix.{next(iter(targets)).value}", f"a {fix_class.value} rule has no replacement")
+    safety = d.get("safety")
+    if fix_class is FixClass.UNSAFE:
+        if safety is None:
+            raise ctx.error("fix.safety", "required for unsafe fixes: say what behaviour may change")
+        safety = _str(ctx, safety, "fix.safety")
+    elif safety is not None:
+        raise ctx.error("fix.safety", "only unsafe fixes carry `safety`")
+    return FixSpec(fix_class, targets, safety or "")
+
+
+def _examples(ctx: _Ctx, raw: Any, fix: FixSpec, family: str) -> tuple[tuple[Example, ...], tuple[str, ...]]:
+    d = _mapping(ctx, raw, "examples", _EXAMPLE_KEYS)
+    invalid_raw, valid_raw = d.get("invalid", []), d.get("valid", [])
+    if not isinstance(invalid_raw, list):
+        raise ctx.error("examples.invalid", "expected a list")
+    invalid: list[Example] = []
+    for i, item in enumerate(invalid_raw):
+        field = f"examples.invalid[{i}]"
+        e = _mapping(ctx, item, field, _INVALID_KEYS)
+        if "code" not in e:
+            raise ctx.error(f"{field}.code", "missing required field")
+        code = _str(ctx, e["code"], f"{field}.code")
+        expected: dict[Target, str] = {}
+        for key, target in _TARGETS.items():
+            if key in e:
+                if target not in fix.targets:
+                    raise ctx.error(f"{field}.{key}", f"the rule has no fix for target {key!r}")
+                expected[target] = _str(ctx, e[key], f"{field}.{key}", empty=True)
+        count = e.get("count", 1)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ctx.error(f"{field}.count", "expected a positive integer")
+        invalid.append(Example(code, expected, count))
+    valid = _str_list(ctx, valid_raw, "examples.valid")
+    if family not in MESSAGE_ONLY_FAMILIES and (not invalid or not valid):
+        raise ctx.error("examples", "needs at least one `invalid` and one `valid` example")
+    return tuple(invalid), valid
+
+
+def _rule(ctx: _Ctx, raw: Any, index: int, file_family: str | None, fixers: frozenset[str] | None) -> Rule:
+    ctx.code = None
+    if not isinstance(raw, dict):
+        raise ctx.error(f"rules[{index}]", "expected a mapping")
+    code = raw.get("code")
+    if code is None:
+        raise ctx.error(f"rules[{index}].code", "missing required field")
+    if not isinstance(code, str) or not CODE_RE.match(code):
+        raise ctx.error("code", f"invalid code {code!r}: expected NM followed by three digits")
+    ctx.code = code
+    d = _mapping(ctx, raw, None, _RULE_KEYS)
+    missing = [k for k in _RULE_REQUIRED if k not in d]
+    if missing:
+        raise ctx.error(missing[0], "missing required field")
+    family = code[:3]
+    if file_family is not None and family != file_family:
+        raise ctx.error("code", f"{code} is not in this file's family {file_family}xx")
+    name = _str(ctx, d["name"], "name")
+    if not _NAME_RE.match(name):
+        raise ctx.error("name", f"{name!r} is not kebab-case")
+    category = _str(ctx, d["category"], "category")
+    if category != FAMILIES[family].category:
+        raise ctx.error("category", f"{category!r} does not match family {family}xx ({FAMILIES[family].category!r})")
+    fix = _fix(ctx, d["fix"], fixers)
+    references = _str_list(ctx, d["references"], "references")
+    for i, ref in enumerate(references):
+        if not ref.startswith(("https://", "http://")):
+            raise ctx.error(f"references[{i}]", f"{ref!r} is not a URL")
+    invalid, valid = _examples(ctx, d["examples"], fix, family)
+    return Rule(
+        code=code,
+        name=name,
+        title=_str(ctx, d["title"], "title"),
+        category=category,
+        severity=_enum(ctx, Severity, d["severity"], "severity"),
+        match=_match(ctx, d["match"], family),
+        fix=fix,
+        message=_str(ctx, d["message"], "message"),
+        why=_str(ctx, d["why"], "why"),
+        references=references,
+        invalid=invalid,
+        valid=valid,
+        status=_enum(ctx, Status, d.get("status", "stable"), "status"),
+        since=_str(ctx, str(d.get("since", "0.1.0")), "since"),
+        source_file=ctx.file,
+    )
+
+
+def _parse(file: str, data: bytes) -> Any:
+    try:
+        return yaml.load(data, Loader=_Loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise RulePackError(file, None, None, f"invalid YAML{where}: {problem}") from None
+
+
+def parse_rule_file(file: str, data: bytes, *, fixers: frozenset[str] | None, family_from_name: bool) -> list[Rule]:
+    """Parse one rule file. `family_from_name`: the file is `nm<d>-*.yaml` and holds only that family."""
+    ctx = _Ctx(file)
+    doc = _mapping(ctx, _parse(file, data), None, frozenset({"rules"}))
+    rules_raw = doc.get("rules")
+    if not isinstance(rules_raw, list):
+        raise ctx.error("rules", "expected a list of rules")
+    file_family = None
+    base = Path(file).name
+    m = _FAMILY_FILE_RE.match(base)
+    if family_from_name:
+        if not m:
+            raise ctx.error(None, "rule files are named nm<digit>-<topic>.yaml")
+        file_family = f"NM{m.group(1)}"
+    elif m:  # a team's own file named like ours still holds one family
+        file_family = f"NM{m.group(1)}"
+    return [_rule(ctx, r, i, file_family, fixers) for i, r in enumerate(rules_raw)]
+
+
+def _known_fixers() -> frozenset[str] | None:
+    """Fixer names from the fixes registry; None while the registry does not exist yet."""
+    try:
+        from neuron_migrate.fixes.registry import FIXER_NAMES
+    except ImportError:
+        return None
+    return frozenset(FIXER_NAMES)
+
+
+def _pack_meta(file: str, data: bytes) -> dict[str, Any]:
+    ctx = _Ctx(file)
+    d = _mapping(ctx, _parse(file, data), None, _PACK_KEYS)
+    for key in _PACK_REQUIRED:
+        if key not in d:
+            raise ctx.error(key, "missing required field")
+        _str(ctx, d[key], key)
+    redirects = d.get("redirects") or {}
+    if not isinstance(redirects, dict):
+        raise ctx.error("redirects", "expected a mapping of old code -> live code")
+    for old, new in redirects.items():
+        if not isinstance(old, str) or not CODE_RE.match(old) or not isinstance(new, str) or not CODE_RE.match(new):
+            raise ctx.error(f"redirects.{old}", "codes must look like NM123")
+    return d
+
+
+def _assemble(meta: dict[str, Any], rules: list[Rule], digest: str, pack_file: str) -> RulePack:
+    by_code: dict[str, Rule] = {}
+    names: dict[str, str] = {}
+    for rule in rules:
+        if rule.code in by_code:
+            other = by_code[rule.code].source_file
+            raise RulePackError(rule.source_file, rule.code, "code", f"duplicate code (also defined in {other})")
+        if rule.name in names:
+            raise RulePackError(rule.source_file, rule.code, "name", f"duplicate name {rule.name!r} (also {names[rule.name]})")
+        by_code[rule.code] = rule
+        names[rule.name] = rule.code
+    redirects: dict[str, str] = dict(meta.get("redirects") or {})
+    for old, new in redirects.items():
+        if old in by_code:
+            raise RulePackError(pack_file, old, "redirects", f"{old} is a live code and cannot be redirected")
+        if new not in by_code:
+            raise RulePackError(pack_file, old, "redirects", f"redirect target {new} is not a live code")
+    return RulePack(
+        name=meta["name"],
+        version=meta["version"],
+        neuron_sdk=meta["neuron_sdk"],
+        torch_neuronx=meta["torch_neuronx"],
+        torch=meta["torch"],
+        provenance=meta["provenance"],
+        rules=dict(sorted(by_code.items())),
+        redirects=redirects,
+        digest=digest,
+    )
+
+
+def _read_default() -> tuple[dict[str, Any], list[Rule], Any]:
+    root = rules_dir()
+    pack_file = "rules/pack.yaml"
+    digest = hashlib.sha256()
+    pack_bytes = root.joinpath("pack.yaml").read_bytes()
+    meta = _pack_meta(pack_file, pack_bytes)
+    digest.update(pack_bytes)
+    fixers = _known_fixers()
+    rules: list[Rule] = []
+    names = sorted(p.name for p in root.iterdir() if p.name.startswith("nm") and p.name.endswith(".yaml"))
+    for name in names:
+        data = root.joinpath(name).read_bytes()
+        digest.update(name.encode() + b"\0" + data)
+        rules.extend(parse_rule_file(f"rules/{name}", data, fixers=fixers, family_from_name=True))
+    digest.update(str(meta["version"]).encode())
+    return meta, rules, digest
+
+
+@functools.lru_cache(maxsize=1)
+def _default_pack() -> RulePack:
+    meta, rules, digest = _read_default()
+    return _assemble(meta, rules, digest.hexdigest(), "rules/pack.yaml")
+
+
+def load_pack(extra_files: Sequence[Path | str] = ()) -> RulePack:
+    """The built-in pack, plus a team's own rule files (same format) loaded on top.
+
+    A code defined twice (built-in and extra, or in two extra files) is an error.
+    """
+    if not extra_files:
+        return _default_pack()
+    meta, rules, digest = _read_default()
+    fixers = _known_fixers()
+    for extra in extra_files:
+        path = Path(extra)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise RulePackError(str(path), None, None, f"cannot read rule file: {exc.strerror or exc}") from None
+        digest.update(str(path).encode() + b"\0" + data)
+        rules.extend(parse_rule_file(str(path), data, fixers=fixers, family_from_name=False))
+    return _assemble(meta, rules, digest.hexdigest(), "rules/pack.yaml")
+
+
+def pack_summary(pack: RulePack) -> Mapping[str, str]:
+    """The pack's identity, for report headers and `rules --format json`."""
+    return {"name": pack.name, "version": pack.version, "neuron_sdk": pack.neuron_sdk,
+            "torch_neuronx": pack.torch_neuronx, "digest": pack.digest}
