@@ -1,0 +1,249 @@
+"""`rewrite_paths`: scan, keep the findings the user selected, apply their fixes file by file.
+
+Three layers, as in Fixit's api: `rewrite_text` (text in, text out, no disk), `rewrite_findings`
+(adds reading, guards and writing for findings already computed) and `rewrite_paths` (adds the
+scan and the pipeline). A problem with one file is that file's outcome; the run goes on.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from neuron_migrate.findings import Finding, Report, Target
+from neuron_migrate.rewrite.apply import SkippedFix, applicable_fix
+from neuron_migrate.rewrite.files import FileProblem
+
+if TYPE_CHECKING:
+    from neuron_migrate.config import Settings
+
+
+class FileStatus(StrEnum):
+    CHANGED = "changed"  # written (with --apply) or would be written (dry run)
+    UNCHANGED = "unchanged"  # had fixes, but they leave the text as it is
+    SKIPPED = "skipped"  # could not be rewritten safely; `reason` says why
+    REFUSED = "refused"  # --apply on a file git does not have committed and clean
+
+
+@dataclass(frozen=True, slots=True)
+class FileOutcome:
+    path: str  # relative to the root, like Finding.path
+    status: FileStatus
+    reason: str = ""
+    diff: str = ""
+    applied: tuple[Finding, ...] = ()  # findings whose fix is in the new text
+    skipped: tuple[SkippedFix, ...] = ()  # applicable fixes left out, with why
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "status": self.status.value,
+            "reason": self.reason,
+            "fixed": [f.code for f in self.applied],
+            "skipped": [{"code": s.finding.code, "line": s.finding.span.line, "reason": s.reason} for s in self.skipped],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteResult:
+    root: str
+    target: Target
+    apply: bool  # True: changes were written
+    unsafe: bool
+    files: tuple[FileOutcome, ...]
+    findings: tuple[Finding, ...]  # what the scan reported after selection and suppression
+    files_scanned: int = 0
+    duration_s: float = 0.0
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def fixed(self) -> tuple[Finding, ...]:
+        """Findings whose fix is in a changed file (written, or shown in the diff of a dry run)."""
+        return tuple(f for o in self.files if o.status is FileStatus.CHANGED for f in o.applied)
+
+    @property
+    def needs_person(self) -> tuple[Finding, ...]:
+        """Findings this rewrite does not fix: manual/none, unsafe without opt-in, or skipped."""
+        fixed = {id(f) for f in self.fixed}
+        return tuple(f for f in self.findings if id(f) not in fixed)
+
+    @property
+    def remaining(self) -> tuple[Finding, ...]:
+        """Findings still in the code on disk after this run (all of them in a dry run)."""
+        return self.needs_person if self.apply else self.findings
+
+    def report(self, *, tool_version: str = "", pack_version: str = "") -> Report:
+        return Report(
+            command="rewrite",
+            root=self.root,
+            findings=self.remaining,
+            files_scanned=self.files_scanned,
+            duration_s=self.duration_s,
+            tool_version=tool_version,
+            pack_version=pack_version,
+            extras={
+                "target": self.target.value,
+                "applied": self.apply,
+                "unsafe_fixes": self.unsafe,
+                "files": [o.to_dict() for o in self.files],
+                "fixed": len(self.fixed),
+            },
+        ).sorted()
+
+
+# --- layer 1: text --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextResult:
+    new_text: str
+    diff: str
+    applied: tuple[Finding, ...]
+    skipped: tuple[SkippedFix, ...]
+    error: str = ""
+
+
+def _diff(old: str, new: str, label: str) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{label}", f"b/{label}"
+    )
+    out = []
+    for line in lines:
+        out.append(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def is_notebook(path: str) -> bool:
+    return path.endswith(".ipynb")
+
+
+def rewrite_text(text: str, path: str, findings: Sequence[Finding], target: Target, *, unsafe: bool) -> TextResult:
+    """Rewrite decoded text of a Python file or notebook (`path` picks which, and labels the diff)."""
+    if is_notebook(path):
+        from neuron_migrate.rewrite.notebook import rewrite_notebook
+
+        nb = rewrite_notebook(text, findings, target, unsafe=unsafe)
+        diff = "".join(_diff(c.old, c.new, f"{path}:cell[{c.index}]") for c in nb.changes)
+        return TextResult(nb.new_text, diff, nb.applied, nb.skipped)
+    from neuron_migrate.rewrite.apply import apply_fixes_to_source
+
+    result = apply_fixes_to_source(text, findings, target, unsafe=unsafe)
+    return TextResult(result.new_source, _diff(text, result.new_source, path), result.applied, result.skipped, result.error)
+
+
+# --- layer 2: files -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    outcome: FileOutcome
+    real: Path
+    original: bytes
+    new: bytes
+
+
+def _plan_file(root: Path, rel: str, findings: Sequence[Finding], target: Target, unsafe: bool) -> FileOutcome | _Pending:
+    from neuron_migrate.rewrite import files
+
+    try:
+        real = files.resolve_inside(root / rel, root)
+        original = real.read_bytes()
+        decoded = files.decode_json(original) if is_notebook(rel) else files.decode_python(original)
+        result = rewrite_text(decoded.text, rel, findings, target, unsafe=unsafe)
+        if result.error:
+            return FileOutcome(rel, FileStatus.SKIPPED, result.error, skipped=result.skipped)
+        if not result.applied or result.new_text == decoded.text:
+            return FileOutcome(rel, FileStatus.UNCHANGED, skipped=result.skipped)
+        new = decoded.encode(result.new_text)
+    except FileProblem as exc:
+        return FileOutcome(rel, FileStatus.SKIPPED, str(exc))
+    except OSError as exc:
+        return FileOutcome(rel, FileStatus.SKIPPED, f"cannot read: {exc.strerror or exc}")
+    outcome = FileOutcome(rel, FileStatus.CHANGED, diff=result.diff, applied=result.applied, skipped=result.skipped)
+    return _Pending(outcome, real, original, new)
+
+
+def rewrite_findings(
+    root: Path,
+    findings: Sequence[Finding],
+    *,
+    target: Target,
+    unsafe: bool,
+    apply: bool,
+    allow_dirty: bool = False,
+) -> tuple[FileOutcome, ...]:
+    """Apply the fixes of `findings` (paths relative to `root`); only files with an applicable fix."""
+    by_path: dict[str, list[Finding]] = defaultdict(list)
+    for finding in findings:
+        by_path[finding.path].append(finding)
+    planned: list[FileOutcome | _Pending] = [
+        _plan_file(root, rel, group, target, unsafe)
+        for rel, group in sorted(by_path.items())
+        if any(applicable_fix(f, target, unsafe=unsafe) for f in group)
+    ]
+    if not apply:
+        return tuple(p.outcome if isinstance(p, _Pending) else p for p in planned)
+
+    from neuron_migrate.rewrite import files
+
+    pending = [p for p in planned if isinstance(p, _Pending)]
+    dirty = {} if allow_dirty else files.uncommitted(p.real for p in pending)
+    outcomes: list[FileOutcome] = []
+    for item in planned:
+        if not isinstance(item, _Pending):
+            outcomes.append(item)
+            continue
+        o = item.outcome
+        if item.real in dirty:
+            reason = f"{dirty[item.real]} (commit or stash it, or pass --allow-dirty)"
+            outcomes.append(FileOutcome(o.path, FileStatus.REFUSED, reason, o.diff, (), o.skipped))
+            continue
+        try:
+            files.atomic_write(item.real, item.new, expected=item.original)
+        except FileProblem as exc:
+            outcomes.append(FileOutcome(o.path, FileStatus.SKIPPED, str(exc), o.diff, (), o.skipped))
+            continue
+        outcomes.append(o)
+    return tuple(outcomes)
+
+
+# --- layer 3: paths -------------------------------------------------------------------------------
+
+
+def rewrite_paths(
+    paths: Sequence[Path],
+    settings: Settings,
+    *,
+    apply: bool,
+    unsafe: bool,
+    allow_dirty: bool,
+    target: Target,
+    use_cache: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> RewriteResult:
+    """Scan `paths` with `settings`, then fix what the resulting report holds."""
+    from neuron_migrate.pipeline import build_report, scan_for_settings
+
+    start = time.perf_counter()
+    scan = scan_for_settings(paths, settings, use_cache=use_cache, progress=progress)
+    report = build_report(scan, settings)
+    outcomes = rewrite_findings(
+        Path(scan.root), report.findings, target=target, unsafe=unsafe, apply=apply, allow_dirty=allow_dirty
+    )
+    return RewriteResult(
+        root=scan.root,
+        target=target,
+        apply=apply,
+        unsafe=unsafe,
+        files=outcomes,
+        findings=tuple(report.findings),
+        files_scanned=scan.files_scanned,
+        duration_s=time.perf_counter() - start,
+        warnings=tuple(scan.warnings),
+    )

@@ -1,0 +1,228 @@
+"""Apply the fixes that scan computed to one file's text (no disk, no detection).
+
+Edits come in the findings' coordinates: 1-based lines split at `\\r\\n`, `\\r` or `\\n` (as Python's
+tokenizer does) and 0-based character columns. Fixes are applied whole or not at all; when two
+fixes overlap the first (by position) wins and the other is reported as skipped. Imports are then
+removed where unused and added where missing, and the result must parse with `ast` and libcst or
+the whole file is left alone. libcst is imported only here, and only when a fix applies.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from neuron_migrate.findings import Finding, Fix, FixClass, Target
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFix:
+    finding: Finding
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyResult:
+    new_source: str
+    applied: tuple[Finding, ...]  # findings whose fix is in new_source
+    skipped: tuple[SkippedFix, ...]  # applicable fixes that were not applied, with why
+    error: str = ""  # set when the whole file was left alone (new_source is then the input)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.applied)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportContext:
+    """What the rest of a notebook binds and uses, so one cell's imports are judged in context."""
+
+    bound_elsewhere: frozenset[str] = frozenset()  # normalised import statements in other cells
+    used_elsewhere: frozenset[str] = frozenset()  # names read in other cells
+
+
+def applicable_fix(finding: Finding, target: Target, *, unsafe: bool) -> Fix | None:
+    """The fix `rewrite` may apply for this finding: safe always, unsafe on request, else none."""
+    fix = finding.fix_for(target)
+    if fix is None or not fix.edits:
+        return None
+    if fix.applicability is FixClass.SAFE or (fix.applicability is FixClass.UNSAFE and unsafe):
+        return fix
+    return None
+
+
+def line_starts(source: str) -> list[int]:
+    """Offset of the first character of each line (index 0 is line 1)."""
+    return [0, *(m.end() for m in _NEWLINE.finditer(source))]
+
+
+def newline_of(source: str) -> str:
+    m = _NEWLINE.search(source)
+    return m.group() if m else "\n"
+
+
+def _line_text(source: str, starts: Sequence[int], line: int) -> str:
+    end = starts[line] if line < len(starts) else len(source)
+    return source[starts[line - 1] : end].rstrip("\r\n")
+
+
+def _offset(source: str, starts: Sequence[int], line: int, col: int) -> int | None:
+    if not 1 <= line <= len(starts) or col < 0:
+        return None
+    if col > len(_line_text(source, starts, line)):
+        return None
+    return starts[line - 1] + col
+
+
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    finding: Finding
+    fix: Fix
+    spans: tuple[tuple[int, int, str], ...]  # (start, end, replacement), sorted
+
+    @property
+    def first(self) -> int:
+        return self.spans[0][0]
+
+
+def _overlaps(a: tuple[int, int, str], b: tuple[int, int, str]) -> bool:
+    if a == b:
+        return False  # the very same edit from two findings is applied once
+    if a[0] < b[1] and b[0] < a[1]:
+        return True
+    # Two insertions at one point, or an insertion at the start of a replacement: order is ambiguous.
+    return a[0] == b[0] and (a[0] == a[1] or b[0] == b[1])
+
+
+def _plan(
+    source: str, findings: Iterable[Finding], target: Target, unsafe: bool
+) -> tuple[list[_Planned], list[SkippedFix]]:
+    starts = line_starts(source)
+    newline = newline_of(source)
+    candidates: list[_Planned] = []
+    skipped: list[SkippedFix] = []
+    for finding in findings:
+        fix = applicable_fix(finding, target, unsafe=unsafe)
+        if fix is None:
+            continue
+        line = finding.span.line
+        if finding.source_line and (
+            not 1 <= line <= len(starts) or _line_text(source, starts, line) != finding.source_line
+        ):
+            skipped.append(SkippedFix(finding, "the file changed since it was scanned"))
+            continue
+        spans: list[tuple[int, int, str]] = []
+        for edit in fix.edits:
+            s = edit.span
+            start = _offset(source, starts, s.line, s.col)
+            end = _offset(source, starts, s.end_line, s.end_col)
+            if start is None or end is None or end < start:
+                spans = []
+                break
+            replacement = edit.replacement
+            if newline != "\n":
+                replacement = re.sub(r"(?<!\r)\n", newline, replacement)
+            spans.append((start, end, replacement))
+        if not spans:
+            skipped.append(SkippedFix(finding, "an edit lies outside the file"))
+            continue
+        spans.sort()
+        if any(_overlaps(a, b) for a, b in zip(spans, spans[1:])):
+            skipped.append(SkippedFix(finding, "the fix's own edits overlap"))
+            continue
+        candidates.append(_Planned(finding, fix, tuple(spans)))
+
+    candidates.sort(key=lambda p: (p.first, p.finding.code))
+    accepted: list[_Planned] = []
+    for cand in candidates:
+        clash = next(
+            (a for a in accepted if any(_overlaps(x, y) for x in cand.spans for y in a.spans)), None
+        )
+        if clash is None:
+            accepted.append(cand)
+        else:
+            where = f"{clash.finding.span.line}:{clash.finding.span.col + 1}"
+            skipped.append(SkippedFix(cand.finding, f"overlaps the fix for {clash.finding.code} at {where}"))
+    return accepted, skipped
+
+
+def _splice(source: str, planned: Sequence[_Planned]) -> tuple[str, int]:
+    """Apply every edit; also return the new offset of the first edit that needs an import."""
+    edits = sorted({span for p in planned for span in p.spans})
+    needs_import = {span for p in planned if p.fix.add_imports for span in p.spans}
+    out: list[str] = []
+    pos = 0
+    first_needing = -1
+    length = 0
+    for start, end, replacement in edits:
+        out.append(source[pos:start])
+        length += start - pos
+        if first_needing < 0 and (start, end, replacement) in needs_import:
+            first_needing = length
+        out.append(replacement)
+        length += len(replacement)
+        pos = end
+    out.append(source[pos:])
+    return "".join(out), first_needing
+
+
+def _parse_error(source: str) -> str:
+    """'' when `source` parses with both `ast` and libcst, else what went wrong."""
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError) as exc:
+        line = getattr(exc, "lineno", None)
+        return f"the rewritten code does not parse ({exc.__class__.__name__}{f' at line {line}' if line else ''})"
+    import libcst
+
+    try:
+        libcst.parse_module(source)
+    except libcst.ParserSyntaxError as exc:
+        return f"libcst cannot parse the rewritten code (line {exc.raw_line})"
+    return ""
+
+
+def apply_fixes_to_source(
+    source: str,
+    findings: Iterable[Finding],
+    target: Target,
+    *,
+    unsafe: bool,
+    imports: ImportContext | None = None,
+) -> ApplyResult:
+    """Apply the applicable fixes of `findings` (all from this `source`) for `target`."""
+    findings = list(findings)
+    planned, skipped = _plan(source, findings, target, unsafe)
+    if not planned:
+        return ApplyResult(source, (), tuple(skipped))
+
+    from neuron_migrate.rewrite import imports as import_tools  # imports libcst
+
+    context = imports or ImportContext()
+    new_source, first_needing = _splice(source, planned)
+    problem = _parse_error(new_source)
+    if not problem:
+        remove = [name for p in planned for name in p.fix.remove_imports]
+        add = [stmt for p in planned for stmt in p.fix.add_imports]
+        try:
+            if remove:
+                new_source = import_tools.remove_unused_imports(
+                    new_source, remove, add=add, used_elsewhere=context.used_elsewhere
+                )
+            if add:
+                new_source = import_tools.add_missing_imports(
+                    new_source, add, before_offset=first_needing, bound_elsewhere=context.bound_elsewhere
+                )
+        except import_tools.ImportEditError as exc:
+            problem = str(exc)
+        else:
+            problem = _parse_error(new_source)
+    if problem:
+        reason = f"file left unchanged: {problem}"
+        every = [SkippedFix(p.finding, reason) for p in planned]
+        return ApplyResult(source, (), tuple(skipped + every), error=problem)
+    return ApplyResult(new_source, tuple(p.finding for p in planned), tuple(skipped))

@@ -1,0 +1,161 @@
+"""Disk side of rewriting: decode and re-encode exactly, atomic writes, symlink and git guards.
+
+A file is rewritten only if its bytes survive decode + encode unchanged (so the encoding, BOM and
+newlines we write back are the ones it had), through a temporary file in the same directory and
+`os.replace`, keeping its permission bits. Inside a git work tree a file is written only if git
+has it committed and unchanged (modified, staged, untracked and ignored files are refused unless
+`--allow-dirty`); files outside any git work tree are written.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import subprocess
+import tempfile
+import tokenize
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from neuron_migrate.errors import NeuronMigrateError
+
+_BOM = b"\xef\xbb\xbf"
+TEMP_SUFFIX = ".neuron-migrate.tmp"
+
+
+class FileProblem(Exception):
+    """This file cannot be rewritten safely; the message says why (the run goes on)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedSource:
+    text: str
+    encoding: str
+    bom: bool
+
+    def encode(self, text: str) -> bytes:
+        try:
+            body = text.encode(self.encoding)
+        except UnicodeEncodeError as exc:
+            raise FileProblem(f"the rewritten text cannot be encoded as {self.encoding}") from exc
+        return (_BOM if self.bom else b"") + body
+
+
+def decode_python(data: bytes) -> DecodedSource:
+    """Decode as Python does (BOM, PEP 263 cookie, default UTF-8), refusing lossy round trips."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise FileProblem(f"unknown source encoding: {exc}") from exc
+    bom = encoding == "utf-8-sig"
+    if bom:
+        encoding = "utf-8"
+    body = data[len(_BOM) :] if bom else data
+    try:
+        text = body.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise FileProblem(f"cannot decode as {encoding}") from exc
+    decoded = DecodedSource(text, encoding, bom)
+    if decoded.encode(text) != data:
+        raise FileProblem(f"{encoding} does not round-trip this file's bytes")
+    return decoded
+
+
+def decode_json(data: bytes) -> DecodedSource:
+    """Notebooks are UTF-8 JSON (a BOM is tolerated and kept)."""
+    bom = data.startswith(_BOM)
+    try:
+        text = data[len(_BOM) :].decode("utf-8") if bom else data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FileProblem("the notebook is not UTF-8") from exc
+    return DecodedSource(text, "utf-8", bom)
+
+
+def resolve_inside(path: Path, root: Path) -> Path:
+    """The real file to write: symlinks are followed only while they stay inside `root`."""
+    real = path.resolve()
+    root_real = root.resolve()
+    if root_real.is_file():
+        root_real = root_real.parent
+    if real != root_real and root_real not in real.parents:
+        raise FileProblem(f"it resolves to {real}, outside {root_real}; symlinks out of the root are not followed")
+    if not real.is_file():
+        raise FileProblem("not a regular file")
+    return real
+
+
+def atomic_write(path: Path, data: bytes, *, expected: bytes) -> None:
+    """Replace `path` with `data` via a temporary sibling, if it still holds `expected`."""
+    try:
+        if path.read_bytes() != expected:
+            raise FileProblem("the file changed while it was being rewritten")
+        mode = stat.S_IMODE(path.stat().st_mode)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    except OSError as exc:
+        raise FileProblem(f"cannot write: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise FileProblem(f"cannot write: {exc.strerror or exc}") from exc
+        raise
+
+
+# --- git guard --------------------------------------------------------------------------------
+
+
+def _git_dir_above(path: Path) -> Path | None:
+    for parent in path.parents:
+        if (parent / ".git").exists():
+            return parent
+    return None
+
+
+def _git(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(["git", "--literal-pathspecs", *args], cwd=cwd, capture_output=True, check=False)
+    except OSError as exc:
+        raise NeuronMigrateError(
+            f"{cwd} is inside a git work tree but git cannot run ({exc.strerror}); "
+            "cannot tell whether files have uncommitted changes (use --allow-dirty to skip the check)"
+        ) from exc
+
+
+def uncommitted(paths: Iterable[Path]) -> dict[Path, str]:
+    """Files among `paths` (real paths) that git does not have committed and unchanged, with why."""
+    by_top: dict[Path, list[Path]] = {}
+    for path in paths:
+        top = _git_dir_above(path)
+        if top is not None:
+            by_top.setdefault(top, []).append(path)
+    dirty: dict[Path, str] = {}
+    labels = {"?": "untracked", "!": "ignored by git, so not committed"}
+    for top, files in by_top.items():
+        for chunk in (files[i : i + 200] for i in range(0, len(files), 200)):
+            rel = [os.path.relpath(p, top) for p in chunk]
+            proc = _git(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--", *rel], top)
+            if proc.returncode != 0:
+                message = proc.stderr.decode(errors="replace").strip()
+                raise NeuronMigrateError(f"git status failed in {top}: {message}")
+            fields = iter(proc.stdout.split(b"\0"))
+            for entry in fields:
+                if len(entry) < 4:
+                    continue
+                xy, name = entry[:2].decode(), entry[3:].decode(errors="surrogateescape")
+                if "R" in xy or "C" in xy:
+                    next(fields, None)  # a rename or copy is followed by its source path
+                target = (top / name).resolve()
+                if target in chunk:
+                    dirty[target] = labels.get(xy[0], "has uncommitted changes")
+    return dirty
