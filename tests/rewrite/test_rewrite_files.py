@@ -1,0 +1,170 @@
+"""Disk behaviour of rewrite_findings: exact bytes, modes, atomic writes, symlinks, git guard."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from rewrite_helpers import finding
+
+from neuron_migrate.findings import Target
+from neuron_migrate.rewrite import files
+from neuron_migrate.rewrite.api import FileStatus, rewrite_findings
+
+
+def _fix_file(root: Path, rel: str, data: bytes, text: str, needle: str, replacement: str, **kw) -> tuple:
+    path = root / rel
+    path.write_bytes(data)
+    f = finding(text, needle, replacement, path=rel)
+    return rewrite_findings(root, [f], target=Target.NEURON, unsafe=False, apply=True, **kw), path
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "encoding"),
+    [
+        ("crlf", b"import torch\r\nx = torch.ones(1).to('cuda')\r\n\r\ny = 2\r\n", "utf-8"),
+        ("bom", b"\xef\xbb\xbfimport torch\nx = torch.ones(1).to('cuda')  # \xc3\xa9\n", "utf-8-sig"),
+        ("tabs", b"import torch\nif True:\n\tx = torch.ones(1).to('cuda')\n\ty = '\\t'\n", "utf-8"),
+        ("latin1", b"# -*- coding: latin-1 -*-\nimport torch\ns = '\xe9t\xe9'; x = torch.ones(1).to('cuda')\n", "latin-1"),
+        ("cr", b"import torch\rx = torch.ones(1).to('cuda')\r", "utf-8"),
+        ("no-final-newline", b"import torch\nx = torch.ones(1).to('cuda')", "utf-8"),
+    ],
+)
+def test_bytes_outside_the_edit_are_unchanged(tmp_path: Path, name: str, data: bytes, encoding: str) -> None:
+    text = data.decode(encoding)
+    (outcome,), path = _fix_file(tmp_path, f"{name}.py", data, text, "'cuda'", "'neuron'")
+    assert outcome.status is FileStatus.CHANGED, outcome.reason
+    assert path.read_bytes() == data.replace(b"'cuda'", b"'neuron'")
+
+
+def test_permissions_are_kept(tmp_path: Path) -> None:
+    data = b"#!/usr/bin/env python\nx = 'cuda'\n"
+    path = tmp_path / "run.py"
+    path.write_bytes(data)
+    path.chmod(0o754)
+    _fix_file(tmp_path, "run.py", data, data.decode(), "'cuda'", "'neuron'")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o754
+    assert path.read_bytes() == b"#!/usr/bin/env python\nx = 'neuron'\n"
+
+
+def test_unencodable_replacement_skips_the_file(tmp_path: Path) -> None:
+    data = b"# coding: latin-1\nx = 'cuda'\n"
+    (outcome,), path = _fix_file(tmp_path, "l1.py", data, data.decode("latin-1"), "'cuda'", "'neuron\u20ac'")
+    assert outcome.status is FileStatus.SKIPPED and "cannot be encoded as iso-8859-1" in outcome.reason
+    assert path.read_bytes() == data
+
+
+def test_dry_run_writes_nothing_and_shows_a_diff(tmp_path: Path) -> None:
+    data = b"x = 'cuda'\n"
+    path = tmp_path / "m.py"
+    path.write_bytes(data)
+    f = finding(data.decode(), "'cuda'", "'neuron'", path="m.py")
+    (outcome,) = rewrite_findings(tmp_path, [f], target=Target.NEURON, unsafe=False, apply=False)
+    assert outcome.status is FileStatus.CHANGED
+    assert outcome.diff == "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x = 'cuda'\n+x = 'neuron'\n"
+    assert path.read_bytes() == data
+
+
+def test_atomic_write_leaves_no_temporary_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = b"x = 'cuda'\n"
+    _fix_file(tmp_path, "a.py", data, data.decode(), "'cuda'", "'neuron'")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
+
+    def broken_replace(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    (outcome,), path = _fix_file(tmp_path, "b.py", data, data.decode(), "'cuda'", "'neuron'")
+    assert outcome.status is FileStatus.SKIPPED and "No space left on device" in outcome.reason
+    assert path.read_bytes() == data
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py", "b.py"]
+
+
+def test_file_changed_before_the_write_is_not_overwritten(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = b"x = 'cuda'\n"
+    path = tmp_path / "m.py"
+    path.write_bytes(data)
+    real_write = files.atomic_write
+
+    def racing_write(target: Path, new: bytes, *, expected: bytes) -> None:
+        target.write_bytes(b"x = 'cuda'  # edited meanwhile\n")
+        real_write(target, new, expected=expected)
+
+    monkeypatch.setattr(files, "atomic_write", racing_write)
+    f = finding(data.decode(), "'cuda'", "'neuron'", path="m.py")
+    (outcome,) = rewrite_findings(tmp_path, [f], target=Target.NEURON, unsafe=False, apply=True)
+    assert outcome.status is FileStatus.SKIPPED and "changed while" in outcome.reason
+    assert path.read_bytes() == b"x = 'cuda'  # edited meanwhile\n"
+
+
+def test_symlink_outside_the_root_is_not_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "root"
+    root.mkdir()
+    data = b"x = 'cuda'\n"
+    (outside / "real.py").write_bytes(data)
+    (root / "link.py").symlink_to(outside / "real.py")
+    f = finding(data.decode(), "'cuda'", "'neuron'", path="link.py")
+    (outcome,) = rewrite_findings(root, [f], target=Target.NEURON, unsafe=False, apply=True)
+    assert outcome.status is FileStatus.SKIPPED and "outside" in outcome.reason
+    assert (outside / "real.py").read_bytes() == data
+
+
+def test_symlink_inside_the_root_rewrites_its_target_and_stays_a_link(tmp_path: Path) -> None:
+    data = b"x = 'cuda'\n"
+    (tmp_path / "real.py").write_bytes(data)
+    (tmp_path / "link.py").symlink_to("real.py")
+    f = finding(data.decode(), "'cuda'", "'neuron'", path="link.py")
+    (outcome,) = rewrite_findings(tmp_path, [f], target=Target.NEURON, unsafe=False, apply=True)
+    assert outcome.status is FileStatus.CHANGED
+    assert (tmp_path / "link.py").is_symlink()
+    assert (tmp_path / "real.py").read_bytes() == b"x = 'neuron'\n"
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false", *args],
+        cwd=repo, check=True, capture_output=True,
+    )
+
+
+def test_git_guard_refuses_uncommitted_files(tmp_path: Path) -> None:
+    data = b"x = 'cuda'\n"
+    _git(tmp_path, "init", "-q")
+    for name in ("clean.py", "modified.py", "staged.py"):
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / ".gitignore").write_text("ignored.py\n")
+    _git(tmp_path, "add", "clean.py", "modified.py", "staged.py", ".gitignore")
+    _git(tmp_path, "commit", "-qm", "init")
+    dirty = b"x = 'cuda'  # local change\n"
+    (tmp_path / "modified.py").write_bytes(dirty)
+    (tmp_path / "staged.py").write_bytes(dirty)
+    _git(tmp_path, "add", "staged.py")
+    (tmp_path / "untracked.py").write_bytes(data)
+    (tmp_path / "ignored.py").write_bytes(data)
+    texts = {"clean.py": data, "modified.py": dirty, "staged.py": dirty, "untracked.py": data, "ignored.py": data}
+    found = [finding(t.decode(), "'cuda'", "'neuron'", path=n) for n, t in texts.items()]
+
+    outcomes = {o.path: o for o in rewrite_findings(tmp_path, found, target=Target.NEURON, unsafe=False, apply=True)}
+    assert outcomes["clean.py"].status is FileStatus.CHANGED
+    for name in ("modified.py", "staged.py", "untracked.py", "ignored.py"):
+        assert outcomes[name].status is FileStatus.REFUSED, name
+        assert "--allow-dirty" in outcomes[name].reason
+        assert (tmp_path / name).read_bytes() == texts[name]
+    assert "untracked" in outcomes["untracked.py"].reason
+
+    again = rewrite_findings(tmp_path, found[1:], target=Target.NEURON, unsafe=False, apply=True, allow_dirty=True)
+    assert {o.status for o in again} == {FileStatus.CHANGED}
+    assert (tmp_path / "modified.py").read_bytes() == b"x = 'neuron'  # local change\n"
+
+
+def test_files_outside_git_are_written(tmp_path: Path) -> None:
+    data = b"x = 'cuda'\n"
+    assert not any((parent / ".git").exists() for parent in tmp_path.parents)
+    (outcome,), path = _fix_file(tmp_path, "a.py", data, data.decode(), "'cuda'", "'neuron'")
+    assert outcome.status is FileStatus.CHANGED
+    assert path.read_bytes() == b"x = 'neuron'\n"

@@ -1,0 +1,86 @@
+"""Notebook rewriting: only changed cells' `source` bytes change; outputs, metadata, layout stay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rewrite_helpers import finding
+
+from neuron_migrate.findings import Target
+from neuron_migrate.rewrite.api import FileStatus, rewrite_findings
+from neuron_migrate.rewrite.notebook import rewrite_notebook
+
+
+def _notebook(cells: list[dict], indent: int, ensure_ascii: bool) -> str:
+    nb = {
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (é)"}, "z": 1.50},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    return json.dumps(nb, indent=indent, ensure_ascii=ensure_ascii) + "\n"
+
+
+def _code(source, outputs=None) -> dict:
+    return {"cell_type": "code", "execution_count": 3, "id": "x", "metadata": {"tags": ["é"]},
+            "outputs": outputs or [], "source": source}
+
+
+CELL0 = ["%matplotlib inline\n", "import torch\n", "!nvidia-smi\n", "x = torch.ones(2)\n"]
+CELL2 = ["for i in range(2):\n", "    !echo hi\n", "    y = x.to('cuda')\n", "print(y)?"]
+OUTPUT = [{"output_type": "stream", "name": "stdout", "text": ["cuda ✓\n"]}]
+
+
+@pytest.mark.parametrize("indent", [1, 2])
+@pytest.mark.parametrize("ensure_ascii", [False, True])
+def test_round_trip_changes_only_the_edited_source(indent: int, ensure_ascii: bool) -> None:
+    cells = [_code(CELL0), {"cell_type": "markdown", "metadata": {}, "source": ["Use 'cuda'"]}, _code(CELL2, OUTPUT)]
+    text = _notebook(cells, indent, ensure_ascii)
+    cell2 = "".join(CELL2)
+    f = finding(cell2, "'cuda'", "'neuron'", path="n.ipynb", cell=2)
+    result = rewrite_notebook(text, [f], Target.NEURON, unsafe=False)
+    assert [c.index for c in result.changes] == [2]
+    cells[2]["source"] = [*CELL2[:2], "    y = x.to('neuron')\n", CELL2[3]]
+    assert result.new_text == _notebook(cells, indent, ensure_ascii)
+
+
+def test_string_source_and_unusual_layout_are_kept() -> None:
+    text = '{"nbformat": 4, "nbformat_minor": 4, "metadata": {}, "cells": [\n' \
+           '{"cell_type": "code", "source": "import torch\\nx = torch.ones(1).cuda()", "outputs": [], ' \
+           '"metadata": {}, "execution_count": null},\n' \
+           '  {"source": ["a = 1\\n",   "b = \'cuda\'"], "cell_type": "code", "outputs": [], "metadata": {}, "execution_count": 1}\n]}'
+    c0 = "import torch\nx = torch.ones(1).cuda()"
+    c1 = "a = 1\nb = 'cuda'"
+    fs = [finding(c0, ".cuda()", ".to('neuron')", path="n.ipynb", cell=0),
+          finding(c1, "'cuda'", "'neuron'", path="n.ipynb", cell=1)]
+    result = rewrite_notebook(text, fs, Target.NEURON, unsafe=False)
+    assert result.new_text == text.replace(".cuda()", ".to('neuron')").replace("b = 'cuda'", "b = 'neuron'")
+
+
+def test_import_in_an_earlier_cell_is_not_added_again_and_is_kept_if_read_elsewhere() -> None:
+    cells = [_code(["from torch.cuda.amp import autocast\n", "import torch\n"]),
+             _code(["with autocast():\n", "    pass\n"]),
+             _code(["ctx = autocast\n"])]
+    text = _notebook(cells, 1, False)
+    f = finding("with autocast():\n    pass\n", "autocast()", "torch.autocast('neuron')", path="n.ipynb", cell=1,
+                add=("import torch",), remove=("torch.cuda.amp.autocast",))
+    result = rewrite_notebook(text, [f], Target.NEURON, unsafe=False)
+    assert [c.new for c in result.changes] == ["with torch.autocast('neuron'):\n    pass\n"]
+
+
+def test_notebook_file_round_trip_on_disk(tmp_path: Path) -> None:
+    cells = [_code(CELL0, OUTPUT), _code(CELL2)]
+    text = _notebook(cells, 1, False)
+    path = tmp_path / "n.ipynb"
+    path.write_bytes(text.encode())
+    f = finding("".join(CELL2), "'cuda'", "'neuron'", path="n.ipynb", cell=1)
+    (outcome,) = rewrite_findings(tmp_path, [f], target=Target.NEURON, unsafe=False, apply=True)
+    assert outcome.status is FileStatus.CHANGED
+    assert "a/n.ipynb:cell[1]" in outcome.diff and "+    y = x.to('neuron')" in outcome.diff
+    new = path.read_bytes()
+    assert new == text.replace("x.to('cuda')", "x.to('neuron')").encode()
+    # idempotent: the finding no longer matches the cell, so nothing changes
+    again = rewrite_findings(tmp_path, [f], target=Target.NEURON, unsafe=False, apply=True)
+    assert again[0].status is FileStatus.UNCHANGED and path.read_bytes() == new
