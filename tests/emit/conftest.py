@@ -1,7 +1,7 @@
 """ONE report that every emitter renders to `golden/report.<ext>`; it holds every finding kind.
 
-The rule pack is built here by hand so that the goldens change only when an emitter does, not
-when the shipped rule texts are edited.
+The rule pack (`mini_pack`, tests/conftest.py) is built by hand so that the goldens change only
+when an emitter does, not when the shipped rule texts are edited.
 """
 
 from __future__ import annotations
@@ -9,45 +9,12 @@ from __future__ import annotations
 import pytest
 
 from neuron_migrate.findings import Edit, Finding, Fix, FixClass, Report, Severity, Span, Target
-from neuron_migrate.ruleset.model import FixKind, FixSpec, Match, Rule, RulePack, TargetFix
-
-
-def _rule(code: str, name: str, category: str, severity: Severity, fix_class: FixClass,
-          title: str, *, safety: str = "", refs: tuple[str, ...] = ()) -> Rule:
-    targets = (
-        {Target.NEURON: TargetFix(FixKind.FIXER, "x"), Target.ACCELERATOR: TargetFix(FixKind.FIXER, "x")}
-        if fix_class in (FixClass.SAFE, FixClass.UNSAFE)
-        else {}
-    )
-    return Rule(
-        code=code, name=name, title=title, category=category, severity=severity,
-        match=Match(), fix=FixSpec(fix_class, targets, safety), message="`{symbol}` is CUDA-specific",
-        why=f"Why {code} matters on Trainium.\n\nSecond paragraph with `code`.", references=refs,
-        invalid=(), valid=(),
-    )
+from neuron_migrate.ruleset.model import RulePack
 
 
 @pytest.fixture(scope="session")
-def pack() -> RulePack:
-    rules = [
-        _rule("NM001", "syntax-error", "tool", Severity.ERROR, FixClass.NONE, "The file does not parse"),
-        _rule("NM006", "unused-suppression", "tool", Severity.WARNING, FixClass.MANUAL,
-              "A suppression comment suppresses nothing"),
-        _rule("NM101", "cuda-device-string", "device", Severity.ERROR, FixClass.SAFE,
-              "A 'cuda' device string", refs=("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/",)),
-        _rule("NM201", "cuda-synchronize", "cuda-api", Severity.WARNING, FixClass.SAFE,
-              "torch.cuda.synchronize has a Neuron equivalent"),
-        _rule("NM301", "cuda-amp-autocast", "amp", Severity.WARNING, FixClass.UNSAFE,
-              "torch.cuda.amp.autocast", safety="The default dtype becomes bfloat16."),
-        _rule("NM701", "flash-attn", "kernels-libraries", Severity.ERROR, FixClass.MANUAL,
-              "flash_attn is CUDA-only"),
-        _rule("NM702", "cuda-extension", "kernels-libraries", Severity.INFO, FixClass.NONE,
-              "A CUDA source file"),
-        _rule("NM901", "cpu-fallback", "runtime", Severity.ERROR, FixClass.MANUAL,
-              "An op fell back to the CPU"),
-    ]
-    return RulePack(name="test", version="9.9.9", neuron_sdk="2.33", torch_neuronx="2.13/2.14",
-                    provenance="tests", rules={r.code: r for r in rules})
+def pack(mini_pack: RulePack) -> RulePack:
+    return mini_pack
 
 
 def _finding(code: str, severity: Severity, fix_class: FixClass, category: str, path: str,

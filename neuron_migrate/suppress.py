@@ -1,0 +1,87 @@
+"""Inline suppressions: `# neuron-migrate: ignore[NM101,NM201]` or a bare `# neuron-migrate: ignore`.
+
+A directive silences the findings of its codes (a code, a prefix like `NM2`, or an old code that
+the pack redirects) whose line, or the first line of whose statement, is the directive's line, in
+the same notebook cell. Directives are applied to the raw findings, before rule selection, so a
+comment for a rule that is switched off today is not reported. A directive (or a code in it) that
+silences nothing becomes an NM006 finding, as ruff's RUF100 does for `noqa`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from neuron_migrate.findings import Finding, FixClass, Severity, Span
+from neuron_migrate.ruleset.model import RulePack
+from neuron_migrate.scan.result import Directive
+
+UNUSED_CODE = "NM006"
+
+
+@dataclass(frozen=True, slots=True)
+class Suppressed:
+    kept: list[Finding]  # findings no directive silenced
+    suppressed: int  # how many were silenced
+    unused: list[Finding]  # NM006 findings for directives that silenced nothing
+
+
+def _matches(selector: str, code: str, pack: RulePack | None) -> bool:
+    live = pack.redirects.get(selector, selector) if pack else selector
+    return code.startswith(live)
+
+
+def _covers(directive: Directive, finding: Finding) -> bool:
+    if directive.cell != finding.cell:
+        return False
+    return directive.line in (finding.span.line, finding.statement_line or finding.span.line)
+
+
+def _unused_finding(path: str, directive: Directive, codes: tuple[str, ...] | None,
+                    pack: RulePack | None) -> Finding:
+    symbol = "ignore" if codes is None else f"ignore[{','.join(codes)}]"
+    rule = pack.get(UNUSED_CODE) if pack else None
+    return Finding(
+        code=UNUSED_CODE,
+        severity=rule.severity if rule else Severity.WARNING,
+        fix_class=rule.fix.fix_class if rule else FixClass.MANUAL,
+        category=rule.category if rule else "tool",
+        path=path,
+        span=Span(directive.line, 0, directive.line, 0),
+        message=(rule.render_message(symbol) if rule
+                 else f"`# neuron-migrate: {symbol}` suppresses nothing"),
+        symbol=symbol,
+        cell=directive.cell,
+    )
+
+
+def apply_directives(
+    path: str, findings: Sequence[Finding], directives: Sequence[Directive], pack: RulePack | None
+) -> Suppressed:
+    used: set[tuple[int, str | None]] = set()  # (directive index, code or None for bare)
+    kept: list[Finding] = []
+    for finding in findings:
+        hit = False
+        for i, d in enumerate(directives):
+            if not _covers(d, finding):
+                continue
+            if d.codes is None:
+                used.add((i, None))
+                hit = True
+            else:
+                for code in d.codes:
+                    if _matches(code, finding.code, pack):
+                        used.add((i, code))
+                        hit = True
+        if not hit:
+            kept.append(finding)
+    unused: list[Finding] = []
+    for i, d in enumerate(directives):
+        if d.codes is None:
+            if (i, None) not in used:
+                unused.append(_unused_finding(path, d, None, pack))
+            continue
+        idle = tuple(c for c in d.codes if (i, c) not in used)
+        if idle:
+            unused.append(_unused_finding(path, d, idle, pack))
+    return Suppressed(kept, len(findings) - len(kept), unused)

@@ -1,0 +1,62 @@
+"""Inline suppressions: by code, prefix, redirect and bare; multi-line statements; notebook cells;
+unused directives become NM006 findings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from neuron_migrate.findings import Finding
+from neuron_migrate.ruleset.model import RulePack
+from neuron_migrate.scan.result import Directive
+from neuron_migrate.suppress import apply_directives
+
+
+def test_code_on_the_flagged_line(make_finding: Callable[..., Finding], mini_pack: RulePack) -> None:
+    f = make_finding("NM201", "a.py", 3)
+    other = make_finding("NM101", "a.py", 3)
+    out = apply_directives("a.py", [f, other], [Directive(3, ("NM201",))], mini_pack)
+    assert out.kept == [other] and out.suppressed == 1 and out.unused == []
+
+
+def test_bare_prefix_and_redirected_code(make_finding: Callable[..., Finding], mini_pack: RulePack) -> None:
+    findings = [make_finding("NM201", "a.py", 1), make_finding("NM101", "a.py", 1),
+                make_finding("NM201", "a.py", 2), make_finding("NM101", "a.py", 3)]
+    directives = [Directive(1, None), Directive(2, ("NM2",)), Directive(3, ("NM199",))]  # NM199 -> NM101
+    out = apply_directives("a.py", findings, directives, mini_pack)
+    assert out.kept == [] and out.suppressed == 4 and out.unused == []
+
+
+def test_first_line_of_a_multiline_statement(make_finding: Callable[..., Finding], mini_pack: RulePack) -> None:
+    # model = Net(  # neuron-migrate: ignore[NM101]
+    #     device="cuda",          <- flagged on line 6, statement starts on line 5
+    # )
+    f = make_finding("NM101", "a.py", 6, statement_line=5)
+    out = apply_directives("a.py", [f], [Directive(5, ("NM101",))], mini_pack)
+    assert out.kept == [] and out.unused == []
+    # ...and a directive on an unrelated line does not reach it
+    out = apply_directives("a.py", [f], [Directive(4, ("NM101",))], mini_pack)
+    assert out.kept == [f] and [u.code for u in out.unused] == ["NM006"]
+
+
+def test_notebook_directive_applies_only_in_its_cell(
+    make_finding: Callable[..., Finding], mini_pack: RulePack
+) -> None:
+    in_cell_2 = make_finding("NM101", "nb.ipynb", 1, cell=2)
+    in_cell_4 = make_finding("NM101", "nb.ipynb", 1, cell=4)
+    out = apply_directives("nb.ipynb", [in_cell_2, in_cell_4], [Directive(1, ("NM101",), cell=2)], mini_pack)
+    assert out.kept == [in_cell_4] and out.suppressed == 1 and out.unused == []
+
+
+def test_unused_directives_become_nm006(make_finding: Callable[..., Finding], mini_pack: RulePack) -> None:
+    f = make_finding("NM201", "a.py", 3)
+    directives = [Directive(3, ("NM201", "NM701")), Directive(8, None), Directive(2, ("NM101",), cell=1)]
+    out = apply_directives("a.py", [f], directives, mini_pack)
+    assert out.kept == []
+    assert [(u.code, u.span.line, u.cell, u.symbol) for u in out.unused] == [
+        ("NM006", 3, None, "ignore[NM701]"),  # only the code that silenced nothing
+        ("NM006", 8, None, "ignore"),
+        ("NM006", 2, 1, "ignore[NM101]"),
+    ]
+    rule = mini_pack.rules["NM006"]
+    assert out.unused[0].message == "`# neuron-migrate: ignore[NM701]` suppresses nothing"
+    assert all(u.severity == rule.severity and u.category == "tool" for u in out.unused)
