@@ -81,7 +81,7 @@ def _autoload() -> None:
         activate()
     except Exception as exc:  # noqa: BLE001 - raising here would break every `import torch`
         msg = f"neuron-migrate emulator not activated: {exc}"
-        _log.warning(msg)
+        _log.debug(msg, exc_info=True)
         warnings.warn(msg, RuntimeWarning, stacklevel=2)
 
 

@@ -1,4 +1,95 @@
-"""Once-per-process registration of the emulated `neuron` device (filled in below)."""
+"""Once-per-process registration of the emulated `neuron` device (OpenReg's layering, in Python).
+
+Order matters: rename PrivateUse1 and register ``torch.neuron`` (DLPack import needs the module),
+self-test the storage relabel, then kernels (runtime set + one per table op), the boxed fallback,
+autocast, the narrow torch patches, the exit record and the lazy Dynamo skips.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import Any
+
 ACTIVE = False
+_lock = threading.Lock()
+_libs: list[Any] = []  # keep Library objects alive: dropping one unregisters its kernels
+stats: dict[str, Any] = {}
+
+
 def register() -> None:
-    raise RuntimeError("not yet")
+    global ACTIVE
+    with _lock:
+        if ACTIVE:
+            return
+        import torch
+
+        owner = torch._C._get_privateuse1_backend_name()
+        if owner != "privateuseone":
+            from neuron_emu import EmulatorUnavailable
+
+            raise EmulatorUnavailable(f"PrivateUse1 is already registered as {owner!r} in this process")
+        from neuron_emu import _dynamo_skip, record
+        from neuron_emu.runtime import generator, patches, storage
+
+        from torch.utils import backend_registration as br
+
+        # The steps of br._setup_privateuseone_for_python_backend, with the rename first so the
+        # device module can create `neuron` generators while it is built.
+        torch.utils.rename_privateuse1_backend("neuron")
+        from neuron_emu import module  # creates `neuron` generators: needs the name
+
+        torch.utils.generate_methods_for_privateuse1_backend()
+        torch._register_device_module("neuron", module.build())
+        torch._C._acc.register_python_privateuseone_hook(br._DummyPrivateUse1Hook())
+        torch._C._acc.register_python_privateuseone_device_guard(br._DummyDeviceGuard())
+        storage.self_test()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*[Oo]verrid.*registered kernel.*")
+            warnings.filterwarnings("ignore", message=".*Warning only once for all operators.*")
+            _install_kernels(torch)
+            patches.install()
+        generator.install()
+        record.install_exit_record()
+        _dynamo_skip.install()
+        ACTIVE = True
+
+
+def _install_kernels(torch: Any) -> None:
+    from neuron_emu.ops import autocast, kernels
+    from neuron_emu.ops.cpu import OpInfo
+    from neuron_emu.ops.fallback import fallback
+    from neuron_emu.ops.registry import decomposes, resolve, runnable_on_cpu, table
+
+    aten = torch.library.Library("aten", "IMPL")
+    glob = torch.library.Library("_", "IMPL")
+    _libs.extend((aten, glob))
+    names = set(table().native) | set(kernels.RUNTIME_KERNELS) | set(kernels.METADATA_OPS)
+    registered, decomposed, missing = 0, [], []
+    for name in sorted(names):
+        op = resolve(name)
+        if op is None:
+            missing.append(name)
+            continue
+        if name in kernels.RUNTIME_KERNELS:
+            fn = kernels.RUNTIME_KERNELS[name]
+        elif name in kernels.METADATA_OPS:
+            fn = kernels.metadata_kernel(op)
+        elif name == "aten::contiguous":
+            aten.impl(op, kernels.contiguous_autograd, "AutogradPrivateUse1")
+            decomposed.append(name)
+            continue
+        elif decomposes(op) or not runnable_on_cpu(op):
+            decomposed.append(name)
+            continue
+        else:
+            info = OpInfo(op, "device", compiles=name not in kernels._COPIES,
+                          record=name not in kernels.SILENT_OPS)
+            factory = kernels.COPY_FACTORIES.get(name)
+            fn = factory(info) if factory else kernels.make_device_kernel(info)
+        aten.impl(op, fn, "PrivateUse1")
+        registered += 1
+    glob.fallback(fallback, "PrivateUse1")
+    glob.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
+    stats.update(kernels=registered, decomposed=decomposed, missing=missing,
+                 autocast=autocast.install(aten))

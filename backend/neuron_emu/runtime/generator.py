@@ -18,14 +18,43 @@ _CGenerator = torch._C.Generator
 _BACKEND = "neuron"
 
 
+# Ops receive a generator as a fresh plain ``torch._C.Generator`` wrapper (C++ re-wraps it once and
+# caches that wrapper), not as our subclass instance. Passing each new generator through a tiny
+# custom op captures that wrapper, so kernels can tell a `neuron` generator from a CPU one by id.
+_wrappers: dict[int, tuple[_CGenerator, int]] = {}
+_identity_lib: list[torch.library.Library] = []
+
+
+def _capture(g: _CGenerator, index: int) -> None:
+    if not _identity_lib:
+        lib = torch.library.Library("neuron_emu", "DEF")
+        lib.define("_generator_identity(Generator? g, int index) -> ()")
+
+        def kernel(wrapper: _CGenerator, idx: int) -> None:
+            _wrappers[id(wrapper)] = (wrapper, idx)
+
+        lib.impl("_generator_identity", kernel, "CompositeExplicitAutograd")
+        _identity_lib.append(lib)
+    torch.ops.neuron_emu._generator_identity(g, index)
+
+
+def neuron_index(g: _CGenerator) -> int:
+    """The `neuron` device index of a generator as an op sees it, or -1 for a CPU generator."""
+    entry = _wrappers.get(id(g))
+    if entry is not None:
+        return entry[1]
+    return g._neuron_device.index or 0 if isinstance(g, NeuronGenerator) else -1
+
+
 class NeuronGenerator(_CGenerator):
-    """A CPU Philox/MT generator that reports a `neuron` device."""
+    """A CPU Mersenne Twister generator that reports a `neuron` device."""
 
     __slots__ = ("_neuron_device",)
 
     def __new__(cls, index: int = 0) -> NeuronGenerator:
         g = _CGenerator.__new__(cls, "cpu")
         g._neuron_device = torch.device(_BACKEND, index)
+        _capture(g, index)
         return g
 
     @property

@@ -1,0 +1,109 @@
+"""``torch.neuron`` memory counters (``torch.neuron.memory``), TorchNeuron-shaped.
+
+Bytes are counted when the emulator creates a `neuron` tensor (an allocation) and uncounted when
+that tensor object dies (a weak reference). A view that outlives its base is therefore no longer
+counted; this is approximate but cheap, and reserved bytes are reported as 0, as TorchNeuron does.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import torch
+
+from neuron_emu import device as _device
+
+
+class _Counters:
+    __slots__ = ("current", "peak", "requests", "frees")
+
+    def __init__(self) -> None:
+        self.current = 0
+        self.peak = 0
+        self.requests = 0
+        self.frees = 0
+
+
+_counters = [_Counters() for _ in range(_device.device_count())]
+_live: dict[weakref.ref[torch.Tensor], tuple[int, int]] = {}
+
+
+def _on_free(ref: weakref.ref[torch.Tensor]) -> None:
+    entry = _live.pop(ref, None)
+    if entry is not None:
+        c = _counters[entry[0]]
+        c.current -= entry[1]
+        c.frees += 1
+
+
+def track(t: torch.Tensor, index: int, nbytes: int) -> None:
+    """Count a new `neuron` tensor of ``nbytes`` on device ``index`` (called by the allocator path)."""
+    c = _counters[index]
+    c.requests += 1
+    c.current += nbytes
+    if c.current > c.peak:
+        c.peak = c.current
+    _live[weakref.ref(t, _on_free)] = (index, nbytes)
+
+
+def _c(device: Any) -> _Counters:
+    return _counters[_device._index(device, optional=True)]
+
+
+def memory_allocated(device: Any = None) -> int:
+    return _c(device).current
+
+
+def max_memory_allocated(device: Any = None) -> int:
+    return _c(device).peak
+
+
+def memory_reserved(device: Any = None) -> int:
+    return 0
+
+
+def max_memory_reserved(device: Any = None) -> int:
+    return 0
+
+
+def reset_peak_memory_stats(device: Any = None) -> None:
+    c = _c(device)
+    c.peak = c.current
+
+
+def reset_accumulated_memory_stats(device: Any = None) -> None:
+    c = _c(device)
+    c.requests = 0
+    c.frees = 0
+
+
+def reset_max_memory_allocated(device: Any = None) -> None:
+    reset_peak_memory_stats(device)
+
+
+def empty_cache() -> None:
+    """Nothing is cached by the emulator."""
+
+
+def memory_stats(device: Any = None) -> dict[str, Any]:
+    c = _c(device)
+    return {
+        "allocated_bytes": {"current": c.current, "peak": c.peak},
+        "reserved_bytes": {"current": 0, "peak": 0},
+        "active_bytes": {"current": c.current, "peak": c.peak},
+        "num_alloc_retries": 0,
+        "num_ooms": 0,
+        "num_tensor_frees": c.frees,
+        "allocation_requests": c.requests,
+    }
+
+
+def memory_summary(device: Any = None, abbreviated: bool = False) -> str:
+    s = memory_stats(device)
+    idx = _device._index(device, optional=True)
+    return (
+        f"neuron:{idx} (emulated) memory summary\n"
+        f"  allocated: {s['allocated_bytes']['current']} bytes (peak {s['allocated_bytes']['peak']})\n"
+        f"  allocation requests: {s['allocation_requests']}, tensor frees: {s['num_tensor_frees']}\n"
+    )

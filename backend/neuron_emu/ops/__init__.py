@@ -1,0 +1,1 @@
+"""Op registration for the emulated device: the table (registry), explicit kernels, one fallback."""

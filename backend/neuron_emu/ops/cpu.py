@@ -1,0 +1,188 @@
+"""Run an aten op for the `neuron` device on CPU aliases of its arguments, and relabel the results.
+
+This is the one execution path shared by the explicit kernels and the boxed fallback: `neuron`
+arguments become zero-copy CPU aliases, ``device=neuron`` becomes ``cpu``, random ops get the
+device's generator, the op runs on the CPU, and results are relabelled `neuron` (an in-place or
+``out=`` result is the caller's own `neuron` tensor). Per-op facts are computed once (:class:`OpInfo`)
+so the common call costs a loop over the arguments and two DLPack relabels.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch._ops import OpOverload
+
+from neuron_emu import memory
+from neuron_emu.runtime.generator import neuron_index
+from neuron_emu.runtime.storage import to_cpu, to_neuron
+
+Tensor = torch.Tensor
+CPU_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+_CPU = torch.device("cpu")
+_BACKEND = "neuron"
+
+# Arguments that may stay on the CPU next to `neuron` tensors, as on CUDA (copies; index tensors).
+_CPU_OK_ARGS: dict[str, frozenset[str]] = {
+    "aten::index.Tensor": frozenset({"indices"}),
+    "aten::index.Tensor_out": frozenset({"indices"}),
+    "aten::index_put_": frozenset({"indices"}),
+    "aten::index_put": frozenset({"indices"}),
+    "aten::_index_put_impl_": frozenset({"indices"}),
+    "aten::_unsafe_index.Tensor": frozenset({"indices"}),
+    "aten::_unsafe_index_put": frozenset({"indices"}),
+    "aten::copy_": frozenset({"src"}),
+    "aten::_copy_from": frozenset({"self", "dst"}),
+    "aten::_copy_from_and_resize": frozenset({"self", "dst"}),
+    "aten::_to_copy": frozenset({"self"}),
+    "aten::set_.source_Tensor": frozenset({"source"}),
+}
+
+
+def op_name(op: OpOverload) -> str:
+    """``aten::name.overload``, with the default overload written ``aten::name`` (TorchNeuron's form)."""
+    ov = op._overloadname
+    base = op._schema.name
+    return base if ov == "default" else f"{base}.{ov}"
+
+
+class OpInfo:
+    """Facts about one overload, computed once."""
+
+    __slots__ = (
+        "op", "name", "kind", "compiles", "record", "arg_names", "cpu_ok", "writes",
+        "gen_pos", "gen_kw", "has_device", "returns_alias", "is_view",
+    )
+
+    def __init__(self, op: OpOverload, kind: str, *, compiles: bool, record: bool) -> None:
+        schema = op._schema
+        self.op = op
+        self.name = op_name(op)
+        self.kind = kind  # "device" | "fallback" | "silent"
+        self.compiles = compiles
+        self.record = record
+        self.is_view = op.is_view
+        args = schema.arguments
+        self.arg_names = tuple(a.name for a in args)
+        self.cpu_ok = _CPU_OK_ARGS.get(self.name, frozenset())
+        self.writes = frozenset(a.name for a in args if a.alias_info is not None and a.alias_info.is_write)
+        self.gen_pos = -1
+        self.gen_kw = ""
+        for i, a in enumerate(args):
+            if "Generator" in str(a.type):
+                if a.kwarg_only:
+                    self.gen_kw = a.name
+                else:
+                    self.gen_pos = i
+        self.has_device = any(a.name == "device" for a in args)
+        self.returns_alias = any(r.alias_info is not None for r in schema.returns)
+
+
+def mismatch_error(info: OpInfo, arg: str, bad: torch.device, dev: int) -> RuntimeError:
+    base = info.name.split("::", 1)[1].replace(".", "_")
+    return RuntimeError(
+        "Expected all tensors to be on the same device, but got "
+        f"{arg} is on {bad}, different from other tensors on {_BACKEND}:{dev} "
+        f"(when checking argument in method wrapper_NEURON_{base})"
+    )
+
+
+def _convert(info: OpInfo, name: str, a: Any, state: list[Any]) -> Any:
+    """Convert one argument; ``state`` is [device index, first bad (name, device), aliases]."""
+    if isinstance(a, Tensor):
+        d = a.get_device()
+        if d >= 0:
+            if state[0] < 0:
+                state[0] = d
+            elif d != state[0]:
+                state[1] = (name, a.device)
+            c = to_cpu(a)
+            if name in info.writes:
+                state[2].append((c, a))
+            return c
+        if state[1] is None and a.dim() != 0 and name not in info.cpu_ok:
+            state[1] = (name, a.device)
+        return a
+    if type(a) in (list, tuple) and a and any(isinstance(x, Tensor) for x in a):
+        return type(a)(_convert(info, name, x, state) for x in a)
+    return a
+
+
+def execute(info: OpInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run ``info.op`` on the CPU for `neuron` arguments and return `neuron` results."""
+    state: list[Any] = [-1, None, []]
+    names = info.arg_names
+    cargs = [_convert(info, names[i], a, state) for i, a in enumerate(args)]
+    ckw = {k: _convert(info, k, v, state) for k, v in kwargs.items()} if kwargs else {}
+    out_dev = state[0]
+    if info.has_device:
+        dev = ckw.get("device")
+        if dev is not None:
+            dev = torch.device(dev)
+            if dev.type == _BACKEND:
+                out_dev = dev.index or 0
+                if state[0] < 0:
+                    state[0] = out_dev
+            else:
+                out_dev = -1
+            ckw["device"] = _CPU
+    if state[1] is not None and state[0] >= 0:
+        raise mismatch_error(info, state[1][0], state[1][1], state[0])
+    if info.gen_pos >= 0 or info.gen_kw:
+        _generator(info, cargs, ckw, max(state[0], 0))
+    try:
+        result = info.op._op(*cargs, **ckw)
+    except RuntimeError as exc:
+        if "not resizable" not in str(exc) or not state[2]:
+            raise
+        result = _rerun_with_fresh_outputs(info, cargs, ckw, state[2], out_dev)
+    return _relabel(result, state[2], out_dev)
+
+
+def _generator(info: OpInfo, cargs: list[Any], ckw: dict[str, Any], dev: int) -> None:
+    from neuron_emu.random import default_generators
+
+    if info.gen_pos >= 0:
+        g = cargs[info.gen_pos] if info.gen_pos < len(cargs) else None
+    else:
+        g = ckw.get(info.gen_kw)
+    if g is None:
+        g = default_generators[dev]
+    elif neuron_index(g) < 0:
+        raise RuntimeError(f"Expected a '{_BACKEND}' device type for generator but found '{g.device.type}'")
+    if info.gen_pos >= 0 and info.gen_pos < len(cargs):
+        cargs[info.gen_pos] = g
+    else:
+        ckw[info.gen_kw or info.arg_names[info.gen_pos]] = g
+
+
+def _rerun_with_fresh_outputs(
+    info: OpInfo, cargs: list[Any], ckw: dict[str, Any], aliases: list[tuple[Tensor, Tensor]], dev: int
+) -> Any:
+    # A DLPack-adopted storage cannot grow; give the op fresh CPU outputs, then point the caller's
+    # `neuron` tensors at the (relabelled) results.
+    swap = {id(c): torch.empty(0, dtype=c.dtype) for c, _ in aliases}
+    cargs = [swap.get(id(a), a) if isinstance(a, Tensor) else a for a in cargs]
+    ckw = {k: swap.get(id(v), v) if isinstance(v, Tensor) else v for k, v in ckw.items()}
+    result = info.op._op(*cargs, **ckw)
+    for i, (c, orig) in enumerate(aliases):
+        fresh = swap[id(c)]
+        torch.ops.aten.set_.source_Tensor(orig, to_neuron(fresh, max(dev, 0)))
+        aliases[i] = (fresh, orig)
+    return result
+
+
+def _relabel(result: Any, aliases: list[tuple[Tensor, Tensor]], dev: int) -> Any:
+    if isinstance(result, Tensor):
+        for c, orig in aliases:
+            if result is c:
+                return orig
+        if dev < 0:
+            return result
+        n = to_neuron(result, dev)
+        memory.track(n, dev, result.numel() * result.element_size())
+        return n
+    if type(result) in (tuple, list):
+        return type(result)(_relabel(r, aliases, dev) for r in result)
+    return result

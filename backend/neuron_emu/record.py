@@ -1,0 +1,442 @@
+"""What the emulated device records, and the per-process JSON record.
+
+Steady state costs one dict update per op: the key is (op, input signature, backward?). Only a new
+key takes the slow path, which simulates the eager compile cache (keyed like TorchNeuron's: op +
+input shapes + dtypes), looks up the call site (first frame outside torch, the emulator and the
+stdlib; for backward ops the autograd node plus the user's ``backward()`` line), and warns once per
+fallback op.
+
+JSON record, one file per process, ``<NEURON_MIGRATE_RECORD_DIR>/neuron-emu-<pid>-rank<RANK|x>.json``,
+written at exit (schema_version 1)::
+
+    {
+      "schema_version": 1,
+      "emulator": {"version": str, "torch": str,
+                   "ops_table": {"repo": str, "commit": str, "date": str}},
+      "process": {"pid": int, "rank": int|null, "local_rank": int|null, "world_size": int|null,
+                  "argv": [str]},
+      "ops": [{"name": "aten::addmm",            # TorchNeuron form: aten::name[.overload]
+               "kind": "device" | "fallback",   # own kernel on the real backend | boxed CPU fallback
+               "count": int,
+               "phases": {"fwd": int, "bwd": int},
+               "signatures": [{"inputs": [Input], "count": int}],
+               "first_site": Site | null}],
+      "compiles": {"count": int, "recompiles": int,
+                   "sites": [{"site": Site, "op": str, "phase": "fwd" | "bwd",
+                              "signatures": [[Input]], "recompiles": int}]},
+      "downcasts": [{"op": str, "dtype": "float64" | "int64", "to": "float32" | "int32",
+                     "count": int}],
+      "host_to_device": [{"site": Site, "count": int, "bytes": int}],
+      "pre_init_allocations": {"watched": bool, "count": int, "bytes": int,
+                               "first_site": Site | null, "process_group_initialized": bool},
+      "dynamo": null | {...},     # torch.compile(backend="neuron") stats, see neuron_emu.compile
+      "exception": null | {"type": str, "message": str, "site": Site | null, "traceback": [Site]}
+    }
+    Site  = {"file": str, "line": int, "function": str, "autograd_node": str | null}
+    Input = [[int, ...], "float32"]  (a tensor: shape, dtype) | [Input, ...] (a tensor list) | null
+
+Views and metadata ops (view, as_strided, set_, empty, resize_, item) are never recorded; copies
+(copy_, _to_copy, clone) are recorded as device ops but never compile.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import sysconfig
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import CodeType, FrameType
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+if TYPE_CHECKING:
+    from neuron_emu.ops.cpu import OpInfo
+
+SCHEMA_VERSION = 1
+Site = tuple[str, int, str, "str | None"]
+_NO_SITE: Site = ("<unknown>", 0, "", None)
+_Tensor = torch.Tensor
+_current_node = torch._C._current_autograd_node
+_DOWNCAST = {torch.float64: torch.float32, torch.int64: torch.int32}
+
+
+class Recorder:
+    """Everything recorded in one scope (the process, or a ``recording()`` block)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[OpInfo, tuple[Any, ...], bool], int] = {}
+        self.first_site: dict[OpInfo, Site] = {}
+        self.compile_sites: dict[tuple[Site, OpInfo], list[tuple[Any, ...]]] = {}
+        self.compiles = 0
+        self.recompiles = 0
+        self.h2d: dict[Site, list[int]] = {}
+        self.pre_init = [0, 0]
+        self.pre_init_site: Site | None = None
+
+    # -- queries -------------------------------------------------------------------------------
+    def ops(self, kind: str | None = None) -> list[str]:
+        return sorted({i.name for (i, _, _) in self.counts if kind is None or i.kind == kind})
+
+    def op_counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for (info, _, _), n in self.counts.items():
+            out[info.name] = out.get(info.name, 0) + n
+        return out
+
+    def merge(self, other: Recorder) -> None:
+        for k, n in other.counts.items():
+            self.counts[k] = self.counts.get(k, 0) + n
+        for info, site in other.first_site.items():
+            self.first_site.setdefault(info, site)
+        for k, sigs in other.compile_sites.items():
+            self.compile_sites.setdefault(k, []).extend(sigs)
+        self.compiles += other.compiles
+        self.recompiles += other.recompiles
+        for site, (n, b) in other.h2d.items():
+            acc = self.h2d.setdefault(site, [0, 0])
+            acc[0] += n
+            acc[1] += b
+        self.pre_init[0] += other.pre_init[0]
+        self.pre_init[1] += other.pre_init[1]
+        self.pre_init_site = self.pre_init_site or other.pre_init_site
+
+    def to_dict(self) -> dict[str, Any]:
+        return _render(self)
+
+
+_root = Recorder()
+_stack: list[Recorder] = [_root]
+SINK: Recorder = _root  # the recorder ops go to; read by the hot path
+_compiled: set[tuple[OpInfo, tuple[Any, ...]]] = set()  # the simulated eager NEFF cache
+_warned: set[str] = set()
+_lock = threading.Lock()
+dynamo_stats: dict[str, Any] | None = None
+process_group_initialized = False
+watch_pre_init = False
+_exception: dict[str, Any] | None = None
+
+
+# -- hot path ----------------------------------------------------------------------------------
+def signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    sig = []
+    for a in args:
+        if isinstance(a, _Tensor):
+            sig.append((a.shape, a.dtype))
+        elif type(a) in (list, tuple) and a and any(isinstance(x, _Tensor) for x in a):
+            sig.append(tuple((x.shape, x.dtype) if isinstance(x, _Tensor) else None for x in a))
+    return tuple(sig)
+
+
+def observe(info: OpInfo, args: tuple[Any, ...], result: Any) -> None:
+    """Count one execution of ``info`` (called after the op ran)."""
+    sig = signature(args)
+    if not sig and isinstance(result, _Tensor):
+        sig = ((result.shape, result.dtype),)  # factories: the output is what gets compiled
+    node = _current_node()
+    key = (info, sig, node is not None)
+    counts = SINK.counts
+    n = counts.get(key)
+    if n is None:
+        _first(info, sig, node, key)
+    else:
+        counts[key] = n + 1
+
+
+def _first(info: OpInfo, sig: tuple[Any, ...], node: Any, key: Any) -> None:
+    with _lock:
+        rec = SINK
+        rec.counts[key] = rec.counts.get(key, 0) + 1
+        site: Site | None = None
+        if info not in rec.first_site:
+            site = current_site(node)
+            rec.first_site[info] = site
+        if info.compiles and (info, sig) not in _compiled:
+            _compiled.add((info, sig))
+            site = site or current_site(node)
+            rec.compiles += 1
+            sigs = rec.compile_sites.setdefault((site, info), [])
+            if sigs:
+                rec.recompiles += 1
+            sigs.append(sig)
+    if info.kind == "fallback" and info.name not in _warned:
+        _warned.add(info.name)
+        warnings.warn(
+            f"The operator '{info.name}' is not currently supported on the neuron device and will "
+            "fall back to run on the CPU. This may have performance implications.",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
+        )
+
+
+def host_to_device(nbytes: int) -> None:
+    site = current_site(None)
+    with _lock:
+        acc = SINK.h2d.setdefault(site, [0, 0])
+        acc[0] += 1
+        acc[1] += nbytes
+
+
+def pre_init_allocation(nbytes: int) -> None:
+    with _lock:
+        rec = SINK
+        rec.pre_init[0] += 1
+        rec.pre_init[1] += nbytes
+        if rec.pre_init_site is None:
+            rec.pre_init_site = current_site(None)
+
+
+# -- call sites --------------------------------------------------------------------------------
+_LIB_DIRS = tuple(
+    os.path.normcase(os.path.realpath(p)) + os.sep
+    for p in {
+        os.path.dirname(torch.__file__),
+        os.path.dirname(os.path.abspath(__file__)),
+        sysconfig.get_paths()["stdlib"],
+    }
+)
+_is_lib: dict[CodeType, bool] = {}
+_main_ident = threading.main_thread().ident
+
+
+def _library(code: CodeType) -> bool:
+    lib = _is_lib.get(code)
+    if lib is None:
+        f = code.co_filename
+        lib = f.startswith("<frozen") or os.path.normcase(os.path.realpath(f)).startswith(_LIB_DIRS)
+        _is_lib[code] = lib
+    return lib
+
+
+def _user_stacklevel() -> int:
+    """warnings.warn stacklevel that points at the first user frame (1 if there is none)."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and _library(frame.f_code):
+        frame, level = frame.f_back, level + 1
+    return level if frame is not None else 1
+
+
+def user_frame(frame: FrameType | None) -> FrameType | None:
+    while frame is not None and _library(frame.f_code):
+        frame = frame.f_back
+    return frame
+
+
+def _site_of(frame: FrameType | None, node_name: str | None) -> Site:
+    if frame is None:
+        return (_NO_SITE[0], 0, "", node_name)
+    return (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name, node_name)
+
+
+def current_site(node: Any) -> Site:
+    """First user frame; for backward ops, the autograd node and the thread blocked in backward()."""
+    if node is None:
+        return _site_of(user_frame(sys._getframe(1)), None)
+    frame = None
+    if threading.get_ident() != _main_ident:
+        frame = sys._current_frames().get(_main_ident)
+    else:
+        frame = sys._getframe(1)
+    return _site_of(user_frame(frame), node.name())
+
+
+# -- scoping and queries -----------------------------------------------------------------------
+@contextmanager
+def recording() -> Iterator[Recorder]:
+    """Record the block into a fresh Recorder (also merged into the enclosing one on exit)."""
+    global SINK
+    rec = Recorder()
+    with _lock:
+        _stack.append(rec)
+        SINK = rec
+    try:
+        yield rec
+    finally:
+        with _lock:
+            _stack.remove(rec)
+            SINK = _stack[-1]
+            SINK.merge(rec)
+
+
+def _all() -> Recorder:
+    agg = Recorder()
+    for r in _stack:
+        agg.merge(r)
+    return agg
+
+
+def fallback_ops() -> list[str]:
+    return _all().ops("fallback")
+
+
+def executed_ops() -> list[str]:
+    return _all().ops("device")
+
+
+def clear() -> None:
+    with _lock:
+        for r in _stack:
+            r.__init__()  # type: ignore[misc]
+
+
+# -- rendering ---------------------------------------------------------------------------------
+def _site(site: Site | None) -> dict[str, Any] | None:
+    if site is None:
+        return None
+    return {"file": site[0], "line": site[1], "function": site[2], "autograd_node": site[3]}
+
+
+def _dtype(d: torch.dtype) -> str:
+    return str(d).removeprefix("torch.")
+
+
+def _input(item: Any) -> Any:
+    if item is None:
+        return None
+    if isinstance(item[0], torch.Size):
+        return [list(item[0]), _dtype(item[1])]
+    return [_input(x) for x in item]
+
+
+def _downcasts(sig: tuple[Any, ...]) -> set[torch.dtype]:
+    found: set[torch.dtype] = set()
+    for item in sig:
+        if item is None:
+            continue
+        if isinstance(item[0], torch.Size):
+            if item[1] in _DOWNCAST and len(item[0]) > 0:
+                found.add(item[1])
+        else:
+            found |= _downcasts(item)
+    return found
+
+
+def _render(rec: Recorder) -> dict[str, Any]:
+    ops: dict[OpInfo, dict[str, Any]] = {}
+    down: dict[tuple[str, torch.dtype], int] = {}
+    for (info, sig, bwd), n in rec.counts.items():
+        entry = ops.get(info)
+        if entry is None:
+            entry = ops[info] = {
+                "name": info.name, "kind": info.kind, "count": 0, "phases": {"fwd": 0, "bwd": 0},
+                "signatures": {}, "first_site": _site(rec.first_site.get(info)),
+            }
+        entry["count"] += n
+        entry["phases"]["bwd" if bwd else "fwd"] += n
+        entry["signatures"][sig] = entry["signatures"].get(sig, 0) + n
+        if info.kind == "device" and info.compiles:
+            for dt in _downcasts(sig):
+                down[(info.name, dt)] = down.get((info.name, dt), 0) + n
+    op_list = []
+    for entry in sorted(ops.values(), key=lambda e: (e["kind"], e["name"])):
+        sigs = sorted(entry["signatures"].items(), key=lambda kv: -kv[1])
+        entry["signatures"] = [{"inputs": [_input(i) for i in s], "count": c} for s, c in sigs]
+        op_list.append(entry)
+    sites = [
+        {"site": _site(site), "op": info.name, "phase": "bwd" if site[3] else "fwd",
+         "signatures": [[_input(i) for i in s] for s in sigs], "recompiles": len(sigs) - 1}
+        for (site, info), sigs in rec.compile_sites.items()
+    ]
+    return {
+        "ops": op_list,
+        "compiles": {"count": rec.compiles, "recompiles": rec.recompiles, "sites": sites},
+        "downcasts": [
+            {"op": name, "dtype": _dtype(dt), "to": _dtype(_DOWNCAST[dt]), "count": n}
+            for (name, dt), n in sorted(down.items(), key=lambda kv: (kv[0][0], str(kv[0][1])))
+        ],
+        "host_to_device": [
+            {"site": _site(s), "count": n, "bytes": b} for s, (n, b) in rec.h2d.items()
+        ],
+        "pre_init_allocations": {
+            "watched": watch_pre_init, "count": rec.pre_init[0], "bytes": rec.pre_init[1],
+            "first_site": _site(rec.pre_init_site),
+            "process_group_initialized": process_group_initialized,
+        },
+    }
+
+
+def _env_int(name: str) -> int | None:
+    v = os.environ.get(name, "")
+    return int(v) if v.lstrip("-").isdigit() else None
+
+
+def snapshot() -> dict[str, Any]:
+    """The whole process record (all scopes) as a JSON-ready dict."""
+    from neuron_emu import __version__
+    from neuron_emu.ops import registry
+
+    body = _render(_all())
+    src = registry.table_source()
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "emulator": {
+            "version": __version__, "torch": torch.__version__,
+            "ops_table": {k: src.get(k) for k in ("repo", "commit", "date")},
+        },
+        "process": {
+            "pid": os.getpid(), "rank": _env_int("RANK"), "local_rank": _env_int("LOCAL_RANK"),
+            "world_size": _env_int("WORLD_SIZE"), "argv": list(sys.argv),
+        },
+        **body,
+        "dynamo": dynamo_stats,
+        "exception": _exception,
+    }
+
+
+def write(path: str | os.PathLike[str]) -> None:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(".tmp")
+    tmp.write_text(json.dumps(snapshot(), indent=1), encoding="utf-8")
+    os.replace(tmp, p)
+
+
+def record_path(directory: str) -> Path:
+    rank = os.environ.get("RANK") or "x"
+    return Path(directory) / f"neuron-emu-{os.getpid()}-rank{rank}.json"
+
+
+def _excepthook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:
+    global _exception
+    frames: list[Site] = []
+    cur = tb
+    while cur is not None:
+        f = cur.tb_frame
+        if not _library(f.f_code):
+            frames.append((f.f_code.co_filename, cur.tb_lineno, f.f_code.co_name, None))
+        cur = cur.tb_next
+    _exception = {
+        "type": f"{exc_type.__module__}.{exc_type.__qualname__}".removeprefix("builtins."),
+        "message": str(exc),
+        "site": _site(frames[-1]) if frames else None,
+        "traceback": [_site(s) for s in frames],
+    }
+    _prev_hook(exc_type, exc, tb)
+
+
+_prev_hook = sys.excepthook
+
+
+def install_exit_record() -> None:
+    """Write the record at exit when NEURON_MIGRATE_RECORD_DIR is set; capture uncaught errors."""
+    global _prev_hook, watch_pre_init
+    directory = os.environ.get("NEURON_MIGRATE_RECORD_DIR")
+    watch_pre_init = bool(os.environ.get("WORLD_SIZE"))
+    if not directory:
+        return
+    _prev_hook = sys.excepthook
+    sys.excepthook = _excepthook
+
+    def _at_exit() -> None:
+        try:
+            write(record_path(directory))
+        except Exception as exc:  # noqa: BLE001 - never turn a user's exit into a crash
+            print(f"neuron-migrate emulator: could not write record: {exc}", file=sys.stderr)
+
+    atexit.register(_at_exit)

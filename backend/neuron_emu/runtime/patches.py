@@ -1,0 +1,137 @@
+"""The few places where torch needs C++ hooks a Python backend cannot provide, patched narrowly.
+
+* storage moves to `neuron` (``torch.load`` without ``map_location``): torch builds an
+  ``UntypedStorage(n, device='neuron')``, which needs an allocator and segfaults; go through tensors.
+* ``torch.accelerator.synchronize``: the Python device guard has no ``synchronizeDevice``.
+* pinned host memory: ``_pin_memory``/``is_pinned`` CPU kernels that would ask the missing hooks.
+* ``torch.accelerator`` memory functions: served from ``torch.neuron``'s counters.
+* Inductor: it cannot target the device (as on real Neuron); say so and name ``backend="neuron"``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+from typing import Any
+
+import torch
+
+_BACKEND = "neuron"
+INDUCTOR_MESSAGE = (
+    "torch.compile's default backend (Inductor) is not available for the 'neuron' device: "
+    "TorchNeuron compiles through its own backend. Use torch.compile(model, backend=\"neuron\")."
+)
+_pinned: dict[int, weakref.ref[torch.Tensor]] = {}
+_libs: list[torch.library.Library] = []
+
+
+def _storage_to(self: Any, device: torch.device, non_blocking: bool = False) -> Any:
+    if self.device == device:
+        return self
+    if device.type != _BACKEND:
+        return _orig_storage_to(self, device, non_blocking)
+    holder = torch.empty(0, dtype=torch.uint8, device=self.device).set_(self)
+    return holder.to(device).untyped_storage()
+
+
+def _synchronize(device: Any = None, /) -> None:
+    acc = torch.accelerator.current_accelerator()
+    if acc is not None and acc.type == _BACKEND:
+        return None
+    return _orig_synchronize(device)
+
+
+def _on_neuron() -> bool:
+    acc = torch.accelerator.current_accelerator()
+    return acc is not None and acc.type == _BACKEND
+
+
+def _acc_memory_stats(device_index: Any = None, /) -> OrderedDict[str, Any]:
+    if not _on_neuron():
+        return _orig_acc["memory_stats"](device_index)
+    s = torch.neuron.memory_stats(device_index)  # type: ignore[attr-defined]
+    flat = {
+        f"{key}.all.{k}": v for key in ("allocated_bytes", "reserved_bytes", "active_bytes")
+        for k, v in s[key].items()
+    }
+    flat.update(num_alloc_retries=s["num_alloc_retries"], num_ooms=s["num_ooms"],
+                num_tensor_frees=s["num_tensor_frees"], allocation_requests=s["allocation_requests"])
+    return OrderedDict(sorted(flat.items()))
+
+
+def _acc_reset_peak(device_index: Any = None, /) -> None:
+    if not _on_neuron():
+        return _orig_acc["reset_peak_memory_stats"](device_index)
+    torch.neuron.reset_peak_memory_stats(device_index)  # type: ignore[attr-defined]
+
+
+def _acc_reset_accumulated(device_index: Any = None, /) -> None:
+    if not _on_neuron():
+        return _orig_acc["reset_accumulated_memory_stats"](device_index)
+    torch.neuron.reset_accumulated_memory_stats(device_index)  # type: ignore[attr-defined]
+
+
+def _acc_empty_cache() -> None:
+    if not _on_neuron():
+        return _orig_acc["empty_cache"]()
+    return None
+
+
+def _acc_memory_info(device_index: Any = None, /) -> tuple[int, int]:
+    if not _on_neuron():
+        return _orig_acc["get_memory_info"](device_index)
+    props = torch.neuron.get_device_properties(device_index)  # type: ignore[attr-defined]
+    used = torch.neuron.memory_allocated(device_index)  # type: ignore[attr-defined]
+    return props.total_memory - used, props.total_memory
+
+
+_ACC_MEMORY = {
+    "memory_stats": _acc_memory_stats,
+    "reset_peak_memory_stats": _acc_reset_peak,
+    "reset_accumulated_memory_stats": _acc_reset_accumulated,
+    "empty_cache": _acc_empty_cache,
+    "get_memory_info": _acc_memory_info,
+}
+_orig_acc: dict[str, Any] = {}
+
+
+def _is_pinned(self: torch.Tensor, device: Any = None) -> bool:
+    ref = _pinned.get(self.untyped_storage().data_ptr())
+    return ref is not None and ref() is not None
+
+
+def _pin_memory(self: torch.Tensor, device: Any = None) -> torch.Tensor:
+    out = torch.empty_strided(self.size(), self.stride(), dtype=self.dtype)
+    out.copy_(self)
+    ptr = out.untyped_storage().data_ptr()
+    _pinned[ptr] = weakref.ref(out, lambda _r, p=ptr: _pinned.pop(p, None))
+    return out
+
+
+def _inductor_call(self: Any, model_: Any, inputs_: Any, **kwargs: Any) -> Any:
+    if any(isinstance(t, torch.Tensor) and t.device.type == _BACKEND for t in inputs_):
+        raise RuntimeError(INDUCTOR_MESSAGE)
+    return _orig_inductor_call(self, model_, inputs_, **kwargs)
+
+
+_orig_storage_to = torch.storage._to  # type: ignore[attr-defined]
+_orig_synchronize = torch.accelerator.synchronize
+_orig_inductor_call = torch._TorchCompileInductorWrapper.__call__
+
+
+def install() -> None:
+    torch.storage._to = _storage_to  # type: ignore[attr-defined]
+    torch.accelerator.synchronize = _synchronize
+    torch._TorchCompileInductorWrapper.__call__ = _inductor_call  # type: ignore[method-assign]
+    # torch.accelerator.memory_* ask a C++ DeviceAllocator the Python backend cannot register.
+    import torch.accelerator.memory as acc_memory
+
+    for name, fn in _ACC_MEMORY.items():
+        _orig_acc[name] = getattr(acc_memory, name)
+        setattr(acc_memory, name, fn)
+        if hasattr(torch.accelerator, name):
+            setattr(torch.accelerator, name, fn)
+    lib = torch.library.Library("aten", "IMPL")
+    lib.impl("is_pinned", _is_pinned, "CPU")
+    lib.impl("_pin_memory", _pin_memory, "CPU")
+    _libs.append(lib)
