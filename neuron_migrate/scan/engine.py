@@ -1,0 +1,264 @@
+"""The scan engine: list files, serve unchanged ones from the cache, analyse the rest (in a process
+pool when there is enough work), and return every file's raw findings in path order.
+
+Problems with a user's file never stop the scan: each becomes one NM0xx finding for that file
+(`scan.diagnostics`). Only usage errors (a path that does not exist) raise `NeuronMigrateError`.
+NM001 (syntax error) is reported for files that pass the prefilter, i.e. that could hold a
+finding: files the gate rejects are never parsed.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import importlib
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from neuron_migrate.errors import NeuronMigrateError
+from neuron_migrate.findings import Finding
+from neuron_migrate.ruleset.model import RulePack
+from neuron_migrate.scan.cache import Entry, ScanCache, cache_key, default_cache_dir
+from neuron_migrate.scan.diagnostics import SYNTAX_ERROR, UNREADABLE, Diagnosis, tool_finding
+from neuron_migrate.scan.directives import find_directives
+from neuron_migrate.scan.discover import Candidate, choose_root, discover
+from neuron_migrate.scan.notebook import code_cells
+from neuron_migrate.scan.prefilter import Prefilter, build_prefilter
+from neuron_migrate.scan.result import Directive, FileResult, ScanResult
+from neuron_migrate.scan.rows import Row, directive_to_row, finding_to_row, row_to_directive
+from neuron_migrate.scan.source import DEFAULT_MAX_FILE_SIZE, decode_source, read_bytes
+
+Progress = Callable[[int, int], None]
+
+# Below this much source, starting worker processes costs more than it saves.
+POOL_MIN_BYTES = 512 * 1024
+_CHUNK_MAX_FILES = 48
+
+
+class Analyzer(Protocol):
+    """What the engine needs from `neuron_migrate.scan.analyze` (replaceable in tests)."""
+
+    def analyze_source(self, source: str, path: str, pack: RulePack, *, cell: int | None = None) -> list[Finding]: ...
+
+    def analyze_file_path(self, path: str, pack: RulePack) -> list[Finding]: ...
+
+
+def scan_paths(
+    paths: Sequence[Path],
+    pack: RulePack,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    respect_gitignore: bool = True,
+    use_cache: bool = True,
+    cache_dir: Path | None = None,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+    root: Path | None = None,
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+    analyzer: Analyzer | None = None,
+) -> ScanResult:
+    """Scan files and directories; see the brief's interface 3.
+
+    `include`/`exclude` are gitignore-style globs relative to the root (`include` keeps only the
+    files it matches). `root` fixes the directory finding paths are relative to (default:
+    `discover.choose_root`). `jobs` defaults to the usable CPUs; 1 forces a single process.
+    `analyzer` replaces `neuron_migrate.scan.analyze` (tests, embedding).
+    """
+    started = time.perf_counter()
+    root_dir = choose_root(paths, root)
+    file_globs = sorted({g for rule in pack.rules.values() for g in rule.match.files})
+    found = discover(paths, root=root_dir, file_globs=file_globs, include=include, exclude=exclude,
+                     respect_gitignore=respect_gitignore)
+
+    cache = None
+    if use_cache:
+        cache = ScanCache(root_dir, cache_dir or default_cache_dir(root_dir), cache_key(pack.digest, max_file_size))
+        cache.load()
+    entries: dict[str, Entry] = {}
+    todo: list[Candidate] = []
+    for c in found.files:
+        hit = cache.lookup(c.rel, c.mtime_ns, c.size, c.mode) if cache is not None else None
+        if hit is not None:
+            entries[c.rel] = hit
+        else:
+            todo.append(c)
+
+    total = len(found.files)
+    report = _progress_counter(progress, total, total - len(todo))
+    context = _Context(pack, build_prefilter(pack), max_file_size, analyzer)
+    for c, (rows, drows) in zip(todo, _analyse(todo, context, jobs, report)):
+        entries[c.rel] = (c.mtime_ns, c.size, c.mode, rows, drows)
+
+    files = [FileResult.from_rows(rel, entry[3], [row_to_directive(d) for d in entry[4]])
+             for rel, entry in entries.items()]
+    files += [FileResult(rel, [problem.to_finding(pack, rel)], []) for rel, problem in found.problems]
+    files.sort(key=lambda fr: fr.path)
+
+    warnings: list[str] = []
+    if cache is not None:
+        stale = {rel for rel in cache.entries if rel not in entries and _in_scope(rel, found.scopes)}
+        if todo or stale:
+            kept = {rel: e for rel, e in cache.entries.items() if rel not in entries and rel not in stale}
+            cache.save({**kept, **entries})
+        warnings = cache.warnings
+    return ScanResult(root=root_dir, files=files, files_scanned=len(files),
+                      duration_s=time.perf_counter() - started, warnings=warnings)
+
+
+def _in_scope(rel: str, scopes: Sequence[str]) -> bool:
+    """Whether this scan would have listed `rel` had it still existed (so its entry is stale)."""
+    return any(rel == scope or scope == "" or rel.startswith(scope + "/") for scope in scopes)
+
+
+def _progress_counter(progress: Progress | None, total: int, done: int) -> Callable[[int], None]:
+    count = done
+    if progress is not None:
+        progress(done, total)
+
+    def advance(n: int) -> None:
+        nonlocal count
+        count += n
+        if progress is not None:
+            progress(count, total)
+
+    return advance
+
+
+# -- analysis: the same code runs in-process and in pool workers ---------------------------------
+
+@dataclass(slots=True)
+class _Context:
+    pack: RulePack
+    prefilter: Prefilter
+    max_file_size: int
+    analyzer: Analyzer | None  # None: neuron_migrate.scan.analyze, imported where it runs
+
+
+_WORKER: _Context | None = None
+
+
+def _analyse(todo: list[Candidate], context: _Context, jobs: int | None,
+             advance: Callable[[int], None]) -> list[tuple[tuple[Row, ...], tuple[Row, ...]]]:
+    """Results in the order of `todo`."""
+    workers = jobs if jobs is not None else _usable_cpus()
+    if workers <= 1 or len(todo) < 2 or sum(c.size for c in todo) < POOL_MIN_BYTES:
+        out = []
+        for c in todo:
+            out.append(analyse_file(c, context))
+            advance(1)
+        return out
+    chunks = _chunks(todo, workers)
+    results: dict[int, tuple[tuple[Row, ...], tuple[Row, ...]]] = {}
+    try:
+        with cf.ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=_mp_context(),
+                                    initializer=_init_worker, initargs=(context,)) as pool:
+            futures = {pool.submit(_analyse_chunk, [c for _, c in chunk]): chunk for chunk in chunks}
+            for future in cf.as_completed(futures):
+                chunk = futures[future]
+                for (index, _), result in zip(chunk, future.result()):
+                    results[index] = result
+                advance(len(chunk))
+    except cf.process.BrokenProcessPool as exc:  # a worker was killed (out of memory, signal)
+        raise NeuronMigrateError(f"a scan worker process died unexpectedly ({exc}); retry with --jobs 1") from None
+    return [results[i] for i in range(len(todo))]
+
+
+def _chunks(todo: list[Candidate], workers: int) -> list[list[tuple[int, Candidate]]]:
+    """Biggest files first, in chunks of similar size, so workers finish together."""
+    order = sorted(enumerate(todo), key=lambda ic: -ic[1].size)
+    target = max(sum(c.size for c in todo) // (workers * 8), 64 * 1024)
+    chunks: list[list[tuple[int, Candidate]]] = []
+    current: list[tuple[int, Candidate]] = []
+    size = 0
+    for item in order:
+        current.append(item)
+        size += item[1].size
+        if size >= target or len(current) >= _CHUNK_MAX_FILES:
+            chunks.append(current)
+            current, size = [], 0
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _init_worker(context: _Context) -> None:
+    global _WORKER
+    _WORKER = context
+
+
+def _analyse_chunk(chunk: list[Candidate]) -> list[tuple[tuple[Row, ...], tuple[Row, ...]]]:
+    assert _WORKER is not None
+    return [analyse_file(c, _WORKER) for c in chunk]
+
+
+def analyse_file(c: Candidate, ctx: _Context) -> tuple[tuple[Row, ...], tuple[Row, ...]]:
+    """One file's raw findings and directives, as rows. Never raises."""
+    findings: list[Finding] = []
+    directives: list[Directive] = []
+    analyzer = ctx.analyzer or _default_analyzer()
+    try:
+        if c.file_level:
+            findings += analyzer.analyze_file_path(c.rel, ctx.pack)
+        if c.kind == "python":
+            data = read_bytes(c.path, c.size, ctx.max_file_size)
+            text = decode_source(data)
+            directives = find_directives(text)
+            if ctx.prefilter.may_match(data):
+                findings += _analyse_text(analyzer, text, c.rel, ctx.pack, None)
+        elif c.kind == "notebook":
+            data = read_bytes(c.path, c.size, ctx.max_file_size)
+            for cell in code_cells(decode_source(data, cookie=False)):
+                directives += find_directives(cell.source, cell.index)
+                if ctx.prefilter.may_match_text(cell.source):
+                    findings += _analyse_text(analyzer, cell.source, c.rel, ctx.pack, cell.index)
+    except Diagnosis as problem:
+        findings.append(problem.to_finding(ctx.pack, c.rel))
+    except Exception as exc:  # a bug in the tool: report it on the file, keep scanning the rest
+        findings.append(tool_finding(ctx.pack, UNREADABLE, c.rel,
+                                     f"internal error while analysing: {type(exc).__name__}: {exc}"))
+    findings.sort(key=lambda f: f.sort_key)
+    return tuple(finding_to_row(f) for f in findings), tuple(directive_to_row(d) for d in directives)
+
+
+def _analyse_text(analyzer: Analyzer, text: str, rel: str, pack: RulePack, cell: int | None) -> list[Finding]:
+    try:
+        return analyzer.analyze_source(text, rel, pack, cell=cell)
+    except SyntaxError as exc:
+        line = exc.lineno or 1
+        col = max((exc.offset or 1) - 1, 0)
+        end_line = exc.end_lineno if exc.end_lineno and exc.end_lineno >= line else line
+        end_col = (exc.end_offset - 1) if exc.end_offset and exc.end_offset > 0 else None
+        if end_line != line:
+            end_line, end_col = line, None
+        return [tool_finding(pack, SYNTAX_ERROR, rel, exc.msg, line=line, col=col, end_line=end_line,
+                             end_col=end_col, source_line=_line(text, line), cell=cell)]
+    except (ValueError, RecursionError, MemoryError) as exc:
+        detail = "nested too deeply to analyse" if isinstance(exc, (RecursionError, MemoryError)) else str(exc)
+        return [tool_finding(pack, SYNTAX_ERROR, rel, detail, source_line=_line(text, 1), cell=cell)]
+
+
+def _line(text: str, line: int) -> str:
+    lines = text.split("\n")
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def _default_analyzer() -> Any:
+    return importlib.import_module("neuron_migrate.scan.analyze")
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _mp_context() -> Any:
+    # fork starts workers in milliseconds and shares the loaded pack; elsewhere keep the default.
+    return multiprocessing.get_context("fork") if sys.platform == "linux" else None
