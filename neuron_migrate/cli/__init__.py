@@ -22,6 +22,7 @@ app = typer.Typer(
 
 # Each module defines `register(app: typer.Typer) -> None`. Add a module here to add commands.
 COMMAND_MODULES: tuple[str, ...] = (
+    "rewrite",
 )
 
 

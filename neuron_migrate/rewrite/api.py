@@ -45,6 +45,7 @@ class FileOutcome:
             "path": self.path,
             "status": self.status.value,
             "reason": self.reason,
+            "diff": self.diff,
             "fixed": [f.code for f in self.applied],
             "skipped": [{"code": s.finding.code, "line": s.finding.span.line, "reason": s.reason} for s in self.skipped],
         }
@@ -61,6 +62,7 @@ class RewriteResult:
     files_scanned: int = 0
     duration_s: float = 0.0
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    pack_version: str = ""
 
     @property
     def fixed(self) -> tuple[Finding, ...]:
@@ -78,15 +80,17 @@ class RewriteResult:
         """Findings still in the code on disk after this run (all of them in a dry run)."""
         return self.needs_person if self.apply else self.findings
 
-    def report(self, *, tool_version: str = "", pack_version: str = "") -> Report:
+    def report(self) -> Report:
+        from neuron_migrate import __version__
+
         return Report(
             command="rewrite",
             root=self.root,
             findings=self.remaining,
             files_scanned=self.files_scanned,
             duration_s=self.duration_s,
-            tool_version=tool_version,
-            pack_version=pack_version,
+            tool_version=__version__,
+            pack_version=self.pack_version,
             extras={
                 "target": self.target.value,
                 "applied": self.apply,
@@ -227,12 +231,25 @@ def rewrite_paths(
     use_cache: bool = True,
     progress: Callable[[int, int], None] | None = None,
 ) -> RewriteResult:
-    """Scan `paths` with `settings`, then fix what the resulting report holds."""
-    from neuron_migrate.pipeline import build_report, scan_for_settings
+    """Scan `paths` with `settings`, then fix what the resulting report holds (after selection,
+    per-file ignores, inline suppressions, baseline and diff filter: what `scan` would show)."""
+    from neuron_migrate.pipeline import build_report
+    from neuron_migrate.ruleset.load import load_pack
+    from neuron_migrate.scan.engine import scan_paths
 
     start = time.perf_counter()
-    scan = scan_for_settings(paths, settings, use_cache=use_cache, progress=progress)
-    report = build_report(scan, settings)
+    pack = load_pack(settings.extra_rules)
+    scan = scan_paths(
+        paths,
+        pack,
+        include=settings.include,
+        exclude=settings.exclude,
+        respect_gitignore=settings.respect_gitignore,
+        use_cache=use_cache,
+        cache_dir=settings.cache_dir,
+        progress=progress,
+    )
+    report = build_report(scan, settings, pack)
     outcomes = rewrite_findings(
         Path(scan.root), report.findings, target=target, unsafe=unsafe, apply=apply, allow_dirty=allow_dirty
     )
@@ -246,4 +263,5 @@ def rewrite_paths(
         files_scanned=scan.files_scanned,
         duration_s=time.perf_counter() - start,
         warnings=tuple(scan.warnings),
+        pack_version=pack.version,
     )
