@@ -79,7 +79,7 @@ def parse_diff(text: str) -> dict[str, frozenset[int]]:
                 current = None
                 continue
             target = _unquote(target)
-            current = files.setdefault(target[2:] if target.startswith("b/") else target, set())
+            current = files.setdefault(target.removeprefix("b/"), set())
         elif current is not None and (m := _HUNK.match(line)):
             start, count = int(m.group(1)), int(m.group(2) or 1)
             current.update(range(start, start + count))

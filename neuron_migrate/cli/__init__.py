@@ -23,6 +23,8 @@ app = typer.Typer(
 # Each module defines `register(app: typer.Typer) -> None`. Add a module here to add commands.
 COMMAND_MODULES: tuple[str, ...] = (
     "rewrite",
+    "scan",
+    "config",
 )
 
 
