@@ -4,7 +4,8 @@ A directive silences the findings of its codes (a code, a prefix like `NM2`, or 
 the pack redirects) whose line, or the first line of whose statement, is the directive's line, in
 the same notebook cell. Directives are applied to the raw findings, before rule selection, so a
 comment for a rule that is switched off today is not reported. A directive (or a code in it) that
-silences nothing becomes an NM006 finding, as ruff's RUF100 does for `noqa`.
+silences nothing becomes an NM006 finding, as ruff's RUF100 does for `noqa`, except in a file the
+scan could not fully analyse (it has an NM0xx diagnostic): there, "unused" would be a guess.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from neuron_migrate.ruleset.model import RulePack
 from neuron_migrate.scan.result import Directive
 
 UNUSED_CODE = "NM006"
+TOOL_PREFIX = "NM0"  # the scan's own diagnostics: the file was not (fully) analysed
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,8 @@ def apply_directives(
         if not hit:
             kept.append(finding)
     unused: list[Finding] = []
+    if any(f.code.startswith(TOOL_PREFIX) for f in findings):
+        return Suppressed(kept, len(findings) - len(kept), unused)
     for i, d in enumerate(directives):
         if d.codes is None:
             if (i, None) not in used:

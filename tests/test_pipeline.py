@@ -24,9 +24,9 @@ def result(make_finding: Callable[..., Finding], tmp_path: Path) -> ScanResult:
         root=str(tmp_path),
         files=[
             FileResult("a.py", [make_finding("NM201", "a.py", 4, source_line="torch.cuda.synchronize()"),
-                                make_finding("NM101", "a.py", 2, source_line="x.to('cuda')"),
-                                make_finding("NM001", "a.py", 9, source_line="print 'x'")],
+                                make_finding("NM101", "a.py", 2, source_line="x.to('cuda')")],
                        [Directive(6, ("NM101",))]),
+            FileResult("b.py", [make_finding("NM001", "b.py", 9, source_line="print 'x'")], []),
             FileResult("tests/t.py", [make_finding("NM101", "tests/t.py", 1, source_line="y.to('cuda')")], []),
             FileResult("nb.ipynb", [make_finding("NM301", "nb.ipynb", 1, cell=0, source_line="amp")],
                        [Directive(1, ("NM301",), cell=0)]),
@@ -43,7 +43,7 @@ def _codes(report_findings: tuple[Finding, ...]) -> list[tuple[str, str, int]]:
 def test_defaults_sorted_with_unused_suppression(result: ScanResult, mini_pack: RulePack) -> None:
     report = build_report(result, Settings(), mini_pack)
     assert _codes(report.findings) == [
-        ("a.py", "NM101", 2), ("a.py", "NM201", 4), ("a.py", "NM006", 6), ("a.py", "NM001", 9),
+        ("a.py", "NM101", 2), ("a.py", "NM201", 4), ("a.py", "NM006", 6), ("b.py", "NM001", 9),
         ("tests/t.py", "NM101", 1),
     ]
     assert report.extras["suppressed"] == 1 and report.files_scanned == 5
@@ -78,8 +78,8 @@ def test_baseline_then_diff(result: ScanResult, mini_pack: RulePack, tmp_path: P
     report = build_report(result, Settings(baseline=path), mini_pack)
     assert len(report.findings) == len(everything.findings) - 2
     assert report.extras["baseline"] == {"path": str(path), "matched": 2, "fixed": []}
-    changed = ChangedLines(tmp_path.resolve(), {"a.py": frozenset({9}), "tests/t.py": frozenset()})
+    changed = ChangedLines(tmp_path.resolve(), {"b.py": frozenset({9}), "tests/t.py": frozenset()})
     report = build_report(result, replace(Settings(baseline=path), diff_against="HEAD"), mini_pack,
                           changed=changed)
-    assert _codes(report.findings) == [("a.py", "NM001", 9)]
+    assert _codes(report.findings) == [("b.py", "NM001", 9)]
     assert report.extras["diff"] == {"against": "HEAD", "outside": 2}

@@ -60,3 +60,11 @@ def test_unused_directives_become_nm006(make_finding: Callable[..., Finding], mi
     rule = mini_pack.rules["NM006"]
     assert out.unused[0].message == "`# neuron-migrate: ignore[NM701]` suppresses nothing"
     assert all(u.severity == rule.severity and u.category == "tool" for u in out.unused)
+
+
+def test_no_unused_report_for_a_file_that_was_not_analysed(
+    make_finding: Callable[..., Finding], mini_pack: RulePack
+) -> None:
+    syntax_error = make_finding("NM001", "a.py", 7)
+    out = apply_directives("a.py", [syntax_error], [Directive(3, ("NM101",))], mini_pack)
+    assert out.kept == [syntax_error] and out.unused == []
