@@ -209,13 +209,14 @@ def apply_fixes_to_source(
         remove = [name for p in planned for name in p.fix.remove_imports]
         add = [stmt for p in planned for stmt in p.fix.add_imports]
         try:
-            if remove:
-                new_source = import_tools.remove_unused_imports(
-                    new_source, remove, add=add, used_elsewhere=context.used_elsewhere
-                )
+            # Add first: a new import then takes the place of the one it replaces.
             if add:
                 new_source = import_tools.add_missing_imports(
                     new_source, add, before_offset=first_needing, bound_elsewhere=context.bound_elsewhere
+                )
+            if remove:
+                new_source = import_tools.remove_unused_imports(
+                    new_source, remove, add=add, used_elsewhere=context.used_elsewhere
                 )
         except import_tools.ImportEditError as exc:
             problem = str(exc)

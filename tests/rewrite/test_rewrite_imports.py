@@ -99,7 +99,7 @@ def test_added_name_displaces_the_import_it_replaces() -> None:
         add=("from torch.amp import GradScaler",), remove=("torch.cuda.amp.GradScaler",),
     )
     out = apply_fixes_to_source(src, [f], Target.NEURON, unsafe=False).new_source
-    assert out == 'from torch.amp import GradScaler\n\nscaler = GradScaler("neuron")\n'
+    assert out == 'from torch.amp import GradScaler\nscaler = GradScaler("neuron")\n'
 
 
 def test_names_read_elsewhere_keep_an_import() -> None:
