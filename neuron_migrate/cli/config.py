@@ -53,7 +53,7 @@ def register(app: typer.Typer) -> None:
     @app.command("config")
     def config_command(
         path: Path = typer.Argument(Path("."), help="The file or directory whose settings to show."),
-        config: Path = typer.Option(None, "--config", help="Use this config file instead of discovering one.",
+        config: Path | None = typer.Option(None, "--config", help="Use this config file instead of discovering one.",
                                     dir_okay=False),
         format: str = typer.Option("text", "--format", "-f", help="text or json."),
     ) -> None:
