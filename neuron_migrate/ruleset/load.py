@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -294,13 +295,17 @@ def parse_rule_file(file: str, data: bytes, *, fixers: frozenset[str] | None, fa
     return [_rule(ctx, r, i, file_family, fixers) for i, r in enumerate(rules_raw)]
 
 
-def _known_fixers() -> frozenset[str] | None:
-    """Fixer names from the fixes registry; None while the registry does not exist yet."""
+def known_fixers() -> frozenset[str] | None:
+    """Fixer names from the fixes registry (`FIXER_NAMES`, else the keys of `FIXERS`); None while
+    the registry module does not exist yet, so that rule files can be written before their fixers."""
     try:
-        from neuron_migrate.fixes.registry import FIXER_NAMES
-    except ImportError:
+        registry = importlib.import_module("neuron_migrate.fixes.registry")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("neuron_migrate.fixes", "neuron_migrate.fixes.registry"):
+            raise
         return None
-    return frozenset(FIXER_NAMES)
+    names = getattr(registry, "FIXER_NAMES", None)
+    return frozenset(names if names is not None else getattr(registry, "FIXERS", {}))
 
 
 def _pack_meta(file: str, data: bytes) -> dict[str, Any]:
@@ -356,7 +361,7 @@ def _read_default() -> tuple[dict[str, Any], list[Rule], Any]:
     pack_bytes = root.joinpath("pack.yaml").read_bytes()
     meta = _pack_meta(pack_file, pack_bytes)
     digest.update(pack_bytes)
-    fixers = _known_fixers()
+    fixers = known_fixers()
     rules: list[Rule] = []
     names = sorted(p.name for p in root.iterdir() if p.name.startswith("nm") and p.name.endswith(".yaml"))
     for name in names:
@@ -381,7 +386,7 @@ def load_pack(extra_files: Sequence[Path | str] = ()) -> RulePack:
     if not extra_files:
         return _default_pack()
     meta, rules, digest = _read_default()
-    fixers = _known_fixers()
+    fixers = known_fixers()
     for extra in extra_files:
         path = Path(extra)
         try:
