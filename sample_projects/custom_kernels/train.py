@@ -25,7 +25,7 @@ if HAS_BNB:
 
 def parse_args():
     p = argparse.ArgumentParser()
-    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--steps", type=int, default=6)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--seq-len", type=int, default=32)
     p.add_argument("--lr", type=float, default=3e-3)

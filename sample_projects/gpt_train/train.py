@@ -26,7 +26,7 @@ SEQ_LENS = (16, 24, 32, 40)
 
 def get_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--steps", type=int, default=12)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--weight-decay", type=float, default=0.1)
@@ -36,7 +36,7 @@ def get_args():
     p.add_argument("--compile", action="store_true", help="compile the model with torch.compile")
     p.add_argument("--num-workers", type=int, default=0)
     p.add_argument("--num-docs", type=int, default=1024)
-    p.add_argument("--log-interval", type=int, default=5)
+    p.add_argument("--log-interval", type=int, default=4)
     p.add_argument("--eval-iters", type=int, default=2)
     p.add_argument("--seed", type=int, default=1335)
     # model size

@@ -19,7 +19,7 @@ NUM_CLASSES = 4
 
 def parse_args():
     p = argparse.ArgumentParser(description="U-Net segmentation training")
-    p.add_argument("--steps", type=int, default=12, help="training steps")
+    p.add_argument("--steps", type=int, default=8, help="training steps")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--eval-batch-size", type=int, default=16)
     p.add_argument("--image-size", type=int, default=32)
