@@ -54,8 +54,8 @@ class ScanCache:
         """Read the cache; a missing one is empty, a corrupt or foreign one warns and is rebuilt."""
         try:
             data = self.file.read_bytes()
-        except FileNotFoundError:
-            return
+        except (FileNotFoundError, NotADirectoryError):
+            return  # no cache yet (an unusable cache directory is reported when saving)
         except OSError as exc:
             self.warnings.append(f"cannot read the scan cache {self.file}: {exc.strerror}; rebuilding it")
             return

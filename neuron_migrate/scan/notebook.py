@@ -18,7 +18,7 @@ class CodeCell:
 
 # Cell magics whose body is still Python; any other `%%magic` (bash, html, writefile...) is not.
 _PYTHON_BODY_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "py", "python", "python3"})
-_LINE_MAGIC = re.compile(r"^\s*(?:[%!]|\?)")  # %magic, !shell, ?help
+_LINE_MAGIC = re.compile(r"^\s*(?:%%?[A-Za-z_]|!|\?)")  # %magic, !shell, ?help (not `% x` in an expression)
 _ASSIGNED_MAGIC = re.compile(r"^\s*[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[!%]")  # x = !ls
 
 

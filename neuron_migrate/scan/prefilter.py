@@ -50,12 +50,17 @@ def _required(m) -> list[frozenset[str]]:  # noqa: ANN001 - ruleset.model.Match
 
 
 def _argument(arg: ArgumentPattern) -> list[frozenset[str]]:
-    # The keyword is spelt out only when the argument can be found by keyword alone and is present.
+    """One set per (callee, value): the callee's name; the keyword when the argument can only be
+    given by keyword; a string value, which is written in the file (at the call, or where the
+    analyser found it: a parameter default, a module constant, an argparse default)."""
     keyword = {arg.keyword} if arg.keyword and arg.position is None and not arg.missing else set()
+    values = [{v} if isinstance(v, str) and v else set() for v in arg.values] or [set()]
+    if arg.missing:
+        values = [set()]
     out = []
     for call in arg.call:
         callee = _literal(call[1:]) if call.startswith(".") else _dotted(call, skip_root=True)
-        out.append(frozenset(callee | keyword))
+        out += [frozenset(callee | keyword | value) for value in values]
     return out
 
 
@@ -74,7 +79,8 @@ def _cover(required: list[frozenset[str]]) -> tuple[str, ...]:
         chosen.append(best)
         uncovered = [tokens for tokens in uncovered if not any(best in t for t in tokens)]
     # A token that contains another chosen token adds nothing to an any-of test.
-    return tuple(sorted(t for t in chosen if not any(o != t and o in t for o in chosen)))
+    # Shorter tokens first: they are the likelier to occur, so a file that has one stops sooner.
+    return tuple(sorted((t for t in chosen if not any(o != t and o in t for o in chosen)), key=lambda t: (len(t), t)))
 
 
 def _literal(pattern: str) -> frozenset[str]:

@@ -1,0 +1,271 @@
+"""The scan engine: discovery, the cache, the process pool, the prefilter, directives, rows."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from neuron_migrate.findings import Edit, Finding, Fix, FixClass, Severity, Span, Target
+from neuron_migrate.ruleset.load import load_pack
+from neuron_migrate.scan import analyze, engine
+from neuron_migrate.scan.cache import CACHE_DIR_NAME, ENV_CACHE_DIR
+from neuron_migrate.scan.directives import find_directives
+from neuron_migrate.scan.prefilter import build_prefilter
+from neuron_migrate.scan.result import Directive, ScanResult
+from neuron_migrate.scan.rows import finding_to_row, row_to_finding
+
+CUDA = "import torch\n\ntorch.cuda.synchronize()\nx = torch.cuda.device_count()\n"
+PLAIN = "import os\n\nprint(os.getcwd())\n"
+
+
+@pytest.fixture(scope="module")
+def pack():
+    return load_pack()
+
+
+class Counting:
+    """The real analyser, recording which files it was asked to parse (single process only)."""
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.sources: list[str] = []
+        self.file_paths: list[str] = []
+        self.fail_on = fail_on
+
+    def analyze_source(self, source, path, pack, *, cell=None):
+        self.sources.append(path)
+        if path == self.fail_on:
+            raise RuntimeError("analyser bug")
+        return analyze.analyze_source(source, path, pack, cell=cell)
+
+    def analyze_file_path(self, path, pack):
+        self.file_paths.append(path)
+        return analyze.analyze_file_path(path, pack)
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def _dump(result: ScanResult) -> str:
+    """What an emitter would see: every finding and directive, serialised."""
+    return json.dumps([[fr.path, [f.to_dict() for f in fr.findings], [list(dataclasses.astuple(d)) for d in fr.directives]]
+                       for fr in result.files], sort_keys=True)
+
+
+# -- cache -------------------------------------------------------------------------------------
+
+def test_cache_hit_serves_results_without_parsing(tmp_path, pack):
+    _tree(tmp_path, {"a.py": CUDA, "pkg/b.py": CUDA + "# neuron-migrate: ignore[NM206]\n"})
+    cold = Counting()
+    first = engine.scan_paths([tmp_path], pack, jobs=1, analyzer=cold)
+    assert sorted(cold.sources) == ["a.py", "pkg/b.py"]
+    assert (tmp_path / CACHE_DIR_NAME / ".gitignore").read_text().splitlines()[-1] == "*"
+    warm = Counting()
+    second = engine.scan_paths([tmp_path], pack, jobs=1, analyzer=warm)
+    assert warm.sources == []
+    assert _dump(second) == _dump(first)
+    assert sum(len(fr.findings) for fr in second.files) == 4
+    assert second.files[1].directives == [Directive(5, ("NM206",), None)]
+
+
+def test_cache_invalidated_by_an_edit(tmp_path, pack):
+    _tree(tmp_path, {"a.py": CUDA, "b.py": CUDA})
+    engine.scan_paths([tmp_path], pack, jobs=1, analyzer=Counting())
+    (tmp_path / "a.py").write_text(CUDA + "torch.cuda.empty_cache()\n")
+    same_size = tmp_path / "b.py"
+    same_size.write_text(CUDA.replace("cuda.synchronize", "cudx.synchronize"))
+    os.utime(same_size, ns=(same_size.stat().st_atime_ns, same_size.stat().st_mtime_ns + 10_000_000))
+    counting = Counting()
+    result = engine.scan_paths([tmp_path], pack, jobs=1, analyzer=counting)
+    assert sorted(counting.sources) == ["a.py", "b.py"]
+    assert [len(fr.findings) for fr in result.files] == [3, 1]
+
+
+def test_cache_invalidated_by_a_new_pack(tmp_path, pack):
+    _tree(tmp_path, {"a.py": CUDA})
+    engine.scan_paths([tmp_path], pack, jobs=1, analyzer=Counting())
+    counting = Counting()
+    engine.scan_paths([tmp_path], dataclasses.replace(pack, digest="another pack"), jobs=1, analyzer=counting)
+    assert counting.sources == ["a.py"]
+
+
+def test_corrupt_cache_warns_and_is_rebuilt(tmp_path, pack):
+    _tree(tmp_path, {"a.py": CUDA})
+    clean = engine.scan_paths([tmp_path], pack, jobs=1)
+    (cache_file,) = (tmp_path / CACHE_DIR_NAME).glob("scan-*")
+    cache_file.write_bytes(cache_file.read_bytes()[:40])
+    counting = Counting()
+    rebuilt = engine.scan_paths([tmp_path], pack, jobs=1, analyzer=counting)
+    assert counting.sources == ["a.py"]
+    assert len(rebuilt.warnings) == 1 and "corrupt" in rebuilt.warnings[0]
+    assert _dump(rebuilt) == _dump(clean)
+    again = engine.scan_paths([tmp_path], pack, jobs=1)
+    assert again.warnings == [] and _dump(again) == _dump(clean)
+
+
+def test_no_cache_output_is_byte_identical(tmp_path, pack):
+    _tree(tmp_path, {"a.py": CUDA, "bad.py": "print 'cuda'\n", "nb/x.py": PLAIN, "z.py": "# neuron-migrate: ignore\n"})
+    cold = engine.scan_paths([tmp_path], pack, jobs=1)
+    warm = engine.scan_paths([tmp_path], pack, jobs=1)
+    uncached = engine.scan_paths([tmp_path], pack, jobs=1, use_cache=False)
+    assert _dump(cold) == _dump(warm) == _dump(uncached)
+    assert [fr.path for fr in uncached.files] == ["a.py", "bad.py", "nb/x.py", "z.py"]
+
+
+def test_cache_prunes_entries_it_no_longer_sees(tmp_path, pack):
+    _tree(tmp_path, {"a.py": CUDA, "sub/b.py": CUDA, "sub/c.py": CUDA})
+    engine.scan_paths([tmp_path], pack, jobs=1)
+    (tmp_path / "sub" / "c.py").unlink()
+    engine.scan_paths([tmp_path / "sub"], pack, jobs=1, root=tmp_path)  # a partial scan keeps a.py
+    counting = Counting()
+    engine.scan_paths([tmp_path], pack, jobs=1, analyzer=counting)
+    assert counting.sources == []
+    (cache_file,) = (tmp_path / CACHE_DIR_NAME).glob("scan-*")
+    import marshal
+    assert sorted(marshal.loads(cache_file.read_bytes())[2]) == ["a.py", "sub/b.py"]
+
+
+def test_cache_dir_from_the_environment(tmp_path, pack, monkeypatch):
+    project = _tree(tmp_path / "project", {"a.py": CUDA})
+    monkeypatch.setenv(ENV_CACHE_DIR, str(tmp_path / "elsewhere"))
+    engine.scan_paths([project], pack, jobs=1)
+    assert not (project / CACHE_DIR_NAME).exists()
+    assert len(list((tmp_path / "elsewhere").glob("scan-*"))) == 1
+
+
+def test_unwritable_cache_only_warns(tmp_path, pack):
+    _tree(tmp_path, {"a.py": CUDA})
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    result = engine.scan_paths([tmp_path], pack, jobs=1, cache_dir=blocker / "cache")
+    assert len(result.warnings) == 1 and "cannot write the scan cache" in result.warnings[0]
+    assert _dump(result) == _dump(engine.scan_paths([tmp_path], pack, use_cache=False))
+
+
+# -- pool, progress, order ---------------------------------------------------------------------
+
+def test_process_pool_matches_single_process(tmp_path, pack, monkeypatch):
+    files = {f"pkg{i % 4}/m{i:02d}.py": (CUDA if i % 3 else PLAIN) * (1 + i % 5) for i in range(40)}
+    files["pkg0/broken.py"] = "def f(:\n  torch.cuda.synchronize()\n"
+    _tree(tmp_path, files)
+    monkeypatch.setattr(engine, "POOL_MIN_BYTES", 0)
+    seen: list[tuple[int, int]] = []
+    pooled = engine.scan_paths([tmp_path], pack, jobs=2, use_cache=False, progress=lambda d, t: seen.append((d, t)))
+    single = engine.scan_paths([tmp_path], pack, jobs=1, use_cache=False)
+    assert _dump(pooled) == _dump(single)
+    assert [fr.path for fr in pooled.files] == sorted(files)
+    assert seen[0] == (0, 41) and seen[-1] == (41, 41)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_progress_counts_cache_hits_first(tmp_path, pack):
+    _tree(tmp_path, {"a.py": CUDA, "b.py": CUDA})
+    engine.scan_paths([tmp_path], pack, jobs=1)
+    (tmp_path / "b.py").write_text(CUDA * 2)
+    seen: list[tuple[int, int]] = []
+    engine.scan_paths([tmp_path], pack, jobs=1, progress=lambda d, t: seen.append((d, t)))
+    assert seen == [(1, 2), (2, 2)]
+
+
+def test_analyser_bug_becomes_a_finding_and_the_scan_goes_on(tmp_path, pack):
+    _tree(tmp_path, {"a.py": CUDA, "b.py": CUDA})
+    result = engine.scan_paths([tmp_path], pack, jobs=1, use_cache=False, analyzer=Counting(fail_on="a.py"))
+    (a, b) = result.files
+    assert [f.code for f in a.findings] == ["NM003"] and "RuntimeError: analyser bug" in a.findings[0].symbol
+    assert len(b.findings) == 2
+
+
+# -- discovery ---------------------------------------------------------------------------------
+
+def test_gitignore_default_excludes_and_globs(tmp_path, pack):
+    _tree(tmp_path, {
+        ".git/config": "", ".gitignore": "generated/\n*.gen.py\n",
+        "src/a.py": CUDA, "src/x.gen.py": CUDA, "generated/g.py": CUDA,
+        "src/vendor/.gitignore": "*.py\n!keep.py\n", "src/vendor/drop.py": CUDA, "src/vendor/keep.py": CUDA,
+        "venv/lib.py": CUDA, "build/b.py": CUDA, "pkg.egg-info/e.py": CUDA, "node_modules/n.py": CUDA,
+        "notes.txt": "cuda", "nb.ipynb": json.dumps({"cells": []}), "types.pyi": "x: int\n",
+        "tests/fixtures/f.py": CUDA,
+    })
+    def paths(**kw):
+        return [fr.path for fr in engine.scan_paths([tmp_path], pack, use_cache=False, jobs=1, **kw).files]
+
+    assert paths() == ["nb.ipynb", "src/a.py", "src/vendor/keep.py", "tests/fixtures/f.py", "types.pyi"]
+    assert paths(exclude=["tests/fixtures"]) == ["nb.ipynb", "src/a.py", "src/vendor/keep.py", "types.pyi"]
+    assert paths(include=["src/**"]) == ["src/a.py", "src/vendor/keep.py"]
+    assert "generated/g.py" in paths(respect_gitignore=False)
+    # The repository's top-level .gitignore applies when scanning a subdirectory too.
+    sub = engine.scan_paths([tmp_path / "src"], pack, use_cache=False, jobs=1)
+    assert [fr.path for fr in sub.files] == ["a.py", "vendor/keep.py"]
+
+
+def test_explicit_file_is_scanned_whatever_its_name(tmp_path, pack, monkeypatch):
+    _tree(tmp_path, {"build/script": CUDA, "ignored.py": CUDA, ".gitignore": "ignored.py\n"})
+    monkeypatch.chdir(tmp_path)
+    result = engine.scan_paths([Path("build/script"), Path("ignored.py")], pack, use_cache=False, jobs=1)
+    assert result.root == str(tmp_path)
+    assert [(fr.path, len(fr.findings)) for fr in result.files] == [("build/script", 2), ("ignored.py", 2)]
+
+
+def test_files_matched_by_rule_globs_go_to_the_file_level_analyser(tmp_path, pack):
+    rule = next(iter(pack.rules.values()))
+    kernel_rule = dataclasses.replace(rule, match=dataclasses.replace(rule.match, files=("*.kern", "csrc/*.ptx")))
+    with_files = dataclasses.replace(pack, rules={**pack.rules, rule.code: kernel_rule})
+    _tree(tmp_path, {"k/kernel.kern": "__global__ void f() {}\n", "csrc/h.ptx": "", "k/h.ptx": "", "a.py": PLAIN})
+    counting = Counting()
+    result = engine.scan_paths([tmp_path], with_files, use_cache=False, jobs=1, analyzer=counting)
+    assert counting.file_paths == ["csrc/h.ptx", "k/kernel.kern"]
+    assert [fr.path for fr in result.files] == ["a.py", "csrc/h.ptx", "k/kernel.kern"]
+
+
+# -- prefilter ---------------------------------------------------------------------------------
+
+def test_prefilter_passes_every_invalid_example(pack):
+    gate = build_prefilter(pack)
+    for rule in pack.rules.values():
+        if rule.match.files and rule.match == type(rule.match)(files=rule.match.files):
+            continue  # file-level rules: their examples are the flagged files' contents (*.cu)
+        for example in rule.invalid:
+            assert gate.may_match(example.code.encode()), (rule.code, example.code)
+
+
+def test_files_without_tokens_are_counted_but_not_parsed(tmp_path, pack):
+    _tree(tmp_path, {"plain.py": PLAIN, "a.py": CUDA})
+    counting = Counting()
+    result = engine.scan_paths([tmp_path], pack, use_cache=False, jobs=1, analyzer=counting)
+    assert counting.sources == ["a.py"]
+    assert result.files_scanned == 2 and [fr.path for fr in result.files] == ["a.py", "plain.py"]
+
+
+# -- directives and rows -----------------------------------------------------------------------
+
+def test_directives():
+    text = ("x = 1  # neuron-migrate: ignore\n"
+            "y = 2  #neuron-migrate: ignore[nm101, NM2]\n"
+            "z = 3  # neuron-migrate: ignore[]\n"
+            "w = 4  # neuron-migrate: ignored\n")
+    assert find_directives(text, cell=2) == [Directive(1, None, 2), Directive(2, ("NM101", "NM2"), 2),
+                                             Directive(3, (), 2)]
+    assert find_directives("# nothing here\n") == []
+
+
+def test_rows_round_trip_every_field():
+    span = Span(3, 4, 5, 6)
+    finding = Finding(
+        code="NM201", severity=Severity.WARNING, fix_class=FixClass.UNSAFE, category="cuda-api",
+        path="a/b.py", span=span, message="m", source_line="s", symbol="torch.cuda.x",
+        fixes=(Fix(Target.NEURON, FixClass.UNSAFE, "t", (Edit(span, "r"),), ("import torch",), ("torch.cuda",)),),
+        cell=7, statement_line=2, details={"k": [1, "v"]},
+    )
+    assert row_to_finding(finding_to_row(finding), "a/b.py") == finding
+    # A new Finding field must be added to the rows (and FORMAT bumped in scan/cache.py).
+    assert [f.name for f in dataclasses.fields(Finding)] == [
+        "code", "severity", "fix_class", "category", "path", "span", "message", "source_line", "symbol",
+        "fixes", "cell", "statement_line", "details", "fingerprint"]
