@@ -91,9 +91,10 @@ def scan_paths(
 
     total = len(found.files)
     report = _progress_counter(progress, total, total - len(todo))
-    context = _Context(pack, build_prefilter(pack), max_file_size, analyzer)
-    for c, (rows, drows) in zip(todo, _analyse(todo, context, jobs, report)):
-        entries[c.rel] = (c.mtime_ns, c.size, c.mode, rows, drows)
+    if todo:  # a fully cached scan builds no gate and imports no analyser
+        context = _Context(pack, build_prefilter(pack), max_file_size, analyzer)
+        for c, (rows, drows) in zip(todo, _analyse(todo, context, jobs, report)):
+            entries[c.rel] = (c.mtime_ns, c.size, c.mode, rows, drows)
 
     files = [FileResult.from_rows(rel, entry[3], [row_to_directive(d) for d in entry[4]])
              for rel, entry in entries.items()]

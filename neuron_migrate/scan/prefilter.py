@@ -33,7 +33,20 @@ class Prefilter:
         return self.tokens is None or any(token in text for token in self.tokens)
 
 
+_BUILT: dict[str, Prefilter] = {}
+
+
 def build_prefilter(pack: RulePack) -> Prefilter:
+    """The gate for a pack (memoised by digest: workers and repeated scans build it once)."""
+    if pack.digest and pack.digest in _BUILT:
+        return _BUILT[pack.digest]
+    gate = _build(pack)
+    if pack.digest:
+        _BUILT[pack.digest] = gate
+    return gate
+
+
+def _build(pack: RulePack) -> Prefilter:
     required = [tokens for rule in pack.rules.values() for tokens in _required(rule.match)]
     if any(not tokens for tokens in required):
         return Prefilter(None)
@@ -66,21 +79,24 @@ def _argument(arg: ArgumentPattern) -> list[frozenset[str]]:
 
 def _cover(required: list[frozenset[str]]) -> tuple[str, ...]:
     """A small token set such that every pattern has a required token containing one of them."""
-    candidates = sorted({t for tokens in required for t in tokens})
-    uncovered = list(required)
+    patterns = sorted(set(required), key=sorted)
+    candidates = sorted({t for tokens in patterns for t in tokens})
+    covers = {c: {i for i, tokens in enumerate(patterns) if any(c in t for t in tokens)} for c in candidates}
+    uncovered = set(range(len(patterns)))
     chosen: list[str] = []
     while uncovered:
-        def gain(token: str, pending: list[frozenset[str]] = uncovered) -> tuple[bool, int, int, str]:
-            covered = sum(1 for tokens in pending if any(token in t for t in tokens))
+        def gain(token: str) -> tuple[bool, int, int, str]:
+            n = len(covers[token] & uncovered)
             # Very short tokens ("amp") occur in too many words to filter anything.
-            return (covered > 0 and len(token) >= 4, covered, len(token), token)
+            return (n > 0 and len(token) >= 4, n, len(token), token)
 
         best = max(candidates, key=gain)
         chosen.append(best)
-        uncovered = [tokens for tokens in uncovered if not any(best in t for t in tokens)]
-    # A token that contains another chosen token adds nothing to an any-of test.
-    # Shorter tokens first: they are the likelier to occur, so a file that has one stops sooner.
-    return tuple(sorted((t for t in chosen if not any(o != t and o in t for o in chosen)), key=lambda t: (len(t), t)))
+        uncovered -= covers[best]
+    # A token that contains another chosen token adds nothing to an any-of test. Shorter tokens
+    # first: they are the likelier to occur, so a file that has one stops sooner.
+    kept = (t for t in chosen if not any(o != t and o in t for o in chosen))
+    return tuple(sorted(kept, key=lambda t: (len(t), t)))
 
 
 def _literal(pattern: str) -> frozenset[str]:
