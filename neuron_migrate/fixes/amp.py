@@ -1,0 +1,79 @@
+"""Named fixers for automatic mixed precision: `amp_autocast` (torch.cuda.amp.autocast ->
+torch.autocast(<device>, ...)) and `amp_grad_scaler` (torch.cuda.amp.GradScaler and
+torch.amp.GradScaler without a device or with "cuda" -> torch.amp.GradScaler(<device>, ...))."""
+
+from __future__ import annotations
+
+import ast
+
+from neuron_migrate.findings import Edit, Span, Target
+from neuron_migrate.fixes.compute import removed_import
+from neuron_migrate.fixes.context import FixContext, FixResult
+from neuron_migrate.fixes.device import accelerator_string_edit, accelerator_type
+from neuron_migrate.fixes.syntax import call_of, ordered_arguments
+from neuron_migrate.scan.matchers.site import Site
+
+# torch.cuda.amp.autocast(enabled, dtype, cache_enabled) -> torch.autocast(device_type, dtype, enabled, ...):
+# positional arguments must become keywords.
+_AUTOCAST_POSITIONS = ("enabled", "dtype", "cache_enabled")
+
+
+def _device(ctx: FixContext, target: Target) -> tuple[str, tuple[str, ...]]:
+    if target is Target.NEURON:
+        return '"neuron"', ()
+    return accelerator_type(ctx)
+
+
+def _insert_first(ctx: FixContext, call: ast.Call, text: str, first_prefix: str = "") -> Edit:
+    """Insert `text` as the first argument of `call` (`first_prefix` goes before the old first)."""
+    ordered = ordered_arguments(call)
+    if not ordered:
+        return Edit(ctx.call_end_inside(call), text)
+    return ctx.insert_before(ordered[0], f"{text}, {first_prefix}")
+
+
+def _retarget_call(site: Site, span: Span, ctx: FixContext, target: Target, new_callee: str,
+                   positions: tuple[str, ...] | None) -> FixResult | None:
+    """Replace the callee of the call around the matched name and insert the device first;
+    `positions` names the old positional parameters that must become keywords."""
+    call = call_of(site.stmt, site.node)
+    if call is None or any(a.__class__ is ast.Starred for a in call.args):
+        return None
+    if positions is not None and len(call.args) > len(positions):
+        return None
+    callee, add = ctx.spelled(new_callee)
+    device, add2 = _device(ctx, target)
+    edits = [Edit(span, callee)]
+    first = ordered_arguments(call)[0] if call.args or call.keywords else None
+    prefix = ""
+    if positions is not None:
+        for i, a in enumerate(call.args):
+            if a is first:
+                prefix = f"{positions[i]}="
+            else:
+                edits.append(ctx.insert_before(a, f"{positions[i]}="))
+    edits.append(_insert_first(ctx, call, device, prefix))
+    return FixResult(f"Use {new_callee}({device}, ...)", tuple(edits), add + add2, removed_import(site))
+
+
+def amp_autocast(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
+    if site.kind != "qualified_names":
+        return None
+    return _retarget_call(site, span, ctx, target, "torch.autocast", _AUTOCAST_POSITIONS)
+
+
+def amp_grad_scaler(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
+    if site.kind == "qualified_names":  # torch.cuda.amp.GradScaler(...)
+        return _retarget_call(site, span, ctx, target, "torch.amp.GradScaler", None)
+    if site.kind != "arguments" or site.call is None:
+        return None
+    if site.literal is not None:  # torch.amp.GradScaler("cuda")
+        if target is Target.NEURON:
+            edit = ctx.token_edit(site.literal, site.token, "neuron")
+            return FixResult('Use the "neuron" device', (edit,)) if edit is not None else None
+        hit = accelerator_string_edit(ctx, site.literal, site.token)
+        return FixResult("Use the current accelerator", (hit[0],), hit[1]) if hit is not None else None
+    if site.arg is None:  # torch.amp.GradScaler() defaults to "cuda"
+        device, add = _device(ctx, target)
+        return FixResult(f"Pass the device ({device})", (_insert_first(ctx, site.call, device),), add)
+    return None

@@ -1,0 +1,133 @@
+"""One `Fix` per rewrite target of a rule, for one matched site.
+
+Generic kinds (see `ruleset.model.TargetFix`):
+  rename         the matched dotted name (`{name}` stands for its last component), spelled through
+                 the file's own `import torch [as th]`, else in full with `import torch` added; for a
+                 method, attribute, keyword or env-var match, the matched identifier / string text
+  device_string  the device type inside the matched string; quotes, prefix, `:index`, f-string parts
+                 stay
+  replace        the matched node's source text (an argument's value, a string, a dotted name)
+  remove_argument   the matched argument with its comma
+  remove_statement  the statement holding the match (`pass` when its block would become empty)
+  fixer          a named fixer from `registry.FIXERS`
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import assert_never
+
+from neuron_migrate.findings import Edit, Fix, Span, Target
+from neuron_migrate.fixes.context import FixContext, FixResult
+from neuron_migrate.fixes.registry import FIXERS
+from neuron_migrate.ruleset.model import FixKind, Rule, TargetFix
+from neuron_migrate.scan.matchers.site import Site
+
+__all__ = ["FixContext", "fixes_for", "remove_statement_edit", "removed_import"]
+
+
+def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix, ...]:
+    out: list[Fix] = []
+    for target, tf in rule.fix.targets.items():
+        result = _compute(tf, site, span, ctx, target)
+        if result is not None and result.edits:
+            out.append(Fix(target, rule.fix.fix_class, result.title, result.edits,
+                           tuple(dict.fromkeys(result.add_imports)), tuple(dict.fromkeys(result.remove_imports))))
+    return tuple(out)
+
+
+def _compute(tf: TargetFix, site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
+    kind = tf.kind
+    if kind is FixKind.RENAME:
+        return _rename(tf.value, site, span, ctx)
+    if kind is FixKind.DEVICE_STRING:
+        if site.literal is None:
+            return None
+        edit = ctx.token_edit(site.literal, site.token, tf.value)
+        return FixResult(f"Use device `{tf.value}`", (edit,)) if edit is not None else None
+    if kind is FixKind.REPLACE:
+        return FixResult(f"Replace with `{tf.value}`", (Edit(span, tf.value),))
+    if kind is FixKind.REMOVE_ARGUMENT:
+        if site.call is None or site.arg is None:
+            return None
+        edit = remove_argument_edit(site.call, site.arg, ctx)
+        return FixResult("Remove the argument", (edit,))
+    if kind is FixKind.REMOVE_STATEMENT:
+        edit = remove_statement_edit(site, ctx, target)
+        return FixResult("Remove the statement", (edit,)) if edit is not None else None
+    if kind is FixKind.FIXER:
+        return FIXERS[tf.value](site, span, ctx, target)
+    assert_never(kind)
+
+
+def removed_import(site: Site) -> tuple[str, ...]:
+    """The import the matched expression went through, when a fix may leave it unused
+    (`from torch.cuda import amp` -> "torch.cuda.amp"; never a plain `import torch [as th]`)."""
+    return (site.root_spec,) if "." in site.root_spec else ()
+
+
+def _rename(value: str, site: Site, span: Span, ctx: FixContext) -> FixResult | None:
+    leaf = (site.qualified or site.symbol).rsplit(".", 1)[-1]
+    new = value.replace("{name}", leaf)
+    if site.kind == "qualified_names":
+        text, add = ctx.spelled(new)
+        return FixResult(f"Use `{new}`", (Edit(span, text),), add, removed_import(site))
+    if site.kind in ("methods", "attributes"):
+        node = site.call.func if site.call is not None else site.node  # type: ignore[attr-defined]
+        name_span = ctx.lines.span_at(_attr_pos(node))
+        return FixResult(f"Use `.{new}`", (Edit(name_span, new),))
+    if site.kind == "env_vars":
+        if site.literal is not None:
+            edit = ctx.token_edit(site.literal, site.token, new)
+            return FixResult(f"Use `{new}`", (edit,)) if edit is not None else None
+        return FixResult(f"Use `{new}`", (Edit(span, new),))
+    if site.kind == "arguments" and site.arg.__class__ is ast.keyword:
+        kw = site.arg
+        s = ctx.span(kw)  # type: ignore[arg-type]
+        return FixResult(f"Use `{new}=`", (Edit(Span(s.line, s.col, s.line, s.col + len(kw.arg)), new),))  # type: ignore[union-attr,arg-type]
+    return None
+
+
+def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
+    end_line = node.end_lineno or node.lineno
+    end = node.end_col_offset or 0
+    return (end_line, end - len(node.attr.encode("utf-8")), end_line, end)
+
+
+def remove_argument_edit(call: ast.Call, arg: ast.AST, ctx: FixContext) -> Edit:
+    """Delete one argument with the comma that separates it from its neighbour."""
+    ordered = sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
+    i = next(i for i, a in enumerate(ordered) if a is arg)
+    own = ctx.span(arg)
+    if i + 1 < len(ordered):
+        nxt = ctx.span(ordered[i + 1])
+        return Edit(Span(own.line, own.col, nxt.line, nxt.col), "")
+    if i > 0:
+        prev = ctx.span(ordered[i - 1])
+        return Edit(Span(prev.end_line, prev.end_col, own.end_line, own.end_col), "")
+    return Edit(own, "")
+
+
+def remove_statement_edit(site: Site, ctx: FixContext, target: Target) -> Edit | None:
+    stmt, block = site.stmt, site.block
+    if block is None or not isinstance(stmt, ast.stmt):
+        return None
+    own = ctx.span(stmt)
+    removed = ctx.removed.get(target.value, set())
+    if all(id(s) in removed for s in block) and block[0] is stmt or len(block) == 1:
+        return Edit(own, "pass")  # the block must keep a statement
+    i = next(i for i, s in enumerate(block) if s is stmt)
+    prev = block[i - 1] if i > 0 else None
+    nxt = block[i + 1] if i + 1 < len(block) else None
+    if nxt is not None and nxt.lineno == stmt.end_lineno:  # `a; b` on one line
+        n = ctx.span(nxt)
+        return Edit(Span(own.line, own.col, n.line, n.col), "")
+    if prev is not None and prev.end_lineno == stmt.lineno:
+        p = ctx.span(prev)
+        return Edit(Span(p.end_line, p.end_col, own.end_line, own.end_col), "")
+    before = ctx.lines.line(own.line)[: own.col]
+    if before.strip():  # something else starts the line (`if x: stmt`)
+        return Edit(own, "pass")
+    if own.end_line < len(ctx.lines.lines):
+        return Edit(Span(own.line, 0, own.end_line + 1, 0), "")
+    return Edit(Span(own.line, 0, own.end_line, len(ctx.lines.line(own.end_line))), "")

@@ -1,0 +1,82 @@
+"""What a fix computation sees: the file's line index (for character columns and source text),
+its import table (to spell new names the way the file imports them) and the edit builders."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from neuron_migrate.findings import Edit, Span
+from neuron_migrate.scan.aliases import AliasTable
+from neuron_migrate.scan.matchers.site import LineIndex
+
+_STRING_START = re.compile(r"([rRuUfFbB]{0,2})('''|\"\"\"|'|\")")
+
+
+@dataclass(frozen=True, slots=True)
+class FixResult:
+    title: str
+    edits: tuple[Edit, ...]
+    add_imports: tuple[str, ...] = ()
+    remove_imports: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class FixContext:
+    lines: LineIndex
+    aliases: AliasTable
+    source: str
+    # Statements some finding's fix removes, per target value, so that a block whose statements are
+    # all removed keeps a `pass` (see `remove_statement`).
+    removed: dict[str, set[int]] = field(default_factory=dict)
+
+    def span(self, node: ast.AST) -> Span:
+        return self.lines.span(node)
+
+    def text(self, node: ast.AST) -> str:
+        return self.lines.node_text(node)
+
+    def spelled(self, qualified: str) -> tuple[str, tuple[str, ...]]:
+        """`qualified` as this file can write it, and the import that makes it work, if any."""
+        text, needs_import = self.aliases.spelling(qualified)
+        return text, ((f"import {qualified.partition('.')[0]}",) if needs_import else ())
+
+    # -- edit builders --
+
+    def replace(self, node: ast.AST, text: str) -> Edit:
+        return Edit(self.span(node), text)
+
+    def insert_before(self, node: ast.AST, text: str) -> Edit:
+        s = self.span(node)
+        return Edit(Span(s.line, s.col, s.line, s.col), text)
+
+    def insert_after(self, node: ast.AST, text: str) -> Edit:
+        s = self.span(node)
+        return Edit(Span(s.end_line, s.end_col, s.end_line, s.end_col), text)
+
+    def string_parts(self, literal: ast.AST) -> tuple[Span, str, str] | None:
+        """(span of the literal, its prefix letters, its quote) when the node is one plain string
+        literal (not an implicit concatenation)."""
+        span = self.span(literal)
+        first = self.lines.line(span.line)[span.col :]
+        m = _STRING_START.match(first)
+        if m is None:
+            return None
+        return span, m.group(1), m.group(2)
+
+    def token_edit(self, literal: ast.AST, token: str, new: str) -> Edit | None:
+        """Replace `token` at the start of a string literal's contents (`"cuda:0"` -> `"neuron:0"`)."""
+        parts = self.string_parts(literal)
+        if parts is None or not token:
+            return None
+        span, prefix, quote = parts
+        start = span.col + len(prefix) + len(quote)
+        if not self.lines.line(span.line).startswith(token, start):
+            return None
+        return Edit(Span(span.line, start, span.line, start + len(token)), new)
+
+    def call_end_inside(self, call: ast.Call) -> Span:
+        """An empty span just before the closing parenthesis of `call`."""
+        s = self.span(call)
+        return Span(s.end_line, s.end_col - 1, s.end_line, s.end_col - 1)

@@ -1,0 +1,42 @@
+"""Small syntax questions fixers ask about the parsed file: a node's parent, call arguments in
+source order, and whether an expression needs parentheses where it stands."""
+
+from __future__ import annotations
+
+import ast
+
+
+def parent_of(root: ast.AST, node: ast.AST) -> ast.AST | None:
+    for parent in ast.walk(root):
+        for child in ast.iter_child_nodes(parent):
+            if child is node:
+                return parent
+    return None
+
+
+def call_of(root: ast.AST, func: ast.AST) -> ast.Call | None:
+    """The call whose callee is `func`, if `func` is called."""
+    parent = parent_of(root, func)
+    return parent if isinstance(parent, ast.Call) and parent.func is func else None
+
+
+def ordered_arguments(call: ast.Call) -> list[ast.AST]:
+    return sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
+
+
+# Parents under which a comparison can stand without parentheses.
+_LOOSE = (ast.If, ast.While, ast.Assert, ast.Return, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr,
+          ast.BoolOp, ast.Call, ast.keyword, ast.comprehension, ast.NamedExpr, ast.List, ast.Tuple, ast.Set,
+          ast.Dict, ast.IfExp)
+
+
+def comparison_needs_parens(root: ast.AST, node: ast.AST) -> bool:
+    """Whether replacing `node` by `a == b` needs parentheses to keep the meaning."""
+    parent = parent_of(root, node)
+    if parent is None:
+        return True
+    if isinstance(parent, ast.UnaryOp):
+        return not isinstance(parent.op, ast.Not)
+    if isinstance(parent, ast.Call):
+        return parent.func is node
+    return not isinstance(parent, _LOOSE)

@@ -1,0 +1,765 @@
+"""Source text in, raw findings out: one stdlib `ast` parse and one walk per file.
+
+The pack is compiled once per process into lookup tables (`CompiledPack`, cached by pack
+digest). The walk visits statements recursively (so every expression knows its enclosing
+statement, for `statement_line` and statement-level fixes) and expressions with an explicit stack,
+dispatching node types to the matchers (ruff's `analyze/` shape). Fixes are computed only for the
+sites that matched, after the walk, when the file's imports are all known.
+
+Never imports torch or libcst.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from neuron_migrate.findings import Finding, FixClass, Span
+from neuron_migrate.ruleset.model import ArgumentPattern, Rule, RulePack
+from neuron_migrate.scan.aliases import AliasTable
+from neuron_migrate.scan.matchers import arguments as args_m
+from neuron_migrate.scan.matchers import device_strings as dev_m
+from neuron_migrate.scan.matchers import env_vars as env_m
+from neuron_migrate.scan.matchers.arguments import ArgumentTable
+from neuron_migrate.scan.matchers.device_strings import DeviceStringTable
+from neuron_migrate.scan.matchers.env_vars import EnvVarTable
+from neuron_migrate.scan.matchers.files import FileTable
+from neuron_migrate.scan.matchers.imports import ImportTable
+from neuron_migrate.scan.matchers.names import name_table
+from neuron_migrate.scan.matchers.qualified_names import QualifiedNameTable
+from neuron_migrate.scan.matchers.site import LineIndex, Site
+
+__all__ = ["CompiledPack", "analyze_file_path", "analyze_source", "compile_pack", "prefilter_tokens"]
+
+# Module roots that resolve to themselves while unbound (a notebook cell whose imports live in
+# another cell, a snippet): the roots the rules name, plus `os` for environment access.
+_ALWAYS_IMPLICIT = frozenset({"torch", "os"})
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledPack:
+    pack: RulePack
+    qualified: QualifiedNameTable
+    devices: DeviceStringTable
+    methods: dict[str, tuple[Rule, ...]]
+    attributes: dict[str, tuple[Rule, ...]]
+    arguments: ArgumentTable
+    imports: ImportTable
+    env: EnvVarTable
+    files: FileTable
+    implicit_roots: frozenset[str]
+
+
+_COMPILED: dict[object, CompiledPack] = {}
+
+
+def compile_pack(pack: RulePack) -> CompiledPack:
+    """The pack's lookup tables, built once per pack (by digest; by identity for unsaved packs)."""
+    key: object = pack.digest or id(pack)
+    hit = _COMPILED.get(key)
+    if hit is not None and (pack.digest or hit.pack is pack):
+        return hit
+    rules = list(pack.rules.values())
+    qualified = QualifiedNameTable(rules)
+    imports = ImportTable(rules)
+    roots = set(qualified.roots) | {p.split(".")[0] for p, _, _ in imports.patterns}
+    roots |= {c.split(".")[0] for r in rules for a in r.match.arguments for c in a.call if c[0] not in ".*"}
+    compiled = CompiledPack(
+        pack=pack,
+        qualified=qualified,
+        devices=DeviceStringTable(rules),
+        methods=name_table(rules, "methods"),
+        attributes=name_table(rules, "attributes"),
+        arguments=ArgumentTable(rules),
+        imports=imports,
+        env=EnvVarTable(rules),
+        files=FileTable(rules),
+        implicit_roots=frozenset(r for r in roots if r.isidentifier()) | _ALWAYS_IMPLICIT,
+    )
+    if len(_COMPILED) >= 8:
+        _COMPILED.pop(next(iter(_COMPILED)))
+    _COMPILED[key] = compiled
+    return compiled
+
+
+def prefilter_tokens(pack: RulePack) -> frozenset[bytes] | None:
+    """Byte strings of which every file with a finding contains at least one (the scan engine
+    skips parsing files that contain none). None when some rule could match any file."""
+    cp = compile_pack(pack)
+    tokens = cp.qualified.tokens() | cp.devices.tokens() | set(cp.methods) | set(cp.attributes)
+    tokens |= cp.imports.tokens() | cp.env.tokens()
+    arg_tokens = cp.arguments.tokens()
+    if arg_tokens is None or "" in tokens | arg_tokens:
+        return None
+    return frozenset(t.encode("utf-8") for t in tokens | arg_tokens)
+
+
+# --- the walk ---------------------------------------------------------------------------------
+
+_NOT_CHILDREN = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "arg", "name", "names", "module", "level", "kind", "type_comment",
+     "conversion", "is_async", "asname", "rest", "kwd_attrs", "type_ignores", "simple", "tag"}
+)
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {type(None): (), ast.Constant: (), ast.MatchSingleton: ()}
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    fields = tuple(f for f in cls._fields if f not in _NOT_CHILDREN)  # type: ignore[attr-defined]
+    _CHILD_FIELDS[cls] = fields
+    return fields
+
+
+_STMT_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _stmt_fields(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    fields = [f for f in cls._fields if f not in _NOT_CHILDREN]  # type: ignore[attr-defined]
+    result = (tuple(f for f in fields if f not in _BLOCKS), tuple(f for f in fields if f in _BLOCKS))
+    _STMT_FIELDS[cls] = result
+    return result
+
+
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+class _Walker:
+    def __init__(self, cp: CompiledPack, tree: ast.Module) -> None:
+        self.cp = cp
+        self.aliases = AliasTable(cp.implicit_roots)
+        self.sites: list[tuple[Rule, Site]] = []
+        self.stmt: ast.AST = tree
+        self.block: list[ast.stmt] | None = None
+        self.stmt_line = 1
+        self.scopes: list[dict[str, ast.AST | None]] = []  # enclosing functions' known locals
+        self.func_names: list[str] = []
+        self.consts: dict[str, ast.AST | None] = {}  # module-level literal constants
+        self.argparse: dict[str, ast.AST] = {}  # option dest -> literal default
+        self.pending: list[tuple[ast.Call, Rule, ArgumentPattern, ast.AST, ast.AST, tuple[dict[str, ast.AST | None], ...], str]] = []
+        self.stack: list[ast.AST] = []
+        self.expr_handlers: dict[type, Callable[[ast.AST], bool]] = {
+            ast.Attribute: self._attribute,
+            ast.Name: self._name,
+            ast.Call: self._call,
+        }
+        if cp.devices.types:
+            self.expr_handlers[ast.Compare] = self._compare
+            self.expr_handlers[ast.IfExp] = self._ifexp
+            self.expr_handlers[ast.Dict] = self._dict
+        elif cp.env.patterns:
+            self.expr_handlers[ast.Compare] = self._compare
+        if cp.env.patterns:
+            self.expr_handlers[ast.Subscript] = self._subscript
+        self.stmt_handlers: dict[type, Callable[[ast.AST], None]] = {
+            ast.Import: self._import,
+            ast.ImportFrom: self._import,
+            ast.Assign: self._assign,
+            ast.AnnAssign: self._assign,
+            ast.FunctionDef: self._function,
+            ast.AsyncFunctionDef: self._function,
+            ast.ClassDef: self._function,  # decorators only
+            ast.Return: self._return,
+            ast.Match: self._match,
+        }
+        self._prepass(tree.body)
+
+    # -- statements --
+
+    def _prepass(self, body: list[ast.stmt]) -> None:
+        """Module-level imports and literal constants, wherever they sit in the module, so a use
+        above the definition (a function defined first) still resolves."""
+        for stmt in body:
+            cls = stmt.__class__
+            if cls is ast.Import or cls is ast.ImportFrom:
+                self.aliases.add(stmt)  # type: ignore[arg-type]
+            elif cls is ast.Assign:
+                if len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:  # type: ignore[attr-defined]
+                    self._remember(self.consts, stmt.targets[0].id, stmt.value)  # type: ignore[attr-defined]
+            elif cls is ast.AnnAssign:
+                if stmt.target.__class__ is ast.Name and stmt.value is not None:  # type: ignore[attr-defined]
+                    self._remember(self.consts, stmt.target.id, stmt.value)  # type: ignore[attr-defined]
+            elif cls in (ast.If, ast.Try, ast.With, ast.TryStar):
+                for f in ("body", "orelse", "finalbody"):
+                    self._prepass(getattr(stmt, f, None) or [])
+                for handler in getattr(stmt, "handlers", ()):
+                    self._prepass(handler.body)
+
+    @staticmethod
+    def _remember(table: dict[str, ast.AST | None], name: str, value: ast.AST) -> None:
+        literal = value if args_m.literal_value(value) is not args_m.UNKNOWN else None
+        if name in table:
+            old = table[name]
+            if old is None or literal is None or args_m.literal_value(old) != args_m.literal_value(literal):
+                literal = None  # assigned different values: unknown
+        table[name] = literal
+
+    def walk_block(self, body: list[ast.stmt]) -> None:
+        handlers = self.stmt_handlers
+        for stmt in body:
+            cls = stmt.__class__
+            self.stmt, self.block, self.stmt_line = stmt, body, stmt.lineno
+            h = handlers.get(cls)
+            if h is not None:
+                h(stmt)
+            exprs, blocks = _STMT_FIELDS.get(cls) or _stmt_fields(cls)
+            for f in exprs:
+                v = getattr(stmt, f)
+                if v:
+                    self.walk_expr(v)
+            if cls in _FUNCS:
+                self.scopes.append(self._params(stmt))  # type: ignore[arg-type]
+                self.func_names.append(stmt.name)  # type: ignore[attr-defined]
+                self.walk_block(stmt.body)  # type: ignore[attr-defined]
+                self.scopes.pop()
+                self.func_names.pop()
+                continue
+            for f in blocks:
+                v = getattr(stmt, f)
+                if not v:
+                    continue
+                if f == "handlers":
+                    for handler in v:
+                        self.stmt, self.block, self.stmt_line = handler, None, handler.lineno
+                        if handler.type is not None:
+                            self.walk_expr(handler.type)
+                        self.walk_block(handler.body)
+                elif f == "cases":
+                    for case in v:
+                        self.stmt, self.block, self.stmt_line = case, None, case.pattern.lineno
+                        self.walk_expr(case.pattern)
+                        if case.guard is not None:
+                            self.walk_expr(case.guard)
+                        self.walk_block(case.body)
+                else:
+                    self.walk_block(v)
+
+    def _params(self, fn: ast.FunctionDef) -> dict[str, ast.AST | None]:
+        a = fn.args
+        scope: dict[str, ast.AST | None] = {}
+        positional = [*a.posonlyargs, *a.args]
+        defaults: list[ast.AST | None] = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+        pairs = [*zip(positional, defaults), *zip(a.kwonlyargs, a.kw_defaults)]
+        for param, default in pairs:
+            if default is None:
+                scope[param.arg] = None
+                continue
+            scope[param.arg] = default if args_m.literal_value(default) is not args_m.UNKNOWN else None
+            if self.cp.devices.types and dev_m.device_like_name(param.arg):
+                self._device_literals(default)
+        for extra in (a.vararg, a.kwarg):
+            if extra is not None:
+                scope[extra.arg] = None
+        return scope
+
+    def _import(self, node: ast.AST) -> None:
+        self.aliases.add(node)  # type: ignore[arg-type]
+        table = self.cp.imports
+        if not table.patterns:
+            return
+        if node.__class__ is ast.Import:
+            for alias in node.names:  # type: ignore[attr-defined]
+                for rule in table.match(alias.name):
+                    self._report(rule, "imports", alias, alias.name)
+            return
+        if node.level or not node.module:  # type: ignore[attr-defined]
+            return
+        module = node.module  # type: ignore[attr-defined]
+        found: dict[str, tuple[Rule, str]] = {}
+        for rule in table.match(module):
+            found.setdefault(rule.code, (rule, module))
+        for alias in node.names:  # type: ignore[attr-defined]
+            if alias.name != "*":
+                for rule in table.match(f"{module}.{alias.name}"):
+                    found.setdefault(rule.code, (rule, f"{module}.{alias.name}"))
+        for rule, symbol in found.values():
+            self._report(rule, "imports", node, symbol)
+
+    def _assign(self, node: ast.AST) -> None:
+        targets = node.targets if node.__class__ is ast.Assign else [node.target]  # type: ignore[attr-defined]
+        value = node.value  # type: ignore[attr-defined]
+        if value is None:
+            return
+        for target in targets:
+            if self.cp.devices.types and dev_m.device_like(target):
+                self._device_literals(value)
+            if target.__class__ is ast.Name:
+                if self.scopes:
+                    self._remember(self.scopes[-1], target.id, value)
+                if self.cp.env.patterns and value.__class__ is ast.Dict and env_m.env_like_name(target.id):
+                    self._env_dict(value)
+
+    def _function(self, node: ast.AST) -> None:
+        decorators = node.decorator_list  # type: ignore[attr-defined]
+        if decorators:
+            self.stmt_line = min(self.stmt_line, *(d.lineno for d in decorators))
+            for dec in decorators:
+                if dec.__class__ is not ast.Call:
+                    self._bare_decorator(dec)
+
+    def _return(self, node: ast.AST) -> None:
+        if self.func_names and node.value is not None and self.cp.devices.types:  # type: ignore[attr-defined]
+            if dev_m.device_like_name(self.func_names[-1]):
+                self._device_literals(node.value)  # type: ignore[attr-defined]
+
+    def _match(self, node: ast.AST) -> None:
+        if not self.cp.devices.types or not dev_m.device_like(node.subject):  # type: ignore[attr-defined]
+            return
+        for case in node.cases:  # type: ignore[attr-defined]
+            patterns = case.pattern.patterns if case.pattern.__class__ is ast.MatchOr else [case.pattern]
+            for p in patterns:
+                if p.__class__ is ast.MatchValue:
+                    self._device_literals(p.value)
+
+    # -- expressions --
+
+    def walk_expr(self, start: ast.AST | list[ast.AST]) -> None:
+        stack = self.stack
+        if start.__class__ is list:
+            stack.extend(start)  # type: ignore[arg-type]
+        else:
+            stack.append(start)  # type: ignore[arg-type]
+        handlers = self.expr_handlers
+        fields = _CHILD_FIELDS
+        pop, push, extend = stack.pop, stack.append, stack.extend
+        while stack:
+            node = pop()
+            cls = node.__class__
+            h = handlers.get(cls)
+            if h is not None and h(node):
+                continue
+            fs = fields.get(cls)
+            if fs is None:
+                fs = _child_fields(cls)
+            for f in fs:
+                v = getattr(node, f)
+                if v is None:
+                    continue
+                if v.__class__ is list:
+                    extend(v)
+                else:
+                    push(v)
+
+    def resolve(self, expr: ast.AST) -> str | None:
+        """The qualified name of a Name/Attribute chain rooted in an import, else None."""
+        attrs: list[str] = []
+        while expr.__class__ is ast.Attribute:
+            attrs.append(expr.attr)  # type: ignore[attr-defined]
+            expr = expr.value  # type: ignore[attr-defined]
+        if expr.__class__ is not ast.Name:
+            return None
+        root = self.aliases.root(expr.id)  # type: ignore[attr-defined]
+        if root is None:
+            return None
+        if attrs:
+            attrs.reverse()
+            return root + "." + ".".join(attrs)
+        return root
+
+    def _is_module_expr(self, expr: ast.AST) -> bool:
+        while expr.__class__ is ast.Attribute:
+            expr = expr.value  # type: ignore[attr-defined]
+        return expr.__class__ is ast.Name and self.aliases.is_import(expr.id)  # type: ignore[attr-defined]
+
+    def _attribute(self, node: ast.AST) -> bool:
+        links: list[ast.Attribute] = []
+        cur = node
+        while cur.__class__ is ast.Attribute:
+            links.append(cur)  # type: ignore[arg-type]
+            cur = cur.value  # type: ignore[attr-defined]
+        attributes = self.cp.attributes
+        if attributes:
+            for link in links:
+                rules = attributes.get(link.attr)
+                if rules and not self._is_module_expr(link.value):
+                    for rule in rules:
+                        self._report(rule, "attributes", link, link.attr, pos=_attr_pos(link))
+        if cur.__class__ is ast.Name:
+            root = self.aliases.root(cur.id)  # type: ignore[attr-defined]
+            if root is not None:
+                links.reverse()
+                self._qualified(cur, root, links)
+            elif self.aliases.stars:
+                self._star(cur)
+        else:
+            self.stack.append(cur)
+        return True
+
+    def _name(self, node: ast.AST) -> bool:
+        root = self.aliases.root(node.id)  # type: ignore[attr-defined]
+        if root is not None:
+            if "." in root:
+                self._qualified(node, root, [])
+        elif self.aliases.stars:
+            self._star(node)
+        return True
+
+    def _star(self, node: ast.AST) -> None:
+        exact = self.cp.qualified.exact
+        for module in self.aliases.stars:
+            name = f"{module}.{node.id}"  # type: ignore[attr-defined]
+            for rule in exact.get(name, ()):
+                self._report(rule, "qualified_names", node, name, qualified=name, root_spec=name)
+
+    def _qualified(self, root_node: ast.AST, root: str, links: list[ast.Attribute]) -> None:
+        table = self.cp.qualified
+        if root.partition(".")[0] not in table.roots:
+            return
+        names = [root]
+        for link in links:
+            names.append(names[-1] + "." + link.attr)
+        best = table.best(names)
+        if best is None:
+            return
+        i, _, rules = best
+        node = root_node if i == 0 else links[i - 1]
+        spec = self.aliases.specs.get(root_node.id, "")  # type: ignore[attr-defined]
+        for rule in rules:
+            self._report(rule, "qualified_names", node, names[i], qualified=names[i], root_spec=spec)
+
+    def _call(self, node: ast.AST) -> bool:
+        call: ast.Call = node  # type: ignore[assignment]
+        func = call.func
+        fcls = func.__class__
+        if fcls is ast.Attribute:
+            leaf: str | None = func.attr  # type: ignore[attr-defined]
+        elif fcls is ast.Name:
+            leaf = func.id  # type: ignore[attr-defined]
+        else:
+            leaf = None
+        qn = self.resolve(func) if leaf is not None else None
+        cp = self.cp
+        if fcls is ast.Attribute and cp.methods:
+            rules = cp.methods.get(leaf)  # type: ignore[arg-type]
+            if rules and not self._is_module_expr(func.value):  # type: ignore[attr-defined]
+                a = _attr_pos(func)  # type: ignore[arg-type]
+                pos = (a[0], a[1], call.end_lineno or call.lineno, call.end_col_offset or 0)
+                for rule in rules:
+                    self._report(rule, "methods", call, f".{leaf}()", call=call, pos=pos)
+        if cp.arguments:
+            for rule, pat in cp.arguments.candidates(leaf, qn, call.keywords):
+                self._argument(call, rule, pat, leaf, qn)
+        if cp.devices.types:
+            self._call_devices(call, fcls, leaf, qn)
+        if cp.env.patterns:
+            self._call_env(call, fcls, leaf, qn)
+        return False
+
+    def _call_devices(self, call: ast.Call, fcls: type, leaf: str | None, qn: str | None) -> None:
+        if qn is not None:
+            pos = dev_m.POSITIONAL.get(qn)
+            if pos is not None and pos < len(call.args):
+                self._device_literals(call.args[pos], call, call.args[pos])
+        if fcls is ast.Attribute:
+            if leaf == "to":
+                for a in call.args:
+                    self._device_literals(a, call, a)
+            elif leaf == "add_argument":
+                for kw in call.keywords:
+                    if kw.arg in ("default", "choices"):
+                        self._device_literals(kw.value, call, kw)
+                self._argparse_default(call)
+            elif leaf == "startswith" and call.args and dev_m.device_like(call.func.value):  # type: ignore[attr-defined]
+                self._device_literals(call.args[0], call, call.args[0])
+        for kw in call.keywords:
+            if kw.arg is not None and dev_m.device_like_name(kw.arg):
+                self._device_literals(kw.value, call, kw)
+
+    def _argparse_default(self, call: ast.Call) -> None:
+        dest = None
+        default = None
+        for kw in call.keywords:
+            if kw.arg == "dest" and kw.value.__class__ is ast.Constant:
+                dest = kw.value.value  # type: ignore[attr-defined]
+            elif kw.arg == "default":
+                default = kw.value
+        if default is None or args_m.literal_value(default) is args_m.UNKNOWN:
+            return
+        if dest is None:
+            flags = [a.value for a in call.args if a.__class__ is ast.Constant and isinstance(a.value, str)]  # type: ignore[attr-defined]
+            longs = [f for f in flags if f.startswith("--")]
+            name = longs[0][2:] if longs else (flags[0].lstrip("-") if flags else None)
+            dest = name.replace("-", "_") if name else None
+        if isinstance(dest, str):
+            self.argparse[dest] = default
+
+    def _call_env(self, call: ast.Call, fcls: type, leaf: str | None, qn: str | None) -> None:
+        if qn is not None:
+            pos = env_m.NAME_CALLS.get(qn)
+            if pos is not None:
+                if pos < len(call.args):
+                    self._env_literal(call.args[pos])
+            elif qn == "os.environ.update":
+                for a in call.args:
+                    if a.__class__ is ast.Dict:
+                        self._env_dict(a)
+                for kw in call.keywords:
+                    self._env_keyword(kw)
+        if fcls is ast.Attribute:
+            if leaf in env_m.NAME_METHODS and call.args:
+                self._env_literal(call.args[0])
+        elif leaf == "dict" and call.args and self.resolve(call.args[0]) == env_m.ENVIRON:
+            for kw in call.keywords:
+                self._env_keyword(kw)
+        for kw in call.keywords:
+            if kw.arg == "env" and kw.value.__class__ is ast.Dict:
+                self._env_dict(kw.value)
+
+    def _compare(self, node: ast.AST) -> bool:
+        operands = [node.left, *node.comparators]  # type: ignore[attr-defined]
+        devices = bool(self.cp.devices.types)
+        for i, op in enumerate(node.ops):  # type: ignore[attr-defined]
+            a, b = operands[i], operands[i + 1]
+            ocls = op.__class__
+            if ocls is ast.In or ocls is ast.NotIn:
+                if devices:
+                    if dev_m.device_like(b):
+                        self._device_literals(a)
+                    elif dev_m.device_like(a):
+                        self._device_literals(b)
+                if self.cp.env.patterns and self._environ_like(b):
+                    self._env_literal(a)
+            elif devices and ocls in (ast.Eq, ast.NotEq, ast.Is, ast.IsNot):
+                if dev_m.device_like(a):
+                    self._device_literals(b)
+                elif dev_m.device_like(b):
+                    self._device_literals(a)
+        return False
+
+    def _ifexp(self, node: ast.AST) -> bool:
+        body, orelse = node.body, node.orelse  # type: ignore[attr-defined]
+        is_dev = DeviceStringTable.other_branch_is_device
+        if body.__class__ in (ast.Constant, ast.JoinedStr) and is_dev(orelse):
+            self._device_literals(body)
+        if orelse.__class__ in (ast.Constant, ast.JoinedStr) and is_dev(body):
+            self._device_literals(orelse)
+        return False
+
+    def _dict(self, node: ast.AST) -> bool:
+        for k, v in zip(node.keys, node.values):  # type: ignore[attr-defined]
+            if k is not None and k.__class__ is ast.Constant and isinstance(k.value, str) and dev_m.device_like_name(k.value):
+                self._device_literals(v)
+        return False
+
+    def _subscript(self, node: ast.AST) -> bool:
+        key = node.slice  # type: ignore[attr-defined]
+        if key.__class__ is ast.Constant and isinstance(key.value, str) and self._environ_like(node.value):  # type: ignore[attr-defined]
+            self._env_literal(key)
+        return False
+
+    def _environ_like(self, expr: ast.AST) -> bool:
+        cls = expr.__class__
+        if cls is ast.Name:
+            return self.aliases.root(expr.id) == env_m.ENVIRON or env_m.env_like_name(expr.id)  # type: ignore[attr-defined]
+        if cls is ast.Attribute:
+            return env_m.env_like_name(expr.attr)  # type: ignore[attr-defined]
+        return False
+
+    def _bare_decorator(self, dec: ast.AST) -> None:
+        """`@torch.compile` without parentheses: a call with no arguments, for `missing` patterns."""
+        table = self.cp.arguments
+        if not table or dec.__class__ not in (ast.Name, ast.Attribute):
+            return
+        qn = self.resolve(dec)
+        leaf = dec.attr if dec.__class__ is ast.Attribute else dec.id  # type: ignore[attr-defined]
+        for rule, pat in table.candidates(leaf, qn, []):
+            if pat.missing:
+                display = qn or leaf
+                self._report(rule, "arguments", dec, f"@{display}", qualified=qn or "", decorator=True)
+
+    # -- matches --
+
+    def _device_literals(self, expr: ast.AST, call: ast.Call | None = None, arg: ast.AST | None = None) -> None:
+        found: list[ast.AST] = []
+        dev_m.literals(expr, found)
+        for lit in found:
+            hit = self.cp.devices.match(lit)
+            if hit is None:
+                continue
+            token, rules = hit
+            symbol = lit.value if lit.__class__ is ast.Constant else ""  # type: ignore[attr-defined]
+            for rule in rules:
+                self._report(rule, "device_strings", lit, symbol, call=call, arg=arg, literal=lit, token=token)
+
+    def _env_literal(self, node: ast.AST) -> None:
+        if node.__class__ is ast.Constant and isinstance(node.value, str):  # type: ignore[attr-defined]
+            for rule in self.cp.env.match(node.value):  # type: ignore[attr-defined]
+                self._report(rule, "env_vars", node, node.value, literal=node, token=node.value)  # type: ignore[attr-defined]
+
+    def _env_dict(self, node: ast.AST) -> None:
+        for k in node.keys:  # type: ignore[attr-defined]
+            if k is not None:
+                self._env_literal(k)
+
+    def _env_keyword(self, kw: ast.keyword) -> None:
+        if kw.arg is None:
+            return
+        pos = (kw.lineno, kw.col_offset, kw.lineno, kw.col_offset + len(kw.arg.encode()))
+        for rule in self.cp.env.match(kw.arg):
+            self._report(rule, "env_vars", kw, kw.arg, token=kw.arg, pos=pos)
+
+    def _argument(self, call: ast.Call, rule: Rule, pat: ArgumentPattern, leaf: str | None, qn: str | None) -> None:
+        arg = args_m.find_argument(call, pat)
+        display = qn or (f".{leaf}" if call.func.__class__ is ast.Attribute else leaf) or "call"
+        if pat.missing:
+            if arg is None and not args_m.may_be_present(call, pat):
+                self._report(rule, "arguments", call, f"{display}()", call=call, qualified=qn or "")
+            return
+        if arg is None:
+            return
+        value_node = arg.value if arg.__class__ is ast.keyword else arg  # type: ignore[attr-defined]
+        value = args_m.literal_value(value_node)
+        if value is args_m.UNKNOWN and (pat.values or pat.not_values):
+            if value_node.__class__ in (ast.Name, ast.Attribute):
+                scopes = tuple(reversed(self.scopes))
+                self.pending.append((call, rule, pat, arg, value_node, scopes, display))
+            return
+        if args_m.value_matches(pat, value):
+            self._report_argument(call, rule, arg, value_node, value, display,
+                                  value_node if value is not args_m.UNKNOWN else None)
+
+    def _report_argument(self, call: ast.Call, rule: Rule, arg: ast.AST, value_node: ast.AST, value: object,
+                         display: str, literal: ast.AST | None) -> None:
+        # The symbol ("" here) is the argument's text, filled in when the finding is built.
+        self._report(rule, "arguments", value_node, "", call=call, arg=arg, literal=literal,
+                     token=value if isinstance(value, str) else "", qualified=display)
+
+    def _variable(self, node: ast.AST, scopes: tuple[dict[str, ast.AST | None], ...]) -> ast.AST | None:
+        """The literal a name or `args.<dest>` stands for, when it is known."""
+        if node.__class__ is ast.Name:
+            for scope in scopes:
+                if node.id in scope:  # type: ignore[attr-defined]
+                    return scope[node.id]  # type: ignore[attr-defined]
+            return self.consts.get(node.id)  # type: ignore[attr-defined]
+        if node.value.__class__ is ast.Name:  # type: ignore[attr-defined]
+            return self.argparse.get(node.attr)  # type: ignore[attr-defined]
+        return None
+
+    def finish(self) -> None:
+        for call, rule, pat, arg, value_node, scopes, display in self.pending:
+            literal = self._variable(value_node, scopes)
+            if literal is None:
+                continue
+            value = args_m.literal_value(literal)
+            if args_m.value_matches(pat, value):
+                self._report_argument(call, rule, arg, value_node, value, display, literal)
+
+    def _report(self, rule: Rule, kind: str, node: ast.AST, symbol: str, **extra: object) -> Site:
+        site = Site(kind, node, symbol, self.stmt, self.block, self.stmt_line, **extra)  # type: ignore[arg-type]
+        self.sites.append((rule, site))
+        return site
+
+
+def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
+    """Byte position of the attribute name in `x.name` (the name always ends the node)."""
+    end_line = node.end_lineno or node.lineno
+    end = node.end_col_offset or 0
+    return (end_line, end - len(node.attr.encode("utf-8")), end_line, end)
+
+
+# --- findings -----------------------------------------------------------------------------------
+
+
+def _parse(source: str, path: str) -> ast.Module:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # invalid escape sequences etc. are not ours to report
+        try:
+            return ast.parse(source, filename=path)
+        except (RecursionError, MemoryError) as exc:
+            raise ValueError(f"{path}: too deeply nested to parse") from exc
+
+
+def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None = None) -> list[Finding]:
+    """Every finding of every rule in `pack` (selection happens later), sorted by position.
+
+    Raises SyntaxError or ValueError when `source` does not parse.
+    """
+    tree = _parse(source, path)
+    cp = compile_pack(pack)
+    walker = _Walker(cp, tree)
+    walker.walk_block(tree.body)
+    walker.finish()
+    if not walker.sites:
+        return []
+    return _findings(walker, source, path, cell)
+
+
+def _findings(walker: _Walker, source: str, path: str, cell: int | None) -> list[Finding]:
+    from neuron_migrate.fixes.compute import FixContext, fixes_for  # only files with a match pay for it
+
+    lines = LineIndex(source)
+    ctx = FixContext(lines, walker.aliases, source)
+    spans: dict[tuple[str, Span], tuple[Rule, Site]] = {}
+    for rule, site in walker.sites:
+        span = lines.span_at(site.pos) if site.pos is not None else lines.span(site.node)
+        spans.setdefault((rule.code, span), (rule, site))
+    # A literal that a specific argument rule matched is that rule's, not the generic device string's.
+    argument_spans = {span for (code, span), (_, site) in spans.items() if site.kind == "arguments"}
+    findings: list[Finding] = []
+    for (code, span), (rule, site) in spans.items():
+        if site.kind == "device_strings" and span in argument_spans:
+            continue
+        symbol = site.symbol or _symbol(site, lines)
+        fixes = fixes_for(rule, site, span, ctx) if rule.fix.fix_class in (FixClass.SAFE, FixClass.UNSAFE) else ()
+        findings.append(
+            Finding(
+                code=code,
+                severity=rule.severity,
+                fix_class=rule.fix.fix_class,
+                category=rule.category,
+                path=path,
+                span=span,
+                message=rule.render_message(symbol),
+                source_line=lines.line(span.line),
+                symbol=symbol,
+                fixes=fixes,
+                cell=cell,
+                statement_line=site.stmt_line,
+            )
+        )
+    findings.sort(key=lambda f: (f.span.line, f.span.col, f.code))
+    return findings
+
+
+def _symbol(site: Site, lines: LineIndex) -> str:
+    """What the message shows: the matched text; for an argument `kw=value` or `callee(value)`,
+    with the literal a variable stands for (`backend=backend (= "nccl")`)."""
+    if site.kind != "arguments" or site.arg is None:
+        return _short(lines.node_text(site.node))
+    value = site.arg.value if site.arg.__class__ is ast.keyword else site.arg  # type: ignore[attr-defined]
+    text = _short(lines.node_text(value))
+    if site.literal is not None and site.literal is not value:
+        text = f"{text} (= {_short(lines.node_text(site.literal))})"
+    if site.arg.__class__ is ast.keyword:
+        return f"{site.arg.arg}={text}"  # type: ignore[attr-defined]
+    return f"{site.qualified}({text})"
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def analyze_file_path(path: str, pack: RulePack) -> list[Finding]:
+    """Findings for a file that is itself the match (`match.files`, e.g. `*.cu`): one per rule,
+    at line 1. The file is not read."""
+    cp = compile_pack(pack)
+    out: list[Finding] = []
+    for _pattern, rule in cp.files.match(path):
+        symbol = path.replace("\\", "/").rsplit("/", 1)[-1]
+        out.append(
+            Finding(
+                code=rule.code,
+                severity=rule.severity,
+                fix_class=rule.fix.fix_class,
+                category=rule.category,
+                path=path,
+                span=Span(1, 0, 1, 0),
+                message=rule.render_message(symbol),
+                symbol=symbol,
+                statement_line=1,
+            )
+        )
+    return out
+

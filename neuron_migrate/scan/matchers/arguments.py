@@ -1,0 +1,131 @@
+"""`match.arguments`: one argument of a call, by callee and keyword/position, with its literal
+value in `values`, outside `not_values`, present at all, or `missing`.
+
+A value is a literal (string, number, bool, None, negative number) or a name whose value is
+known: a parameter default of an enclosing function, a module-level constant, or an argparse
+option default (`args.backend` after `add_argument("--backend", default="nccl")`).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from typing import Any
+
+from neuron_migrate.ruleset.model import ArgumentPattern, Rule
+from neuron_migrate.scan.matchers.globs import compile_glob, is_glob, required_token
+
+UNKNOWN: Any = object()  # a value that is not a known literal
+
+Candidate = tuple[Rule, ArgumentPattern]
+
+
+class ArgumentTable:
+    __slots__ = ("by_name", "by_qualified", "globs", "any_by_keyword", "any_positional")
+
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        self.by_name: dict[str, list[Candidate]] = {}  # ".name" callees
+        self.by_qualified: dict[str, list[Candidate]] = {}
+        self.globs: list[tuple[Any, list[Candidate], str]] = []
+        self.any_by_keyword: dict[str, list[Candidate]] = {}  # "*" callees, found by keyword
+        self.any_positional: list[Candidate] = []  # "*" callees without a keyword
+        glob_map: dict[str, list[Candidate]] = {}
+        for rule in rules:
+            for pat in rule.match.arguments:
+                for callee in pat.call:
+                    cand = (rule, pat)
+                    if callee == "*":
+                        if pat.keyword:
+                            self.any_by_keyword.setdefault(pat.keyword, []).append(cand)
+                        else:
+                            self.any_positional.append(cand)
+                    elif callee.startswith("."):
+                        self.by_name.setdefault(callee[1:], []).append(cand)
+                    elif is_glob(callee):
+                        glob_map.setdefault(callee, []).append(cand)
+                    else:
+                        self.by_qualified.setdefault(callee, []).append(cand)
+        self.globs = [(compile_glob(g), c, g) for g, c in glob_map.items()]
+
+    def __bool__(self) -> bool:
+        return bool(self.by_name or self.by_qualified or self.globs or self.any_by_keyword or self.any_positional)
+
+    def tokens(self) -> set[str] | None:
+        """Words any matching file contains; None when a pattern could match any file."""
+        out: set[str] = set(self.by_name) | {required_token(q) for q in self.by_qualified}
+        out |= {required_token(g) for _, _, g in self.globs}
+        out |= set(self.any_by_keyword)
+        for _, pat in self.any_positional:
+            if not pat.values or not all(isinstance(v, str) and v for v in pat.values):
+                return None
+            out.update(pat.values)
+        return out
+
+    def candidates(self, leaf: str | None, qualified: str | None, keywords: list[ast.keyword]) -> list[Candidate]:
+        found: list[Candidate] = []
+        if leaf is not None:
+            c = self.by_name.get(leaf)
+            if c:
+                found.extend(c)
+        if qualified is not None:
+            c = self.by_qualified.get(qualified)
+            if c:
+                found.extend(c)
+            for regex, cands, _ in self.globs:
+                if regex.match(qualified):
+                    found.extend(cands)
+        if self.any_by_keyword:
+            for kw in keywords:
+                c = self.any_by_keyword.get(kw.arg)  # type: ignore[arg-type]
+                if c:
+                    found.extend(c)
+        if self.any_positional:
+            found.extend(self.any_positional)
+        return found
+
+
+def find_argument(call: ast.Call, pat: ArgumentPattern) -> ast.AST | None:
+    """The keyword (an `ast.keyword`) or positional expression the pattern designates, if present."""
+    if pat.keyword is not None:
+        for kw in call.keywords:
+            if kw.arg == pat.keyword:
+                return kw
+    if pat.position is not None and pat.position < len(call.args):
+        # Positions after a `*args` are unknown.
+        if not any(a.__class__ is ast.Starred for a in call.args[: pat.position + 1]):
+            return call.args[pat.position]
+    return None
+
+
+def may_be_present(call: ast.Call, pat: ArgumentPattern) -> bool:
+    """Whether `**kwargs` or `*args` could be supplying the argument the pattern calls missing."""
+    if any(kw.arg is None for kw in call.keywords):
+        return True
+    return pat.position is not None and any(a.__class__ is ast.Starred for a in call.args)
+
+
+def literal_value(node: ast.AST) -> Any:
+    """The Python value of a literal node, or UNKNOWN."""
+    cls = node.__class__
+    if cls is ast.Constant:
+        return node.value  # type: ignore[attr-defined]
+    if cls is ast.UnaryOp and node.op.__class__ is ast.USub:  # type: ignore[attr-defined]
+        inner = node.operand  # type: ignore[attr-defined]
+        if inner.__class__ is ast.Constant and inner.value.__class__ in (int, float):
+            return -inner.value
+    return UNKNOWN
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """YAML `true` must not equal source `1`: bools compare only with bools."""
+    if (a.__class__ is bool) != (b.__class__ is bool):
+        return False
+    return a == b
+
+
+def value_matches(pat: ArgumentPattern, value: Any) -> bool:
+    if pat.values:
+        return value is not UNKNOWN and any(same_value(v, value) for v in pat.values)
+    if pat.not_values:
+        return value is not UNKNOWN and not any(same_value(v, value) for v in pat.not_values)
+    return True

@@ -1,0 +1,64 @@
+"""`match.qualified_names`: globs over the alias-resolved dotted names of Name/Attribute chains.
+
+A chain `torch.cuda.memory.empty_cache` is examined once, at its outermost node. Every prefix
+that resolves (`torch.cuda`, `torch.cuda.memory`, ...) is a candidate; the most specific pattern
+wins (exact beats glob, longer literal part beats shorter), and among prefixes matched by that
+pattern the longest one is reported, so one reference gives one finding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from neuron_migrate.ruleset.model import Rule
+from neuron_migrate.scan.matchers.globs import compile_glob, is_glob, literal_prefix, required_token, specificity
+
+Best = tuple[int, str, tuple[Rule, ...]]  # (index of the matched prefix, pattern, rules)
+
+
+class QualifiedNameTable:
+    __slots__ = ("exact", "globs", "roots", "_cache")
+
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        self.exact: dict[str, list[Rule]] = {}
+        globs: dict[str, list[Rule]] = {}
+        for rule in rules:
+            for pattern in rule.match.qualified_names:
+                (globs if is_glob(pattern) else self.exact).setdefault(pattern, []).append(rule)
+        # (literal prefix, regex, pattern, rules), most specific first
+        self.globs = [
+            (literal_prefix(p), compile_glob(p), p, tuple(r))
+            for p, r in sorted(globs.items(), key=lambda kv: specificity(kv[0]), reverse=True)
+        ]
+        self.roots = frozenset(p.split(".")[0] for p in [*self.exact, *globs])
+        self._cache: dict[tuple[str, int], Best | None] = {}
+
+    def tokens(self) -> set[str]:
+        return {required_token(p) for p in self.exact} | {required_token(g[2]) for g in self.globs}
+
+    def best(self, names: Sequence[str]) -> Best | None:
+        """The winning (prefix index, pattern, rules) for a chain whose resolved prefixes are `names`
+        (shortest first), or None."""
+        key = (names[-1], len(names))
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        best: Best | None = None
+        score = (-1, -1, -1)
+        for i in range(len(names) - 1, -1, -1):
+            name = names[i]
+            rules = self.exact.get(name)
+            if rules is not None:
+                s = (1, len(name), i)
+                if s > score:
+                    score, best = s, (i, name, tuple(rules))
+                continue
+            for lit, regex, pattern, grules in self.globs:
+                if name.startswith(lit) and regex.match(name):
+                    s = (0, len(lit), i)
+                    if s > score:
+                        score, best = s, (i, pattern, grules)
+                    break  # globs are sorted: the first hit is the most specific for this name
+        self._cache[key] = best
+        return best

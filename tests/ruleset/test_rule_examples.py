@@ -1,0 +1,97 @@
+"""The one generic test (Fixit style): every rule's own examples prove the rule.
+
+For every rule x example (x target):
+  * a valid example parses and gives no finding of that rule;
+  * an invalid example gives exactly `count` findings of the rule, each with the rule's fix class,
+    and, for every target the example shows, a fix of that class;
+  * applying every fix for a target (safe and unsafe, of all findings in the example: examples are
+    realistic code, so other rules' fixes apply too) gives exactly the expected text, which
+    parses; analysing and fixing that output again changes nothing (convergence).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+import pytest
+
+from neuron_migrate.findings import Finding, FixClass, Target
+from neuron_migrate.rewrite.apply import apply_fixes_to_source
+from neuron_migrate.ruleset.load import load_pack
+from neuron_migrate.ruleset.model import Example, Rule
+from neuron_migrate.scan.analyze import analyze_file_path, analyze_source
+
+PACK = load_pack()
+MATCHED = [r for r in PACK.rules.values() if not r.match.is_empty()]
+_FILE = "example.py"
+
+
+def _valid_cases() -> Iterator[object]:
+    for rule in MATCHED:
+        for i, code in enumerate(rule.valid):
+            yield pytest.param(rule, code, id=f"{rule.code}-valid-{i}")
+
+
+def _invalid_cases() -> Iterator[object]:
+    for rule in MATCHED:
+        for i, ex in enumerate(rule.invalid):
+            yield pytest.param(rule, ex, id=f"{rule.code}-invalid-{i}")
+
+
+def _fix_cases() -> Iterator[object]:
+    for rule in MATCHED:
+        for i, ex in enumerate(rule.invalid):
+            for target in ex.expected:
+                yield pytest.param(rule, ex, target, id=f"{rule.code}-invalid-{i}-{target.value}")
+
+
+def _findings(code: str) -> list[Finding]:
+    return analyze_source(code, _FILE, PACK)
+
+
+def _example_path(rule: Rule) -> str:
+    """A path the rule's first `files` glob matches (`*.cu` -> `csrc/example.cu`)."""
+    return "csrc/" + rule.match.files[0].replace("*", "example").replace("?", "x")
+
+
+def _apply(code: str, target: Target) -> str:
+    result = apply_fixes_to_source(code, _findings(code), target, unsafe=True)
+    assert not result.error, result.error
+    assert not result.skipped, [f"{s.finding.code}: {s.reason}" for s in result.skipped]
+    return result.new_source
+
+
+@pytest.mark.parametrize(("rule", "code"), _valid_cases())
+def test_valid_example_is_not_flagged(rule: Rule, code: str) -> None:
+    ast.parse(code)
+    found = [f for f in [*_findings(code), *analyze_file_path(_FILE, PACK)] if f.code == rule.code]
+    assert found == [], [f"{f.location()} {f.symbol}" for f in found]
+
+
+@pytest.mark.parametrize(("rule", "example"), _invalid_cases())
+def test_invalid_example_is_flagged(rule: Rule, example: Example) -> None:
+    if rule.match.files:  # the file itself is the finding; its text is not Python
+        found = [f for f in analyze_file_path(_example_path(rule), PACK) if f.code == rule.code]
+        assert len(found) == example.count and all(f.span.line == 1 for f in found)
+        return
+    found = [f for f in _findings(example.code) if f.code == rule.code]
+    assert len(found) == example.count, [f"{f.location()} {f.symbol}" for f in found]
+    for finding in found:
+        assert finding.fix_class is rule.fix.fix_class
+        assert finding.message == rule.render_message(finding.symbol)
+        assert example.code.splitlines()[finding.span.line - 1] == finding.source_line
+        for target in example.expected:
+            fix = finding.fix_for(target)
+            assert fix is not None and fix.edits, f"no {target.value} fix for {finding.location()}"
+            assert fix.applicability is rule.fix.fix_class
+    if rule.fix.fix_class not in (FixClass.SAFE, FixClass.UNSAFE):
+        assert all(not f.fixes for f in found)
+
+
+@pytest.mark.parametrize(("rule", "example", "target"), _fix_cases())
+def test_fix_gives_expected_output_and_converges(rule: Rule, example: Example, target: Target) -> None:
+    fixed = _apply(example.code, target)
+    assert fixed == example.expected[target]
+    ast.parse(fixed)
+    assert _apply(fixed, target) == fixed
