@@ -57,6 +57,6 @@ def fail_on_errors(run: Callable[[], int]) -> int:
     except OSError as e:
         where = f"{e.filename}: " if e.filename else ""
         note(f"neuron-migrate: error: {where}{e.strerror or e}")
-    except Exception:  # an internal error must not look like "findings" (exit 1) or success
+    except Exception:  # noqa: BLE001 - an internal error must not look like findings (1) or success
         note("neuron-migrate: internal error (please report it):\n" + traceback.format_exc())
     return EXIT_ERROR

@@ -6,6 +6,7 @@ to stderr. The exit code comes from `neuron_migrate.gate` alone, whatever format
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ from neuron_migrate.cli.output import fail_on_errors, note, write_atomic
 
 if TYPE_CHECKING:
     from neuron_migrate.config import Settings
+    from neuron_migrate.emit import JUnitGrouping
     from neuron_migrate.findings import Report
     from neuron_migrate.ruleset.model import RulePack
 
@@ -76,6 +78,18 @@ def _information_uri() -> str:
     return meta.get("Home-page") or ""
 
 
+def _display_root(paths: list[Path]) -> Path | None:
+    """The working directory when it holds every path (as ruff shows paths): then `scan src` and
+    `scan .` name files alike, so baselines, annotations and SARIF URIs agree across invocations."""
+    cwd = os.getcwd()
+    if os.path.dirname(cwd) == cwd:  # the filesystem root: keep the scanned directory as root
+        return None
+    inside = [os.path.abspath(p) for p in paths]
+    if all(p == cwd or p.startswith(cwd.rstrip(os.sep) + os.sep) for p in inside):
+        return Path(cwd)
+    return None
+
+
 def render_outputs(
     report: Report,
     settings: Settings,
@@ -83,13 +97,18 @@ def render_outputs(
     outputs: list[tuple[str, Path | None]],
     *,
     quiet: bool,
+    junit_group: JUnitGrouping | None = None,
 ) -> None:
     """Render every requested format first (pure), then write them: files atomically, the rest
     to stdout. Shared by `scan` and `check`."""
-    from neuron_migrate.emit import FORMATS, EmitOptions
+    from neuron_migrate.emit import FORMATS, EmitOptions, JUnitGrouping
 
     options = EmitOptions(
-        pack=pack, target=settings.target, summary=not quiet, information_uri=_information_uri()
+        pack=pack,
+        target=settings.target,
+        summary=not quiet,
+        junit_grouping=junit_group or JUnitGrouping.RULE,
+        information_uri=_information_uri(),
     )
     rendered = [(fmt, dest, FORMATS[fmt](report, options)) for fmt, dest in outputs]
     for fmt, dest, text in rendered:
@@ -113,14 +132,20 @@ def run_scan(
     jobs: int | None,
     quiet: bool,
     changed_only: bool = False,
+    junit_group: str = "rule",
 ) -> int:
     from neuron_migrate import baseline, gate
     from neuron_migrate.config import load_settings
+    from neuron_migrate.emit import JUnitGrouping
     from neuron_migrate.errors import NeuronMigrateError
     from neuron_migrate.pipeline import build_report
     from neuron_migrate.ruleset.load import load_pack
     from neuron_migrate.scan.engine import scan_paths
 
+    try:
+        grouping = JUnitGrouping(junit_group)
+    except ValueError:
+        raise NeuronMigrateError(f"--junit-group: expected rule or file, got {junit_group!r}") from None
     if changed_only:
         if overrides.get("diff-against") is not None:
             raise NeuronMigrateError("use either --diff-against REV or --changed-only, not both")
@@ -146,6 +171,7 @@ def run_scan(
             cache_dir=settings.cache_dir,
             jobs=jobs,
             progress=progress,
+            root=_display_root(paths),
         )
     for warning in result.warnings:
         note(f"warning: {warning}")
@@ -156,7 +182,7 @@ def run_scan(
         if not quiet:
             note(f"wrote baseline of {len(report.findings)} findings to {settings.write_baseline}")
     outputs: list[tuple[str, Path | None]] = [(settings.format, output), *extra_outputs]
-    render_outputs(report, settings, pack, outputs, quiet=quiet)
+    render_outputs(report, settings, pack, outputs, quiet=quiet, junit_group=grouping)
     return gate.exit_code(report, settings)
 
 
@@ -164,10 +190,10 @@ def register(app: typer.Typer) -> None:
     @app.command(no_args_is_help=False)
     def scan(
         paths: list[Path] | None = typer.Argument(None, help="Files or directories to scan (default: .)."),
-        format: str = typer.Option(
+        format: str | None = typer.Option(
             None, "--format", "-f", help=f"Report format: {', '.join(FORMAT_NAMES)} (default text)."
         ),
-        output: Path = typer.Option(
+        output: Path | None = typer.Option(
             None, "--output", "-o", help="Write the report to FILE instead of stdout.", dir_okay=False
         ),
         output_json: Path | None = typer.Option(None, "--output-json", help="Also write JSON to FILE.", dir_okay=False),
@@ -179,6 +205,7 @@ def register(app: typer.Typer) -> None:
                                            help="Also write GitHub workflow annotations to FILE."),
         output_markdown: Path | None = typer.Option(None, "--output-markdown", dir_okay=False,
                                              help="Also write a Markdown summary (PR comment) to FILE."),
+        junit_group: str = typer.Option("rule", "--junit-group", help="JUnit test cases per rule or per file."),
         select: list[str] | None = typer.Option(None, "--select", help="Only these codes or prefixes (NM1,NM201)."),
         ignore: list[str] | None = typer.Option(None, "--ignore", help="Skip these codes or prefixes."),
         fail_on: str = typer.Option(
@@ -241,6 +268,7 @@ def register(app: typer.Typer) -> None:
                 jobs=jobs,
                 quiet=quiet,
                 changed_only=changed_only,
+                junit_group=junit_group,
             )
         )
         raise typer.Exit(code)

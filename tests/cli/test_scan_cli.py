@@ -33,7 +33,15 @@ def test_exit_codes_in_every_format(fmt: str, project: Callable[..., Path], cli:
     assert cli("scan", str(failing), "--no-cache", "--format", fmt, "--exit-zero").exit_code == 0
     broken = cli("scan", str(failing), "--no-cache", "--format", fmt, "--select", "NOPE")
     assert broken.exit_code == 2 and "NOPE" in broken.stderr
-    assert cli("scan", str(failing / "missing.py"), "--format", fmt).exit_code == 2
+
+
+def test_usage_errors_exit_2(project: Callable[..., Path], cli: Callable[..., Any]) -> None:
+    root = project()
+    missing = cli("scan", str(root / "missing.py"))
+    assert missing.exit_code == 2 and "missing.py" in missing.stderr
+    assert cli("scan", str(root), "--bogus-option").exit_code == 2
+    assert cli("scan", str(root), "--junit-group", "suite").exit_code == 2
+    assert cli("scan", str(root), "--diff-against", "HEAD", "--changed-only").exit_code == 2
 
 
 def test_several_outputs_at_once_keep_the_failure(
