@@ -3,7 +3,9 @@ unused directives become NM006 findings."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 from neuron_migrate.findings import Finding
 from neuron_migrate.ruleset.model import RulePack
@@ -68,3 +70,40 @@ def test_no_unused_report_for_a_file_that_was_not_analysed(
     syntax_error = make_finding("NM001", "a.py", 7)
     out = apply_directives("a.py", [syntax_error], [Directive(3, ("NM101",))], mini_pack)
     assert out.kept == [syntax_error] and out.unused == []
+
+
+def test_end_to_end_with_the_real_scan(tmp_path: Path) -> None:
+    """Directives found by the scan engine, statement lines from the analyzer, NM006 from the pack."""
+    from neuron_migrate.config import Settings
+    from neuron_migrate.pipeline import build_report
+    from neuron_migrate.ruleset.load import load_pack
+    from neuron_migrate.scan.engine import scan_paths
+
+    (tmp_path / "train.py").write_text(
+        "import torch\n"
+        'a = torch.zeros(1).to("cuda")  # neuron-migrate: ignore[NM101]\n'
+        "model = torch.nn.Linear(  # neuron-migrate: ignore[NM1]\n"
+        '    2, 2, device="cuda",\n'
+        ")\n"
+        "torch.cuda.synchronize()  # neuron-migrate: ignore[NM101]\n"
+        'b = torch.ones(1).to("cuda")\n',
+        encoding="utf-8",
+    )
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
+    (tmp_path / "nb.ipynb").write_text(json.dumps({
+        "cells": [dict(cell, source=["import torch\n", 'x = torch.ones(1).to("cuda")  # neuron-migrate: ignore\n']),
+                  dict(cell, source=['y = torch.ones(1).to("cuda")\n'])],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    pack = load_pack()
+    result = scan_paths([tmp_path], pack, use_cache=False, jobs=1)
+    report = build_report(result, Settings(), pack)
+    got = [(f.path, f.cell, f.span.line, f.code) for f in report.findings]
+    assert got == [
+        ("nb.ipynb", 1, 1, "NM101"),
+        ("train.py", None, 6, "NM006"),  # ignore[NM101] on a line that only has NM206
+        ("train.py", None, 6, "NM206"),
+        ("train.py", None, 7, "NM101"),
+    ]
+    assert report.extras["suppressed"] == 3
+    unused = report.findings[1]
+    assert unused.message == pack.rules["NM006"].render_message("ignore[NM101]")
