@@ -50,7 +50,7 @@ def register() -> None:
             _install_kernels(torch)
             patches.install()
         generator.install()
-        record.install_exit_record()
+        record.install()
         _dynamo_skip.install()
         ACTIVE = True
 

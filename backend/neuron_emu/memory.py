@@ -8,6 +8,7 @@ counted; this is approximate but cheap, and reserved bytes are reported as 0, as
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -27,6 +28,9 @@ class _Counters:
 
 _counters = [_Counters() for _ in range(_device.device_count())]
 _live: dict[weakref.ref[torch.Tensor], tuple[int, int]] = {}
+# Set while a distributed run has not called init_process_group yet (the real runtime forbids
+# allocating before it); receives the byte count of each allocation.
+alloc_hook: Callable[[int], None] | None = None
 
 
 def _on_free(ref: weakref.ref[torch.Tensor]) -> None:
@@ -45,6 +49,8 @@ def track(t: torch.Tensor, index: int, nbytes: int) -> None:
     if c.current > c.peak:
         c.peak = c.current
     _live[weakref.ref(t, _on_free)] = (index, nbytes)
+    if alloc_hook is not None:
+        alloc_hook(nbytes)
 
 
 def _c(device: Any) -> _Counters:

@@ -280,9 +280,13 @@ def executed_ops() -> list[str]:
 
 
 def clear() -> None:
+    """Forget op tracking (counts, sites, compile events); copies and allocations are kept."""
     with _lock:
         for r in _stack:
-            r.__init__()  # type: ignore[misc]
+            r.counts.clear()
+            r.first_site.clear()
+            r.compile_sites.clear()
+            r.compiles = r.recompiles = 0
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -423,11 +427,24 @@ def _excepthook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> N
 _prev_hook = sys.excepthook
 
 
-def install_exit_record() -> None:
-    """Write the record at exit when NEURON_MIGRATE_RECORD_DIR is set; capture uncaught errors."""
+def mark_process_group_initialized() -> None:
+    global process_group_initialized
+    from neuron_emu import memory
+
+    process_group_initialized = True
+    memory.alloc_hook = None
+
+
+def install() -> None:
+    """Watch pre-init allocations under a launcher; write the record at exit when
+    NEURON_MIGRATE_RECORD_DIR is set, capturing an uncaught exception first."""
     global _prev_hook, watch_pre_init
+    from neuron_emu import memory
+
+    watch_pre_init = bool(os.environ.get("WORLD_SIZE")) and not process_group_initialized
+    if watch_pre_init:
+        memory.alloc_hook = pre_init_allocation
     directory = os.environ.get("NEURON_MIGRATE_RECORD_DIR")
-    watch_pre_init = bool(os.environ.get("WORLD_SIZE"))
     if not directory:
         return
     _prev_hook = sys.excepthook

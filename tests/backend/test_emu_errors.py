@@ -1,0 +1,77 @@
+"""Errors the real device raises: CUDA-style device mismatch (with CUDA's exemptions), channels_last,
+view ops that cannot fall back, no Inductor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from _emulated import is_error, run_python
+
+CODE = """
+import torch.nn as nn
+d = torch.ones(3, device="neuron")
+c = torch.ones(3)
+check("binary", lambda: d + c)
+check("linear", lambda: nn.Linear(3, 3).to("neuron")(torch.ones(2, 3)))
+check("matmul", lambda: torch.ones(2, 3, device="neuron") @ torch.ones(3, 2))
+check("cat", lambda: torch.cat([d, c]))
+check("zero_dim_cpu_ok", lambda: (d * torch.tensor(2.)).tolist())
+check("cpu_index_ok", lambda: torch.arange(5., device="neuron")[torch.tensor([1, 3])].tolist())
+check("index_put_cpu_index_ok", lambda: torch.zeros(4, device="neuron").index_put_((torch.tensor([1]),), torch.tensor(5., device="neuron")).tolist())
+check("copy_ok", lambda: d.copy_(torch.arange(3.)).tolist())
+check("channels_last_to", lambda: torch.ones(1, 2, 3, 3, device="neuron").to(memory_format=torch.channels_last))
+check("channels_last_contiguous", lambda: torch.ones(1, 2, 3, 3, device="neuron").contiguous(memory_format=torch.channels_last))
+check("channels_last_module", lambda: nn.Conv2d(2, 2, 1).to("neuron").to(memory_format=torch.channels_last))
+check("channels_last_alloc_ok", lambda: torch.empty(1, 2, 3, 3, device="neuron", memory_format=torch.channels_last).stride())
+check("view_as_real", lambda: torch.view_as_real(torch.ones(2, dtype=torch.complex64, device="neuron")))
+check("inductor", lambda: torch.compile(lambda a: a * 2)(torch.ones(2, device="neuron")))
+"""
+
+MISMATCH = "Expected all tensors to be on the same device"
+
+
+@pytest.fixture(scope="module")
+def r() -> dict[str, Any]:
+    return run_python(CODE).result
+
+
+@pytest.mark.parametrize("case", ["binary", "linear", "matmul", "cat"])
+def test_device_mismatch_raises_like_cuda(r: dict[str, Any], case: str) -> None:
+    err = r[case]
+    assert is_error(err, "RuntimeError"), err
+    assert err["message"].startswith(MISMATCH)
+    assert "neuron:0" in err["message"] and "cpu" in err["message"]
+
+
+def test_mismatch_names_the_argument_for_non_tensoriterator_ops(r: dict[str, Any]) -> None:
+    assert "got mat1 is on cpu, different from other tensors on neuron:0" in r["linear"]["message"]
+
+
+def test_cuda_exemptions(r: dict[str, Any]) -> None:
+    assert r["zero_dim_cpu_ok"] == [2.0, 2.0, 2.0]
+    assert r["cpu_index_ok"] == [1.0, 3.0]
+    assert r["index_put_cpu_index_ok"] == [0.0, 5.0, 0.0, 0.0]
+    assert r["copy_ok"] == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.parametrize("case", ["channels_last_to", "channels_last_contiguous", "channels_last_module"])
+def test_channels_last_is_rejected(r: dict[str, Any], case: str) -> None:
+    assert is_error(r[case], "RuntimeError")
+    assert r[case]["message"] == "Neuron tensors only support contiguous or preserve memory format"
+
+
+def test_channels_last_allocation_is_allowed(r: dict[str, Any]) -> None:
+    assert r["channels_last_alloc_ok"] == [18, 1, 6, 2]
+
+
+def test_view_ops_cannot_fall_back(r: dict[str, Any]) -> None:
+    assert is_error(r["view_as_real"], "RuntimeError")
+    assert "appears to be a view operator" in r["view_as_real"]["message"]
+
+
+def test_inductor_is_unavailable_and_says_so(r: dict[str, Any]) -> None:
+    err = r["inductor"]
+    assert isinstance(err, dict) and "error" in err
+    assert "Inductor" in err["message"] and 'backend="neuron"' in err["message"]

@@ -1,0 +1,179 @@
+"""What the emulator records: device vs CPU-fallback ops (TorchNeuron's API names), warn-once,
+silent views, the eager compile-cache simulation with call sites, backward attribution, scoping,
+downcasts, host-to-device copies, and the per-process JSON record."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _emulated import child_env
+
+USER_SCRIPT = '''\
+import json, sys, warnings
+import torch
+import neuron_emu
+
+def scale(t):
+    return t * 2                                    # line 6: one call site, several shapes
+
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    x = torch.arange(6., device="neuron").reshape(2, 3)
+    y = torch.floor(x)                              # line 11: structured op without a kernel
+    y = torch.floor(x)                              # line 12: warned once only
+    v = x.view(3, 2).t()                            # views: never reported
+    for n in (2, 3, 2):
+        scale(torch.ones(n, device="neuron"))
+    w = torch.ones(3, device="neuron", requires_grad=True)
+    loss = (w * w).sum()
+    loss.backward()                                 # line 18
+    d = torch.ones(4, dtype=torch.float64, device="neuron") + 1
+    h = torch.ones(16).to("neuron")                 # line 20: 64 bytes host -> device
+    with neuron_emu.recording() as rec:
+        torch.ones(2, device="neuron").neg()
+    scoped = {"ops": rec.ops(), "counts": rec.op_counts()}
+snap = neuron_emu.snapshot()
+executed, fallback = neuron_emu.get_executed_ops(), neuron_emu.get_fallback_ops()
+neuron_emu.clear_op_tracking()
+after_clear = neuron_emu.get_executed_ops()
+scale(torch.ones(3, device="neuron"))
+recompiled = neuron_emu.snapshot()["compiles"]
+out = {"snap": snap, "executed": executed, "fallback": fallback, "scoped": scoped,
+       "after_clear": after_clear, "compiles_after_clear": recompiled,
+       "warnings": [(str(c.message), c.filename, c.lineno) for c in caught if c.category is UserWarning]}
+print("@@" + json.dumps(out))
+raise SystemExit(0) if len(sys.argv) < 2 else ValueError("boom")
+'''
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    d = tmp_path_factory.mktemp("rec")
+    script = d / "user_train.py"
+    script.write_text(USER_SCRIPT)
+    record_dir = d / "records"
+    procs = {
+        "main": subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, env=child_env({"NEURON_MIGRATE_RECORD_DIR": str(record_dir / "a")})),
+        "fail": subprocess.Popen([sys.executable, str(script), "fail"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True,
+                                 env=child_env({"NEURON_MIGRATE_RECORD_DIR": str(record_dir / "b"),
+                                                "RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1"})),
+    }
+    out: dict[str, Any] = {"script": str(script)}
+    for name, p in procs.items():
+        stdout, stderr = p.communicate(timeout=180)
+        line = next((ln for ln in stdout.splitlines() if ln.startswith("@@")), None)
+        assert line is not None, stderr[-3000:]
+        out[name] = json.loads(line[2:])
+        out[name + "_rc"] = p.returncode
+        out[name + "_stderr"] = stderr
+        files = sorted((record_dir / ("a" if name == "main" else "b")).glob("*.json"))
+        out[name + "_files"] = [f.name for f in files]
+        out[name + "_record"] = json.loads(files[0].read_text()) if files else None
+    return out
+
+
+def _op(snap: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(o for o in snap["ops"] if o["name"] == name)
+
+
+def test_device_ops_and_fallbacks_use_real_backend_names(run: dict[str, Any]) -> None:
+    m = run["main"]
+    assert "aten::add.Tensor" in m["executed"] and "aten::mul.Tensor" in m["executed"]
+    assert "aten::floor.out" in m["fallback"]           # reaches the backend as its .out overload
+    assert "aten::floor.out" not in m["executed"]
+    assert _op(m["snap"], "aten::floor.out") | {"signatures": None, "first_site": None} == {
+        "name": "aten::floor.out", "kind": "fallback", "count": 2, "phases": {"fwd": 2, "bwd": 0},
+        "signatures": None, "first_site": None}
+    assert _op(m["snap"], "aten::floor.out")["first_site"]["line"] == 11
+
+
+def test_views_are_never_reported(run: dict[str, Any]) -> None:
+    names = {o["name"] for o in run["main"]["snap"]["ops"]}
+    assert not names & {"aten::view", "aten::t", "aten::transpose.int", "aten::as_strided",
+                        "aten::_reshape_alias", "aten::empty.memory_format", "aten::empty_strided"}
+
+
+def test_fallback_warns_once_per_op_at_the_user_line(run: dict[str, Any]) -> None:
+    floor = [w for w in run["main"]["warnings"] if "aten::floor.out" in w[0]]
+    assert len(floor) == 1
+    msg, filename, line = floor[0]
+    assert msg == ("The operator 'aten::floor.out' is not currently supported on the neuron device "
+                   "and will fall back to run on the CPU. This may have performance implications.")
+    assert filename == run["script"] and line == 11
+
+
+def test_compile_cache_simulation_counts_recompiles_per_call_site(run: dict[str, Any]) -> None:
+    sites = [s for s in run["main"]["snap"]["compiles"]["sites"]
+             if s["op"] == "aten::mul.Tensor" and s["site"]["line"] == 6]
+    assert len(sites) == 1
+    site = sites[0]
+    assert site["site"]["function"] == "scale" and site["site"]["file"] == run["script"]
+    assert site["signatures"] == [[[[2], "float32"], []], [[[3], "float32"], []]] or site["signatures"] == [
+        [[[2], "float32"]], [[[3], "float32"]]]
+    assert site["recompiles"] == 1 and site["phase"] == "fwd"
+    mul = _op(run["main"]["snap"], "aten::mul.Tensor")
+    counts = {json.dumps(s["inputs"]): s["count"] for s in mul["signatures"]}
+    assert counts[json.dumps([[[2], "float32"]])] == 2
+
+
+def test_backward_ops_are_attributed_to_autograd_nodes(run: dict[str, Any]) -> None:
+    snap = run["main"]["snap"]
+    bwd = [s for s in snap["compiles"]["sites"] if s["phase"] == "bwd"]
+    assert bwd, snap["compiles"]
+    nodes = {s["site"]["autograd_node"] for s in bwd}
+    assert "MulBackward0" in nodes
+    assert all(s["site"]["line"] == 18 for s in bwd)
+    assert any(o["phases"]["bwd"] > 0 for o in snap["ops"])
+
+
+def test_recording_scope_and_clear(run: dict[str, Any]) -> None:
+    m = run["main"]
+    assert m["scoped"]["ops"] == ["aten::neg", "aten::ones"]
+    assert m["scoped"]["counts"] == {"aten::neg": 1, "aten::ones": 1}
+    assert "aten::neg" in m["executed"]                  # merged into the process record
+    assert m["after_clear"] == []
+    # the simulated NEFF cache survives clear_op_tracking, as on the device: no new compile
+    assert m["compiles_after_clear"]["count"] == 0
+
+
+def test_downcasts_and_host_to_device_copies(run: dict[str, Any]) -> None:
+    snap = run["main"]["snap"]
+    assert {"op": "aten::add.Tensor", "dtype": "float64", "to": "float32", "count": 1} in snap["downcasts"]
+    h2d = [h for h in snap["host_to_device"] if h["site"]["line"] == 20]
+    assert h2d == [{"site": {"file": run["script"], "line": 20, "function": "<module>", "autograd_node": None},
+                    "count": 1, "bytes": 64}]
+
+
+def test_json_record_written_at_exit(run: dict[str, Any]) -> None:
+    assert run["main_rc"] == 0
+    (name,) = run["main_files"]
+    rec = run["main_record"]
+    assert name == f"neuron-emu-{rec['process']['pid']}-rankx.json"
+    assert rec["schema_version"] == 1
+    assert set(rec) == {"schema_version", "emulator", "process", "ops", "compiles", "downcasts",
+                        "host_to_device", "pre_init_allocations", "dynamo", "exception"}
+    assert rec["emulator"]["ops_table"]["commit"] == "98154b867aa24562a3213e520d9ad7fd41032291"
+    assert rec["process"]["rank"] is None and rec["exception"] is None
+    assert rec["pre_init_allocations"]["watched"] is False
+
+
+def test_json_record_has_rank_exception_and_pre_init_allocations(run: dict[str, Any]) -> None:
+    assert run["fail_rc"] == 1 and "ValueError: boom" in run["fail_stderr"]
+    (name,) = run["fail_files"]
+    rec = run["fail_record"]
+    assert name.endswith("-rank3.json")
+    assert rec["process"] | {"pid": 0, "argv": []} == {"pid": 0, "rank": 3, "local_rank": 1, "world_size": 4,
+                                                       "argv": []}
+    assert rec["exception"]["type"] == "ValueError" and rec["exception"]["message"] == "boom"
+    assert rec["exception"]["site"]["line"] == 34
+    pre = rec["pre_init_allocations"]
+    assert pre["watched"] is True and pre["count"] > 0 and pre["bytes"] > 0
+    assert pre["process_group_initialized"] is False and pre["first_site"]["line"] == 10
