@@ -26,6 +26,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "scan",
     "config",
     "rules",
+    "report",
+    "diff",
 )
 
 

@@ -1,0 +1,113 @@
+"""`neuron-migrate report`: write one migration record (JSON, Markdown, HTML) of a project.
+
+    neuron-migrate report PATH [--target neuron|accelerator] [--run SCRIPT [--launcher torchrun
+        --nproc-per-node N] -- ARGS...] [--output-json F] [--output-markdown F] [--output-html F]
+
+Without an `--output-*` option the JSON record goes to stdout. The headline goes to stderr. Exit 0
+once the record is written (whatever it holds: `neuron-migrate diff` is the gate), 2 on errors.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from neuron_migrate.cli.output import fail_on_errors, note, write_atomic
+
+
+def _headline_text(record: dict) -> str:  # type: ignore[type-arg]
+    from neuron_migrate.record_views import headline_rows
+
+    width = max(len(k) for k, _ in headline_rows(record))
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in headline_rows(record))
+
+
+def _run(
+    path: Path,
+    target: str | None,
+    unsafe_fixes: bool | None,
+    script: str | None,
+    script_args: list[str],
+    launcher: str | None,
+    nproc_per_node: int | None,
+    timeout: float | None,
+    output_json: Path | None,
+    output_markdown: Path | None,
+    output_html: Path | None,
+    use_cache: bool,
+    config: Path | None,
+    quiet: bool,
+) -> int:
+    from neuron_migrate import record_html, record_markdown
+    from neuron_migrate.config import load_settings
+    from neuron_migrate.errors import ConfigError
+    from neuron_migrate.record import RunSpec, build_record, dumps
+    from neuron_migrate.ruleset.load import load_pack
+
+    if not path.exists():
+        raise ConfigError(f"{path}: no such file or directory")
+    if script is None and (script_args or launcher or nproc_per_node is not None or timeout is not None):
+        raise ConfigError("program arguments, --launcher, --nproc-per-node and --timeout need --run SCRIPT")
+    if nproc_per_node is not None and not launcher:
+        raise ConfigError("--nproc-per-node needs --launcher (e.g. --launcher torchrun)")
+    settings = load_settings(path, {"target": target, "unsafe-fixes": unsafe_fixes}, config_file=config)
+    run = None
+    if script is not None:
+        run = RunSpec(script, tuple(script_args), launcher, nproc_per_node, timeout)
+    argv = ["neuron-migrate", *sys.argv[1:]]
+    record = build_record(path, settings, run=run, argv=argv, use_cache=use_cache)
+
+    pack = load_pack(settings.extra_rules)
+    rendered: list[tuple[Path | None, str]] = []
+    if output_json is not None or (output_markdown is None and output_html is None):
+        rendered.append((output_json, dumps(record)))
+    if output_markdown is not None:
+        rendered.append((output_markdown, record_markdown.render(record, pack)))
+    if output_html is not None:
+        rendered.append((output_html, record_html.render(record, pack)))
+    for dest, text in rendered:
+        if dest is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            write_atomic(dest, text)
+            if not quiet:
+                note(f"wrote {dest}")
+    if not quiet:
+        note(_headline_text(record))
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False})
+    def report(
+        ctx: typer.Context,
+        path: Path = typer.Argument(..., help="The project directory (or one file)."),
+        target: str | None = typer.Option(None, "--target", help="Rewrite target: neuron (default) or accelerator."),
+        unsafe_fixes: bool | None = typer.Option(
+            None, "--unsafe-fixes/--no-unsafe-fixes", help="Also apply fixes that may change behaviour."
+        ),
+        run: str | None = typer.Option(
+            None, "--run", metavar="SCRIPT",
+            help="Run `check` on SCRIPT (relative to PATH) in the rewritten copy; its arguments follow `--`.",
+        ),
+        launcher: str | None = typer.Option(None, "--launcher", help="Launch the script with this (torchrun)."),
+        nproc_per_node: int | None = typer.Option(None, "--nproc-per-node", min=1, help="Processes for --launcher."),
+        timeout: float | None = typer.Option(None, "--timeout", min=0.0, help="Seconds before check stops the program."),
+        output_json: Path | None = typer.Option(None, "--output-json", dir_okay=False, help="Write the JSON record to FILE."),
+        output_markdown: Path | None = typer.Option(None, "--output-markdown", dir_okay=False,
+                                                    help="Write the record as Markdown to FILE."),
+        output_html: Path | None = typer.Option(None, "--output-html", dir_okay=False,
+                                                help="Write the record as a self-contained HTML page to FILE."),
+        no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the scan cache."),
+        config: Path | None = typer.Option(None, "--config", dir_okay=False, help="Use this config file."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="No headline or notes on stderr."),
+    ) -> None:
+        """Write a migration record: scan, rewrite (on a temporary copy) and check, with versions."""
+        code = fail_on_errors(
+            lambda: _run(path, target, unsafe_fixes, run, list(ctx.args), launcher, nproc_per_node, timeout,
+                         output_json, output_markdown, output_html, not no_cache, config, quiet)
+        )
+        raise typer.Exit(code)

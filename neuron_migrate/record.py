@@ -1,0 +1,510 @@
+"""The migration record: one JSON document combining scan, rewrite and check of a project, with the
+versions and command lines that produced it, so an evaluation can be kept and repeated after updates
+(`neuron-migrate report`), and two records compared (`neuron-migrate diff`, `record_diff`).
+
+The user's tree is never written: rewrite is applied to a temporary copy, and `check` runs the
+rewritten program in that copy.
+
+Record JSON, `schema_version` 1 (new optional keys may appear without a version change; a removed or
+redefined key bumps the version)::
+
+    {
+      "kind": "neuron-migrate-record",
+      "schema_version": 1,
+      "created": "2025-01-31T12:00:00Z",            # UTC, ISO 8601, seconds
+      "project": {"path": str, "name": str},         # absolute path as given, its last component
+      "target": "neuron" | "accelerator",
+      "unsafe_fixes": bool,
+      "versions": {"tool": str, "python": str, "torch": str | null,
+                   "rule_pack": {"name": str, "version": str, "digest": str,
+                                 "neuron_sdk": str, "torch_neuronx": str}},
+      "commands": {"report": str,                    # this invocation, shell-quoted
+                   "scan": str, "rewrite": str,      # the equivalent single commands
+                   "check": str | null},             # what ran (null without --run)
+      "scan": Report,                                # `scan --format json` without target/summary
+      "rewrite": {
+        "target": str, "unsafe_fixes": bool,
+        "files": [FileOutcome],                      # rewrite --format json `extras.files` entries
+        "fixed": [str],                              # fingerprints of scan findings it fixed
+        "remaining": [Finding],                      # findings a scan of the rewritten copy reports
+        "idempotent": bool,                          # a second rewrite changed nothing
+        "second_run_changed": [str],                 # paths a second run would change (should be [])
+        "warnings": [str], "duration_s": float},
+      "check": null | {
+        "script": str, "args": [str], "launcher": str | null, "nproc_per_node": int | null,
+        "exit_code": int | null,                     # of `neuron-migrate check`; null: did not start
+        "duration_s": float,
+        "error": str | null,                         # why there is no report (output tail)
+        "report": Report | null},                    # `check --format json` (NM9xx findings)
+      "headline": Headline                           # derived from the above (see `headline`)
+    }
+
+`Report` and `Finding` are `neuron_migrate.findings` `to_dict()` forms (`emit/report.schema.json`).
+`headline`, `by_code`, `by_file`, `fallback_ops` and `recompile_sites` are views computed from a
+loaded record; the renderers (`record_markdown`, `record_html`) and `record_diff` use only them.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from neuron_migrate.errors import NeuronMigrateError
+from neuron_migrate.findings import Finding, Report, Severity
+
+if TYPE_CHECKING:
+    from neuron_migrate.config import Settings
+    from neuron_migrate.ruleset.model import RulePack
+
+RECORD_KIND = "neuron-migrate-record"
+RECORD_SCHEMA_VERSION = 1
+FALLBACK_CODE = "NM901"  # an op ran on the CPU (rules/nm9-runtime.yaml)
+HOST_SYNC_CODE = "NM902"
+RECOMPILE_CODE = "NM903"
+# Never copied into the temporary tree: VCS data, caches, bytecode.
+_COPY_IGNORE = (".git", ".hg", ".svn", ".neuron-migrate-cache", "__pycache__", ".pytest_cache", ".mypy_cache")
+_ERROR_TAIL = 4000  # characters of check output kept when it produced no report
+
+
+class RecordError(NeuronMigrateError):
+    """A file that is not a readable migration record (names the file)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    """What `check` runs on the rewritten copy: a script relative to the project root."""
+
+    script: str
+    args: tuple[str, ...] = ()
+    launcher: str | None = None
+    nproc_per_node: int | None = None
+    timeout_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOutcome:
+    command: tuple[str, ...]
+    exit_code: int | None
+    duration_s: float
+    report: dict[str, Any] | None
+    error: str | None
+
+
+CheckRunner = Callable[[Path, RunSpec, Path], CheckOutcome]
+
+
+# --- building -------------------------------------------------------------------------------------
+
+
+def _now_utc() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _torch_version() -> str | None:
+    """Read from the installed metadata: importing torch costs a second and is not needed here."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch")
+    except PackageNotFoundError:
+        return None
+
+
+def versions(pack: RulePack) -> dict[str, Any]:
+    from neuron_migrate import __version__
+
+    return {
+        "tool": __version__,
+        "python": platform.python_version(),
+        "torch": _torch_version(),
+        "rule_pack": {
+            "name": pack.name,
+            "version": pack.version,
+            "digest": pack.digest,
+            "neuron_sdk": pack.neuron_sdk,
+            "torch_neuronx": pack.torch_neuronx,
+        },
+    }
+
+
+def _display(argv: Sequence[str]) -> str:
+    return shlex.join(argv)
+
+
+def _check_argv(spec: RunSpec, output: Path) -> list[str]:
+    argv = ["check", spec.script, "--format", "json", "--output", str(output)]
+    if spec.launcher:
+        argv += ["--launcher", spec.launcher]
+    if spec.nproc_per_node is not None:
+        argv += ["--nproc-per-node", str(spec.nproc_per_node)]
+    if spec.timeout_s is not None:
+        argv += ["--timeout", f"{spec.timeout_s:g}"]
+    if spec.args:
+        argv += ["--", *spec.args]
+    return argv
+
+
+def _tail(text: str) -> str:
+    return text if len(text) <= _ERROR_TAIL else "..." + text[-_ERROR_TAIL:]
+
+
+def run_check(root: Path, spec: RunSpec, workdir: Path) -> CheckOutcome:
+    """Run `neuron-migrate check` on `spec.script` in `root` (a subprocess: the user's program runs
+    in its own processes anyway, and the JSON report is check's stable interface)."""
+    output = workdir / "check.json"
+    argv = _check_argv(spec, output)
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "neuron_migrate", *argv],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            check=False,
+        )
+    except OSError as exc:
+        return CheckOutcome(("neuron-migrate", *argv), None, 0.0, None, f"could not start check: {exc}")
+    duration = time.perf_counter() - started
+    report: dict[str, Any] | None = None
+    error: str | None = None
+    try:
+        report = json.loads(output.read_text(encoding="utf-8"))
+        Report.from_dict(report)  # it must be a findings report
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        report = None
+        detail = _tail((proc.stderr or "") + (proc.stdout or "")).strip()
+        error = f"check wrote no readable JSON report ({exc.__class__.__name__}); exit {proc.returncode}: {detail}"
+    return CheckOutcome(("neuron-migrate", *argv), proc.returncode, duration, report, error)
+
+
+def _copy_project(project: Path, dest: Path) -> Path:
+    """Copy the project under `dest`; returns the path that corresponds to `project`."""
+    if project.is_dir():
+        target = dest / project.name
+        shutil.copytree(project, target, symlinks=True, ignore=shutil.ignore_patterns(*_COPY_IGNORE))
+        return target
+    target = dest / project.name
+    shutil.copy2(project, target)
+    return target
+
+
+def _scan(project: Path, settings: Settings, pack: RulePack, use_cache: bool) -> Report:
+    from neuron_migrate.pipeline import build_report
+    from neuron_migrate.scan.engine import scan_paths
+
+    root = project if project.is_dir() else project.parent
+    result = scan_paths(
+        [project],
+        pack,
+        include=settings.include,
+        exclude=settings.exclude,
+        respect_gitignore=settings.respect_gitignore,
+        use_cache=use_cache,
+        cache_dir=settings.cache_dir,
+        root=root,
+    )
+    return build_report(result, settings, pack)
+
+
+def _rewrite(copy: Path, settings: Settings) -> dict[str, Any]:
+    from neuron_migrate.rewrite.api import FileStatus, rewrite_paths
+
+    common = dict(unsafe=settings.unsafe_fixes, allow_dirty=True, target=settings.target, use_cache=False)
+    first = rewrite_paths([copy], settings, apply=True, **common)
+    second = rewrite_paths([copy], settings, apply=False, **common)
+    again = [o.path for o in second.files if o.status is FileStatus.CHANGED]
+    return {
+        "target": settings.target.value,
+        "unsafe_fixes": settings.unsafe_fixes,
+        "files": [o.to_dict() for o in first.files],
+        "fixed": [f.fingerprint for f in first.fixed],
+        "remaining": [f.to_dict() for f in sorted(second.findings, key=lambda f: f.sort_key)],
+        "idempotent": not again,
+        "second_run_changed": again,
+        "warnings": list(first.warnings),
+        "duration_s": round(first.duration_s + second.duration_s, 3),
+    }
+
+
+def build_record(
+    project: Path,
+    settings: Settings,
+    *,
+    run: RunSpec | None = None,
+    argv: Sequence[str] = (),
+    use_cache: bool = True,
+    check_runner: CheckRunner = run_check,
+) -> dict[str, Any]:
+    """Scan `project`, rewrite a temporary copy of it, optionally `check` the rewritten program, and
+    return the record (a JSON-ready dict). `argv` is the command line that asked for it."""
+    from neuron_migrate.ruleset.load import load_pack
+
+    project = project.resolve()
+    if not project.exists():
+        raise NeuronMigrateError(f"{project}: no such file or directory")
+    pack = load_pack(settings.extra_rules)
+    created = _now_utc()
+    scan_report = _scan(project, settings, pack, use_cache)
+    target = settings.target.value
+    rewrite_cmd = ["neuron-migrate", "rewrite", str(project), "--apply", "--target", target]
+    if settings.unsafe_fixes:
+        rewrite_cmd.append("--unsafe-fixes")
+    check: dict[str, Any] | None = None
+    with tempfile.TemporaryDirectory(prefix="neuron-migrate-report-") as tmp:
+        copy = _copy_project(project, Path(tmp) / "tree")  # never a path under the project itself
+        rewrite = _rewrite(copy, settings)
+        if run is not None:
+            root = copy if copy.is_dir() else copy.parent
+            if not (root / run.script).is_file():
+                raise NeuronMigrateError(f"--run {run.script}: no such file in {project}")
+            work = Path(tmp) / "check"
+            work.mkdir()
+            outcome = check_runner(root, run, work)
+            check = {
+                "script": run.script,
+                "args": list(run.args),
+                "launcher": run.launcher,
+                "nproc_per_node": run.nproc_per_node,
+                "exit_code": outcome.exit_code,
+                "duration_s": round(outcome.duration_s, 3),
+                "error": outcome.error,
+                "report": outcome.report,
+                "command": _display(outcome.command),
+            }
+    record: dict[str, Any] = {
+        "kind": RECORD_KIND,
+        "schema_version": RECORD_SCHEMA_VERSION,
+        "created": created,
+        "project": {"path": str(project), "name": project.name},
+        "target": target,
+        "unsafe_fixes": settings.unsafe_fixes,
+        "versions": versions(pack),
+        "commands": {
+            "report": _display(argv) if argv else "",
+            "scan": _display(["neuron-migrate", "scan", str(project)]),
+            "rewrite": _display(rewrite_cmd),
+            "check": check.pop("command") if check else None,
+        },
+        "scan": scan_report.to_dict(),
+        "rewrite": rewrite,
+        "check": check,
+    }
+    record["headline"] = headline(record)
+    return record
+
+
+# --- reading --------------------------------------------------------------------------------------
+
+_REQUIRED = ("created", "project", "target", "versions", "commands", "scan", "rewrite", "check")
+
+
+def validate(data: Any, source: str) -> dict[str, Any]:
+    """`data` as a record, or RecordError naming `source` and what is wrong."""
+    if not isinstance(data, dict) or data.get("kind") != RECORD_KIND:
+        raise RecordError(f"{source}: not a neuron-migrate record (no \"kind\": \"{RECORD_KIND}\")")
+    version = data.get("schema_version")
+    if version != RECORD_SCHEMA_VERSION:
+        raise RecordError(
+            f"{source}: record schema_version {version!r} is not supported "
+            f"(this neuron-migrate reads version {RECORD_SCHEMA_VERSION})"
+        )
+    missing = [k for k in _REQUIRED if k not in data]
+    if missing:
+        raise RecordError(f"{source}: record is missing {', '.join(repr(k) for k in missing)}")
+    try:
+        Report.from_dict(data["scan"])
+        [Finding.from_dict(f) for f in data["rewrite"]["remaining"]]
+        if data["check"] is not None and data["check"].get("report") is not None:
+            Report.from_dict(data["check"]["report"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RecordError(f"{source}: malformed record: {exc.__class__.__name__}: {exc}") from None
+    return data
+
+
+def load_record(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RecordError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"{path}: not JSON (line {exc.lineno}: {exc.msg})") from None
+    return validate(data, str(path))
+
+
+def dumps(record: Mapping[str, Any]) -> str:
+    return json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+
+
+# --- views ----------------------------------------------------------------------------------------
+
+
+def scan_findings(record: Mapping[str, Any]) -> list[Finding]:
+    return [Finding.from_dict(f) for f in record["scan"]["findings"]]
+
+
+def remaining_findings(record: Mapping[str, Any]) -> list[Finding]:
+    return [Finding.from_dict(f) for f in record["rewrite"]["remaining"]]
+
+
+def check_findings(record: Mapping[str, Any]) -> list[Finding]:
+    check = record.get("check") or {}
+    report = check.get("report") or {}
+    return [Finding.from_dict(f) for f in report.get("findings", ())]
+
+
+def _int(value: Any, default: int = 1) -> int:
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, (list, tuple)):
+        return len(value)
+    return default
+
+
+def fallback_ops(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Op -> {"count": calls on the CPU, "sites": [first user location], "phases": ...} from the
+    check report's NM901 findings (one finding per op, or per op and call site)."""
+    ops: dict[str, dict[str, Any]] = {}
+    for f in check_findings(record):
+        if f.code != FALLBACK_CODE:
+            continue
+        entry = ops.setdefault(f.symbol, {"count": 0, "sites": []})
+        entry["count"] += _int(f.details.get("count"))
+        entry["sites"].append(f.location())
+    return dict(sorted(ops.items()))
+
+
+def recompile_sites(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """User call site -> {"symbol", "signatures": distinct input signatures compiled there,
+    "varying": details on the dimensions that changed} from the NM903 findings."""
+    sites: dict[str, dict[str, Any]] = {}
+    for f in check_findings(record):
+        if f.code != RECOMPILE_CODE:
+            continue
+        key = f"{f.location()} {f.symbol}".strip()
+        details = f.details
+        signatures = details.get("signatures", details.get("compiles", details.get("count")))
+        sites[key] = {
+            "symbol": f.symbol,
+            "location": f.location(),
+            "signatures": _int(signatures),
+            "varying": details.get("varying", details.get("dims")),
+            "message": f.message,
+        }
+    return dict(sorted(sites.items()))
+
+
+def headline(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The numbers a reader wants first."""
+    from neuron_migrate.emit.summary import summarize
+    from neuron_migrate.findings import Target
+
+    summary = summarize(Report.from_dict(record["scan"]), Target(record["target"]))
+    check = record.get("check")
+    out: dict[str, Any] = {
+        "sites": summary.total,
+        "errors": dict(summary.by_severity)[Severity.ERROR],
+        "files_with_findings": summary.files_with_findings,
+        "files_scanned": summary.files_scanned,
+        "auto_fixable": summary.fixable,
+        "auto_fixable_safe": summary.fixable_safe,
+        "auto_fixable_share": round(summary.fixable_share, 4),
+        "fixed_by_rewrite": len(record["rewrite"]["fixed"]),
+        "needs_person": len(record["rewrite"]["remaining"]),
+        "rewrite_idempotent": bool(record["rewrite"]["idempotent"]),
+        "checked": check is not None,
+    }
+    if check is not None:
+        runtime = check_findings(record)
+        out.update(
+            check_completed=check.get("report") is not None and check.get("exit_code") in (0, 1),
+            check_exit_code=check.get("exit_code"),
+            fallback_ops=len(fallback_ops(record)),
+            host_syncs=sum(f.code == HOST_SYNC_CODE for f in runtime),
+            recompile_hotspots=len(recompile_sites(record)),
+            runtime_findings=len(runtime),
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class CodeRow:
+    code: str
+    title: str
+    severity: str
+    fix_class: str
+    found: int
+    fixed: int
+    remaining: int
+
+
+def by_code(record: Mapping[str, Any], pack: RulePack | None = None) -> list[CodeRow]:
+    """One row per code found by scan or still present after the rewrite."""
+    found = scan_findings(record)
+    fixed_prints = Counter(record["rewrite"]["fixed"])
+    fixed: Counter[str] = Counter()
+    for f in found:
+        if fixed_prints[f.fingerprint] > 0:
+            fixed_prints[f.fingerprint] -= 1
+            fixed[f.code] += 1
+    left = remaining_findings(record)
+    found_by = Counter(f.code for f in found)
+    left_by = Counter(f.code for f in left)
+    sample = {f.code: f for f in [*left, *found]}
+    rows = []
+    for code in sorted(set(found_by) | set(left_by)):
+        rule = pack.get(code) if pack else None
+        f = sample[code]
+        rows.append(CodeRow(code, rule.title if rule else "", f.severity.value, f.fix_class.value,
+                            found_by[code], fixed[code], left_by[code]))
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class FileRow:
+    path: str
+    found: int
+    fixed: int
+    remaining: int
+    status: str  # the rewrite outcome: changed, unchanged, skipped, refused, or "" (not touched)
+
+
+def by_file(record: Mapping[str, Any]) -> list[FileRow]:
+    found = Counter(f.path for f in scan_findings(record))
+    left = Counter(f.path for f in remaining_findings(record))
+    outcomes = {o["path"]: o for o in record["rewrite"]["files"]}
+    rows = [
+        FileRow(path, found[path], len(outcomes.get(path, {}).get("fixed", ())), left[path],
+                outcomes.get(path, {}).get("status", ""))
+        for path in sorted(set(found) | set(left) | set(outcomes))
+    ]
+    return sorted(rows, key=lambda r: (-r.found, r.path))
+
+
+def runtime_by_code(record: Mapping[str, Any]) -> list[tuple[str, str, int]]:
+    """(code, severity, count) of the check report's findings."""
+    counts = Counter((f.code, f.severity.value) for f in check_findings(record))
+    return [(code, sev, n) for (code, sev), n in sorted(counts.items())]
+
+
+def check_extras(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    check = record.get("check") or {}
+    return (check.get("report") or {}).get("extras", {})
