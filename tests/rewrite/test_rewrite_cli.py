@@ -1,0 +1,113 @@
+"""`neuron-migrate rewrite` through the CLI: dry run vs --apply, formats, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from neuron_migrate.cli import app
+
+SOURCE = (
+    "import torch\n"
+    "\n"
+    "x = torch.zeros(3, device=\"cuda\")\n"
+    "peak = torch.cuda.memory_stats()[\"allocated_bytes.all.peak\"]\n"
+)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "train.py").write_text(SOURCE)
+    (tmp_path / "clean.py").write_text("print('hello')\n")
+    return tmp_path
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, ["rewrite", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_dry_run_prints_a_diff_and_writes_nothing(project: Path) -> None:
+    code, out, err = _run(str(project), "--no-cache", "--fail-on", "never")
+    assert code == 0
+    assert "--- a/train.py\n+++ b/train.py\n" in out
+    assert '-x = torch.zeros(3, device="cuda")\n+x = torch.zeros(3, device="neuron")\n' in out
+    assert "\x1b[" not in out  # not a terminal: no colour
+    assert "Would change 1 file" in err and "--apply" in err
+    assert (project / "train.py").read_text() == SOURCE
+
+
+def test_apply_writes_and_lists_what_needs_a_person(project: Path) -> None:
+    code, out, err = _run(str(project), "--apply", "--no-cache", "--fail-on", "never")
+    assert code == 0, err
+    assert out == ""  # no diff unless asked for with --apply
+    assert (project / "train.py").read_text() == SOURCE.replace('device="cuda"', 'device="neuron"')
+    assert (project / "clean.py").read_text() == "print('hello')\n"
+    assert "Changed 1 file (1 fix, target neuron)." in err
+    assert "  train.py: NM101" in err
+    assert "Still needs a person: 1 finding." in err
+    assert "NM208" in err and "train.py: line 4" in err
+
+    code, out, err = _run(str(project), "--apply", "--no-cache", "--fail-on", "never")
+    assert "Changed 0 files" in err
+
+
+def test_exit_code_follows_the_findings_that_remain(project: Path) -> None:
+    # Dry run: everything is still in the code. --fail-on info counts every finding.
+    assert _run(str(project), "--no-cache", "--fail-on", "info")[0] == 1
+    # After --apply only the manual memory_stats finding remains.
+    code, _, _ = _run(str(project), "--apply", "--no-cache", "--fail-on", "info")
+    assert code == 1
+    code, _, _ = _run(str(project), "--apply", "--no-cache", "--fail-on", "info", "--ignore", "NM208")
+    assert code == 0
+
+
+def test_json_format(project: Path) -> None:
+    code, out, _ = _run(str(project), "--no-cache", "--format", "json", "--fail-on", "never")
+    assert code == 0
+    data = json.loads(out)
+    assert data["command"] == "rewrite"
+    assert data["extras"]["applied"] is False
+    (entry,) = data["extras"]["files"]
+    assert entry["path"] == "train.py" and entry["status"] == "changed" and entry["fixed"] == ["NM101"]
+    assert "+x = torch.zeros(3, device=\"neuron\")" in entry["diff"]
+    assert {f["code"] for f in data["findings"]} >= {"NM101", "NM208"}
+
+
+def test_accelerator_target(project: Path) -> None:
+    code, out, _ = _run(str(project), "--no-cache", "--target", "accelerator", "--fail-on", "never")
+    assert code == 0
+    assert "+x = torch.zeros(3, device=torch.accelerator.current_accelerator().type)" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["does-not-exist"], "no such file"),
+        (["{p}", "--format", "sarif"], "--format"),
+        (["{p}", "--target", "tpu"], "target"),
+        (["{p}", "--fail-on", "sometimes"], "fail-on"),
+    ],
+)
+def test_usage_errors_exit_2(project: Path, args: list[str], message: str) -> None:
+    code, _, err = _run(*(a.format(p=project) for a in args))
+    assert code == 2
+    assert message in err
+
+
+def test_rewrite_does_not_import_torch(project: Path) -> None:
+    code = (
+        "import sys\n"
+        "from neuron_migrate.cli import main\n"
+        f"sys.argv = ['neuron-migrate', 'rewrite', {str(project)!r}, '--no-cache', '--fail-on', 'never']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "assert 'torch' not in sys.modules, 'rewrite imported torch'\n"
+        "assert 'libcst' in sys.modules\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
