@@ -12,8 +12,9 @@ text (`call: "*"` matched by position) opens the gate: every file is parsed.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
-from neuron_migrate.ruleset.model import ArgumentPattern, RulePack
+from neuron_migrate.ruleset.model import ArgumentPattern, Match, RulePack
 
 _WILDCARD = re.compile(r"[*?]|\[[^\]]*\]")
 
@@ -47,22 +48,27 @@ def build_prefilter(pack: RulePack) -> Prefilter:
 
 
 def _build(pack: RulePack) -> Prefilter:
-    required = [tokens for rule in pack.rules.values() for tokens in _required(rule.match)]
+    matches = [rule.match for rule in pack.rules.values()]
+    dotted = [p for m in matches for p in (*m.qualified_names, *m.imports)]
+    dotted += [c for m in matches for a in m.arguments for c in a.call if c[:1] not in (".", "*")]
+    roots = Counter(p.split(".", 1)[0] for p in dotted if "." in p)
+    # A root that most patterns share (`torch`) filters nothing; a library's own root does.
+    common = frozenset(r for r, n in roots.items() if n * 4 > len(dotted))
+    required = [tokens for m in matches for tokens in _required(m, common)]
     if any(not tokens for tokens in required):
         return Prefilter(None)
-    return Prefilter(_cover(required))
+    return Prefilter(_choose(required))
 
 
-def _required(m) -> list[frozenset[str]]:  # noqa: ANN001 - ruleset.model.Match
+def _required(m: Match, common_roots: frozenset[str]) -> list[frozenset[str]]:
     """One set per pattern: tokens that all appear in any file where that pattern matches."""
-    out = [_dotted(p, skip_root=True) for p in m.qualified_names]
-    out += [_dotted(p, skip_root=False) for p in m.imports]
+    out = [_dotted(p, common_roots) for p in (*m.qualified_names, *m.imports)]
     out += [_literal(p) for p in (*m.device_strings, *m.methods, *m.attributes, *m.env_vars)]
-    out += [tokens for arg in m.arguments for tokens in _argument(arg)]
+    out += [tokens for arg in m.arguments for tokens in _argument(arg, common_roots)]
     return out
 
 
-def _argument(arg: ArgumentPattern) -> list[frozenset[str]]:
+def _argument(arg: ArgumentPattern, common_roots: frozenset[str]) -> list[frozenset[str]]:
     """One set per (callee, value): the callee's name; the keyword when the argument can only be
     given by keyword; a string value, which is written in the file (at the call, or where the
     analyser found it: a parameter default, a module constant, an argparse default)."""
@@ -72,27 +78,23 @@ def _argument(arg: ArgumentPattern) -> list[frozenset[str]]:
         values = [set()]
     out = []
     for call in arg.call:
-        callee = _literal(call[1:]) if call.startswith(".") else _dotted(call, skip_root=True)
+        callee = _literal(call[1:]) if call.startswith(".") else _dotted(call, common_roots)
         out += [frozenset(callee | keyword | value) for value in values]
     return out
 
 
-def _cover(required: list[frozenset[str]]) -> tuple[str, ...]:
-    """A small token set such that every pattern has a required token containing one of them."""
-    patterns = sorted(set(required), key=sorted)
-    candidates = sorted({t for tokens in patterns for t in tokens})
-    covers = {c: {i for i, tokens in enumerate(patterns) if any(c in t for t in tokens)} for c in candidates}
-    uncovered = set(range(len(patterns)))
-    chosen: list[str] = []
-    while uncovered:
-        def gain(token: str) -> tuple[bool, int, int, str]:
-            n = len(covers[token] & uncovered)
-            # Very short tokens ("amp") occur in too many words to filter anything.
-            return (n > 0 and len(token) >= 4, n, len(token), token)
+def _rarity(token: str) -> int:
+    """How unlikely a token is in ordinary code: longer, and not a plain lowercase word."""
+    return len(token) + (4 if not (token.isalpha() and token.islower()) else 0)
 
-        best = max(candidates, key=gain)
-        chosen.append(best)
-        uncovered -= covers[best]
+
+def _choose(required: list[frozenset[str]]) -> tuple[str, ...]:
+    """Per pattern, its rarest token, unless a token already chosen covers it. Patterns with
+    fewer options go first, so a token many patterns must contain (`cuda`) is shared."""
+    chosen: set[str] = set()
+    for tokens in sorted(set(required), key=lambda ts: (len(ts), sorted(ts))):
+        if not any(c in t for c in chosen for t in tokens):
+            chosen.add(max(tokens, key=lambda t: (_rarity(t), t)))
     # A token that contains another chosen token adds nothing to an any-of test. Shorter tokens
     # first: they are the likelier to occur, so a file that has one stops sooner.
     kept = (t for t in chosen if not any(o != t and o in t for o in chosen))
@@ -105,11 +107,11 @@ def _literal(pattern: str) -> frozenset[str]:
     return frozenset({max(runs, key=len)}) if runs else frozenset()
 
 
-def _dotted(pattern: str, *, skip_root: bool) -> frozenset[str]:
-    """Literal parts of a dotted-name glob. With `skip_root`, the first part is used only if
-    nothing else is literal: `from . import cuda` inside a package names `torch.cuda` without
-    spelling `torch`, and `import torch as th` aliases it."""
+def _dotted(pattern: str, common_roots: frozenset[str]) -> frozenset[str]:
+    """Literal parts of a dotted-name glob. Every part is written somewhere in a file that uses
+    the name (in the reference, or in the import that binds its alias); a common root is left
+    out while other parts are literal."""
     parts = [p for p in pattern.split(".") if p]
-    rest = parts[1:] if skip_root else parts
-    tokens = frozenset(t for part in rest for t in _literal(part))
-    return tokens or frozenset(t for part in parts[:1] for t in _literal(part))
+    tokens = frozenset(t for part in parts for t in _literal(part))
+    rest = frozenset(t for part in parts[1:] for t in _literal(part))
+    return rest if parts and parts[0] in common_roots and rest else tokens

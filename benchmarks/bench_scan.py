@@ -1,0 +1,151 @@
+"""Scan speed on the installed torch package's Python sources, against ruff and TorchFix.
+
+    python benchmarks/bench_scan.py [--repeat 3] [--torchfix-subtree nn] [--torchfix-timeout 300]
+
+Prints, from one run: the tree's size; reading every file + a regex; stdlib `ast` parse rate on
+one core; ruff (one rule, no cache); neuron-migrate cold (no cache, all cores) and warm (cache
+filled, nothing changed), both as the library call in a fresh process and as the full CLI
+(`neuron-migrate scan`, report to /dev/null); TorchFix on a subtree it can finish; and ratios
+against ruff. Targets: cold <= 10x ruff, warm <= 1.5x ruff. The torch tree is located without
+importing torch; the cache goes to a temporary directory, never into site-packages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+COLD_TARGET = 10.0
+WARM_TARGET = 1.5
+
+
+def torch_tree() -> Path:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("torch is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def python_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def timed(command: list[str], *, env: dict[str, str] | None = None, timeout: float | None = None) -> tuple[float, int | None]:
+    """Wall time of a subprocess, and its exit code (None when it timed out)."""
+    start = time.perf_counter()
+    try:
+        rc = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                            timeout=timeout, check=False).returncode
+    except subprocess.TimeoutExpired:
+        return time.perf_counter() - start, None
+    return time.perf_counter() - start, rc
+
+
+def best(command: list[str], repeat: int, env: dict[str, str] | None = None) -> float:
+    times = []
+    for _ in range(repeat):
+        seconds, rc = timed(command, env=env)
+        if rc is None or rc >= 2:
+            sys.exit(f"failed (exit {rc}): {' '.join(command)}")
+        times.append(seconds)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3, help="runs per fast measurement (best is kept)")
+    parser.add_argument("--torchfix-subtree", default="nn", help="subtree of torch/ for TorchFix")
+    parser.add_argument("--torchfix-timeout", type=float, default=300.0)
+    args = parser.parse_args()
+
+    tree = torch_tree()
+    files = python_files(tree)
+    sources = [f.read_bytes() for f in files]
+    lines = sum(s.count(b"\n") for s in sources)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"tree: {tree}\nfiles: {len(files)} .py, lines: {lines:,}, MB: {sum(map(len, sources)) / 1e6:.1f}, cpus: {cpus}")
+    rows: list[tuple[str, float | None, str]] = []
+
+    # Reading every file and matching a regex: the floor for anything that looks at every file.
+    pattern = re.compile(rb"\bcuda\b")
+    start = time.perf_counter()
+    hits = sum(len(pattern.findall(f.read_bytes())) for f in files)
+    rows.append(("read every file + regex", time.perf_counter() - start, f"{hits} matches"))
+
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for source in sources:
+            ast.parse(source)
+    parse_s = time.perf_counter() - start
+    rows.append(("stdlib ast.parse, 1 core", parse_s, f"{lines / parse_s / 1000:.0f} k lines/s"))
+
+    ruff = shutil.which("ruff")
+    ruff_s = None
+    if ruff:
+        ruff_s = best([ruff, "check", "--select", "E9", "--no-cache", "--exit-zero", "--quiet", str(tree)], args.repeat)
+        rows.append(("ruff check --select E9 --no-cache", ruff_s, ""))
+    else:
+        rows.append(("ruff", None, "not installed (pip install ruff)"))
+
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NEURON_MIGRATE_CACHE_DIR": cache}
+        library = [sys.executable, "-c",
+                   "import sys; from neuron_migrate.api import scan; "
+                   "r = scan([sys.argv[1]], use_cache=sys.argv[2] == '1'); "
+                   "print(r.files_scanned, sum(f.finding_count for f in r.files))", str(tree)]
+        cli = [sys.executable, "-m", "neuron_migrate", "scan", str(tree), "--quiet", "--exit-zero",
+               "--format", "json", "--output", os.devnull]
+        counted = subprocess.run([*library, "0"], capture_output=True, text=True, env=env, check=True)
+        scanned, found = counted.stdout.split()
+        rows.append(("neuron-migrate cold (library, no cache)", best([*library, "0"], 1, env), f"{scanned} files, {found} raw findings"))
+        rows.append(("neuron-migrate cold (CLI, --no-cache)", best([*cli, "--no-cache"], 1, env), ""))
+        subprocess.run([*library, "1"], env=env, check=True, capture_output=True)  # fill the cache
+        rows.append(("neuron-migrate warm (library, cache)", best([*library, "1"], args.repeat, env), ""))
+        rows.append(("neuron-migrate warm (CLI, cache)", best(cli, args.repeat, env), "incl. pipeline + JSON report"))
+
+    torchfix = shutil.which("torchfix")
+    subtree = tree / args.torchfix_subtree
+    if torchfix:
+        sub_lines = sum(p.read_bytes().count(b"\n") for p in python_files(subtree))
+        seconds, rc = timed([torchfix, str(subtree)], timeout=args.torchfix_timeout)
+        note = f"torch/{args.torchfix_subtree}: {sub_lines:,} lines" + (
+            f"; did not finish in {args.torchfix_timeout:.0f} s" if rc is None else f"; {sub_lines / seconds / 1000:.1f} k lines/s")
+        rows.append((f"TorchFix on torch/{args.torchfix_subtree}", seconds, note))
+        with tempfile.TemporaryDirectory() as cache:
+            env = {**os.environ, "NEURON_MIGRATE_CACHE_DIR": cache}
+            nm_sub = best([*library[:-1], str(subtree), "0"], 1, env)
+        rows.append((f"neuron-migrate cold on torch/{args.torchfix_subtree}", nm_sub,
+                     f"TorchFix / neuron-migrate = {seconds / nm_sub:.1f}x" + (" (at least)" if rc is None else "")))
+    else:
+        rows.append(("TorchFix", None, "not installed (pip install torchfix)"))
+
+    print()
+    width = max(len(name) for name, _, _ in rows)
+    for name, seconds, note in rows:
+        shown = f"{seconds:8.3f} s" if seconds is not None else "       -  "
+        ratio = f"{seconds / ruff_s:6.2f}x ruff" if seconds is not None and ruff_s else " " * 11
+        print(f"{name:<{width}}  {shown}  {ratio}  {note}")
+    if ruff_s:
+        results = dict((name, s) for name, s, _ in rows)
+        cold = results["neuron-migrate cold (library, no cache)"] / ruff_s
+        warm = results["neuron-migrate warm (library, cache)"] / ruff_s
+        warm_cli = results["neuron-migrate warm (CLI, cache)"] / ruff_s
+        print(f"\ncold {cold:.2f}x ruff (target <= {COLD_TARGET:g}x): {'met' if cold <= COLD_TARGET else 'MISSED'}")
+        print(f"warm {warm:.2f}x ruff (target <= {WARM_TARGET:g}x): {'met' if warm <= WARM_TARGET else 'MISSED'}; "
+              f"full CLI {warm_cli:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
