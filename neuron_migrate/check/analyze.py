@@ -1,0 +1,408 @@
+"""Merged run records -> NM9xx findings at user source lines, plus the run summary (`Report.extras`).
+
+Codes (texts in rules/nm9-runtime.yaml): NM901 CPU fallback of an op without a device kernel,
+NM902 expected host work (`.item()`, data-dependent shapes), NM903 eager recompiles per call site
+(with the dimensions that varied and bucket advice), NM904/NM905/NM906 torch.compile graph breaks,
+recompile reasons and the recompile limit, NM907 parameter or buffer left on the CPU, NM908 host to
+device copies repeated at one call site, NM909 float64 work narrowed on the device, NM910 device
+mismatch with a hint, NM911 device use before init_process_group, NM912 the program's exception
+(or non-zero exit), NM913 timeout.
+
+The `dynamo` part of a backend record is read as (keys optional)::
+
+    {"graphs": int, "compiles": int,
+     "graph_breaks": [{"reason": str, "site": Site|null, "count": int}],
+     "recompiles": [{"reason": str, "site": Site|null, "function": str}],
+     "recompile_limit": [{"function": str, "site": Site|null, "reason": str}]}
+"""
+
+from __future__ import annotations
+
+import functools
+import linecache
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from neuron_migrate.check import advice
+from neuron_migrate.check.records import CompileSite, Merged, Records, merge, rank_of, site_key
+from neuron_migrate.findings import Finding, Span
+from neuron_migrate.ruleset.model import RulePack
+
+# Ops whose output shape depends on data, or that read a value back: host work by nature, kept
+# apart from missing kernels even when they also fall back.
+DATA_DEPENDENT = re.compile(
+    r"^aten::(_local_scalar_dense|nonzero|masked_select|unique|_unique|unique_consecutive|"
+    r"unique_dim|repeat_interleave\.Tensor|histc)(\.|$)"
+)
+_HOST_SYNC_CONDITION = re.compile(r"host syncs|host sync\b|data-dependent|what \.item\(\) does", re.I)
+ITEM_OP = "aten::_local_scalar_dense"
+NARROWED_FLOAT = "float64"
+MAX_SYMBOL = 80
+MAX_MESSAGE = 300
+
+
+@functools.cache
+def _op_table() -> tuple[frozenset[str], frozenset[str]]:
+    """(native ops whose table condition says the host syncs, host_compute ops) from rules/ops.yaml."""
+    import yaml
+
+    from neuron_migrate.ruleset.location import rules_dir
+
+    try:
+        data = yaml.safe_load((rules_dir() / "ops.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return frozenset(), frozenset()
+    sync = frozenset(
+        e["name"] for e in data.get("native", ()) if _HOST_SYNC_CONDITION.search(e.get("condition") or "")
+    )
+    return sync, frozenset(e["name"] for e in data.get("host_compute", ()))
+
+
+def is_host_work(op: str) -> bool:
+    return bool(DATA_DEPENDENT.match(op)) or op in _op_table()[0]
+
+
+@dataclass
+class _Ctx:
+    pack: RulePack
+    root: Path
+    fallback_file: str | None  # where findings without a user site go (the program's file)
+    findings: list[Finding] = field(default_factory=list)
+
+    def add(self, code: str, site: dict[str, Any] | None, symbol: str, details: dict[str, Any],
+            note: str = "") -> None:
+        rule = self.pack.get(code)
+        if rule is None:  # an older pack without this code: nothing to attach the finding to
+            return
+        path, line, source = self.locate(site)
+        message = rule.render_message(symbol) + (f": {note}" if note else "")
+        if len(message) > MAX_MESSAGE:
+            message = message[: MAX_MESSAGE - 1] + "…"
+        indent = len(source) - len(source.lstrip())
+        self.findings.append(Finding(
+            code=rule.code, severity=rule.severity, fix_class=rule.fix.fix_class, category=rule.category,
+            path=path, span=Span(line, indent, line, max(len(source), indent)), message=message,
+            source_line=source, symbol=symbol, details=details,
+        ))
+
+    def locate(self, site: dict[str, Any] | None) -> tuple[str, int, str]:
+        file, line = (site["file"], int(site["line"])) if site and site.get("line") else (self.fallback_file, 1)
+        if not file:
+            return "<program>", 1, ""
+        return self.relative(file), max(line, 1), linecache.getline(file, max(line, 1)).rstrip("\r\n")
+
+    def relative(self, file: str) -> str:
+        absolute = Path(os.path.abspath(file))
+        try:
+            return absolute.relative_to(self.root).as_posix()
+        except ValueError:
+            return absolute.as_posix() if Path(file).is_absolute() or os.path.exists(file) else file
+
+
+def _ours(site: dict[str, Any] | None) -> bool:
+    """A site inside this tool (the child's module-transfer hook): not a user line."""
+    if not site:
+        return False
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.abspath(site["file"]).startswith(pkg + os.sep)
+
+
+def _site_text(site: dict[str, Any] | None) -> str:
+    return f"{site['file']}:{site['line']}" if site else "unknown"
+
+
+def _statement_symbol(ctx: _Ctx, site: dict[str, Any] | None, fallback: str) -> str:
+    source = ctx.locate(site)[2].strip() if site else ""
+    text = source or fallback
+    return text if len(text) <= MAX_SYMBOL else text[: MAX_SYMBOL - 1] + "…"
+
+
+def _shapes(inputs: Any) -> str:
+    def one(t: Any) -> str:
+        if t is None:
+            return "None"
+        if len(t) == 2 and isinstance(t[1], str):
+            return f"{t[1]}{list(t[0])}"
+        return "[" + ", ".join(one(x) for x in t) + "]"
+
+    return "(" + ", ".join(one(t) for t in inputs) + ")"
+
+
+# -- ops ---------------------------------------------------------------------------------------
+def _ops(ctx: _Ctx, m: Merged, allow: set[str]) -> list[str]:
+    allowed = []
+    for op in sorted(m.ops.values(), key=lambda o: o.name):
+        host = is_host_work(op.name)
+        if op.kind != "fallback" and not host:
+            continue
+        if op.name in allow:
+            allowed.append(op.name)
+            continue
+        sigs = sorted(op.signatures.values(), key=lambda s: -s[1])
+        details = {
+            "op": op.name, "count": op.count, "phases": {"fwd": op.fwd, "bwd": op.bwd},
+            "signatures": [{"inputs": i, "shapes": _shapes(i), "count": n} for i, n in sigs],
+            "first_site": op.first_site, "ranks": sorted(op.ranks),
+            "device_kernel": op.kind != "fallback",
+        }
+        phase = "forward and backward" if op.fwd and op.bwd else ("backward" if op.bwd else "forward")
+        note = f"{op.count} call{'s' if op.count != 1 else ''}, {phase}, {len(sigs)} input signature" + (
+            "s" if len(sigs) != 1 else "")
+        if op.first_site and op.first_site.get("autograd_node"):
+            note += f", in {op.first_site['autograd_node']}"
+        symbol = op.name + (" (.item())" if op.name == ITEM_OP else "")
+        ctx.add("NM902" if host else "NM901", op.first_site, symbol, details, note)
+    return allowed
+
+
+# -- recompiles --------------------------------------------------------------------------------
+def _recompiles(ctx: _Ctx, m: Merged) -> int:
+    by_site: dict[tuple[str, int], list[CompileSite]] = {}
+    for cs in m.compile_sites.values():
+        by_site.setdefault(site_key(cs.site), []).append(cs)
+    total = 0
+    for sites in by_site.values():
+        per_op = []
+        recompiles = 0
+        variants = 1
+        varied: dict[str, list[int]] = {}
+        value_sets: list[list[int]] = []
+        for cs in sorted(sites, key=lambda c: c.op):
+            sigs = list(cs.signatures.values())
+            v = advice.split_variation(sigs)
+            recompiles += v.recompiles
+            variants = max(variants, v.variants)
+            per_op.append({
+                "op": cs.op, "phase": cs.phase, "signatures": len(sigs), "calls_on_line": v.slots,
+                "recompiles": v.recompiles,
+                "varied": {p.label(): vals for p, vals in v.varied.items()},
+            })
+            for p, vals in v.varied.items():
+                varied[f"{cs.op} {p.label()}"] = vals
+                if vals not in value_sets:
+                    value_sets.append(vals)
+        if recompiles == 0:
+            continue
+        total += recompiles
+        site = sites[0].site
+        dims = [{"values": vals, "positions": [k for k, v in varied.items() if v == vals],
+                 "options": advice.bucket_advice(vals)} for vals in value_sets]
+        details = {
+            "site": site, "distinct_signatures": variants, "compiles": sum(p["signatures"] for p in per_op),
+            "recompiles": recompiles, "ops": per_op, "varied_dimensions": dims,
+            "ranks": sorted(set().union(*(cs.ranks for cs in sites))),
+        }
+        if dims:
+            first = dims[0]
+            note = f"{variants} distinct signatures; a size varied over {', '.join(map(str, first['values']))}"
+            pad, *buckets = first["options"] or [None]
+            if pad:
+                note += f"; pad to {pad['buckets'][0]} (1 compile)"
+            if buckets:
+                best = min(buckets, key=lambda o: (o["padding"], o["compiles"]))
+                note += f" or bucket to {', '.join(map(str, best['buckets']))} ({best['compiles']} compiles)"
+        else:
+            note = f"{variants} distinct signatures (dtypes or ranks changed)"
+        ctx.add("NM903", site, _statement_symbol(ctx, site, sites[0].op), details, note)
+    return total
+
+
+# -- torch.compile -----------------------------------------------------------------------------
+def _dynamo(ctx: _Ctx, m: Merged) -> dict[str, int]:
+    totals = {"graphs": 0, "graph_breaks": 0, "recompiles": 0, "recompile_limit": 0}
+    breaks: dict[tuple[str, tuple[str, int]], dict[str, Any]] = {}
+    for _rank, d in m.dynamo:
+        totals["graphs"] += int(d.get("graphs", 0))
+        for b in d.get("graph_breaks", ()):
+            key = (str(b.get("reason", "")), site_key(b.get("site")))
+            entry = breaks.setdefault(key, {"reason": key[0], "site": b.get("site"), "count": 0})
+            entry["count"] += int(b.get("count", 1))
+        for r in d.get("recompiles", ()):
+            totals["recompiles"] += 1
+            reason = str(r.get("reason", "")).strip()
+            ctx.add("NM905", r.get("site"), reason.splitlines()[0] if reason else "guard failed",
+                    {"reason": reason, "function": r.get("function")})
+        for r in d.get("recompile_limit", ()):
+            totals["recompile_limit"] += 1
+            ctx.add("NM906", r.get("site"), str(r.get("function") or "a function"),
+                    {"reason": r.get("reason"), "function": r.get("function")})
+    for entry in breaks.values():
+        totals["graph_breaks"] += entry["count"]
+        reason = entry["reason"].splitlines()[0] if entry["reason"] else "unknown reason"
+        ctx.add("NM904", entry["site"], reason, entry, f"{entry['count']}x")
+    return totals
+
+
+# -- placement and dtype -----------------------------------------------------------------------
+def _placement(ctx: _Ctx, m: Merged, children: Iterable[dict[str, Any]]) -> None:
+    children = list(children)
+    params: dict[str, dict[str, Any]] = {}
+    transfers: dict[tuple[str, int], dict[str, Any]] = {}
+    for c in children:
+        for p in c.get("cpu_params", ()):
+            entry = params.setdefault(p["symbol"], {**p, "calls": 0})
+            entry["calls"] += int(p["calls"])
+        for t in c.get("module_transfers", ()):
+            e = transfers.setdefault(site_key(t["site"]), {"site": t["site"], "calls": 0})
+            e["calls"] += int(t["calls"])
+    for symbol, p in sorted(params.items()):
+        ctx.add("NM907", p["site"], symbol, p,
+                f"{p['kind']} {p['dtype']}{p['shape']}, seen in {p['calls']} forward call"
+                + ("s" if p["calls"] != 1 else ""))
+    for key, h in sorted(m.h2d.items()):
+        if _ours(h["site"]) or key in transfers:
+            continue  # module transfers: one call copies many tensors
+        if h["count"] < 2:
+            continue
+        per = h["bytes"] // h["count"]
+        details = {"site": h["site"], "count": h["count"], "bytes": h["bytes"], "bytes_per_copy": per,
+                   "ranks": sorted(h["ranks"])}
+        ctx.add("NM908", h["site"], _statement_symbol(ctx, h["site"], "copy"), details,
+                f"{h['count']} copies, {h['bytes']} bytes in all")
+    for t in sorted(transfers.values(), key=lambda t: site_key(t["site"])):
+        if t["calls"] >= 2:
+            ctx.add("NM908", t["site"], _statement_symbol(ctx, t["site"], "module transfer"),
+                    {"site": t["site"], "count": t["calls"], "module_transfer": True},
+                    f"a module was moved {t['calls']} times")
+
+
+def _downcasts(ctx: _Ctx, m: Merged) -> dict[str, int]:
+    """float64 work per call site (NM909); int64 narrowing is routine (indices, labels) and only
+    counted in the summary."""
+    narrowed = {f"{op} {dtype}": d["count"] for (op, dtype), d in sorted(m.downcasts.items())}
+    f64_ops = {op for (op, dtype) in m.downcasts if dtype == NARROWED_FLOAT}
+    for cs in sorted(m.compile_sites.values(), key=lambda c: (site_key(c.site), c.op)):
+        if cs.op not in f64_ops:
+            continue
+        hits = [s for s in cs.signatures.values() if _has_dtype(s, NARROWED_FLOAT)]
+        if not hits:
+            continue
+        details = {"op": cs.op, "dtype": NARROWED_FLOAT, "to": "float32", "site": cs.site,
+                   "signatures": [_shapes(s) for s in hits],
+                   "op_count": m.downcasts[(cs.op, NARROWED_FLOAT)]["count"]}
+        ctx.add("NM909", cs.site, cs.op, details, "float64 -> float32")
+    return narrowed
+
+
+def _has_dtype(inputs: Any, dtype: str) -> bool:
+    for t in inputs:
+        if t is None:
+            continue
+        if len(t) == 2 and isinstance(t[1], str):
+            if t[1] == dtype and len(t[0]) > 0:
+                return True
+        elif _has_dtype(t, dtype):
+            return True
+    return False
+
+
+def _pre_init(ctx: _Ctx, m: Merged) -> None:
+    for rank, p in m.pre_init:
+        if p.get("count") and p.get("process_group_initialized"):
+            site = p.get("first_site")
+            ctx.add("NM911", site, _statement_symbol(ctx, site, "allocation"),
+                    {**p, "rank": rank}, f"{p['count']} allocations, {p['bytes']} bytes"
+                    + (f", rank {rank}" if rank is not None else ""))
+
+
+# -- the program's end -------------------------------------------------------------------------
+def _outcome(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], timeout: dict[str, Any] | None) -> None:
+    seen: set[tuple[str, str]] = set()
+    for c in children:
+        rank = c.get("rank")
+        exc = c.get("exception")
+        if exc:
+            key = (exc["type"], exc["message"])
+            if key in seen:
+                continue  # the same error on every rank: one finding
+            seen.add(key)
+            frames = exc.get("frames") or []
+            site = frames[-1] if frames else None
+            details = {**exc, "ranks": sorted(r for ch in children if (r := ch.get("rank")) is not None
+                                              and (ch.get("exception") or {}).get("message") == exc["message"])}
+            hint = exc.get("mismatch")
+            if hint:
+                what = (f"`{hint['argument']}` of {_op_label(hint.get('op'))} is on {hint['argument_device']}"
+                        if hint.get("argument") else f"a tensor is on {hint.get('argument_device') or 'the CPU'}")
+                ctx.add("NM910", site, what, details, hint.get("hint", ""))
+            else:
+                first = exc["message"].strip().splitlines()[0] if exc["message"].strip() else ""
+                ctx.add("NM912", site, f"{exc['type']}: {first}" if first else exc["type"], details)
+        elif c.get("exit", {}).get("status") == "exit" and c.get("mode") != "pytest":
+            code = c["exit"]["code"]
+            ctx.add("NM912", None, f"SystemExit({code})", {"exit_code": code, "rank": rank})
+    if not children:
+        for rank, exc in m.exceptions:  # records written without the child (e.g. --from-records)
+            site = exc.get("site")
+            ctx.add("NM912", site, f"{exc['type']}: {exc['message'].splitlines()[0] if exc['message'] else ''}",
+                    {**exc, "rank": rank})
+    if timeout is not None:
+        where = next((c["terminated"]["frames"] for c in children if c.get("terminated")), [])
+        site = where[-1] if where else None
+        ctx.add("NM913", site, f"{timeout['seconds']:g} s", {**timeout, "frames": where},
+                "stopped here" if site else "no record of where it was")
+
+
+def _op_label(op: str | None) -> str:
+    """`add_Tensor` (the error's method name) -> `aten::add.Tensor`."""
+    if not op:
+        return "an op"
+    name = op.removeprefix("aten::")
+    base, _, last = name.rpartition("_")
+    if base and last[:1].isupper():
+        name = f"{base}.{last}"
+    return f"aten::{name}"
+
+
+# -- entry point -------------------------------------------------------------------------------
+def analyze(
+    records: Records,
+    pack: RulePack,
+    root: Path,
+    *,
+    allow_ops: Iterable[str] = (),
+    timeout: dict[str, Any] | None = None,
+    fallback_file: str | None = None,
+) -> tuple[list[Finding], dict[str, Any]]:
+    """Findings (raw: selection, baseline and gate come later) and the run summary."""
+    m = merge(records)
+    children = list(records.child)
+    target_file = fallback_file or next((c.get("target_file") for c in children if c.get("target_file")), None)
+    ctx = _Ctx(pack, root.resolve(), target_file)
+    allowed = _ops(ctx, m, set(allow_ops))
+    recompiles = _recompiles(ctx, m)
+    dyn = _dynamo(ctx, m)
+    _placement(ctx, m, children)
+    narrowed = _downcasts(ctx, m)
+    _pre_init(ctx, m)
+    _outcome(ctx, m, children, timeout)
+    device = sum(o.count for o in m.ops.values() if o.kind != "fallback")
+    fallback = sum(o.count for o in m.ops.values() if o.kind == "fallback")
+    host_compute = {o.name: o.count for o in m.ops.values() if o.name in _op_table()[1]}
+    ranks = sorted({r for rec in records.emu if (r := rank_of(rec)) is not None})
+    summary = {
+        "processes": len(records.emu),
+        "ranks": ranks,
+        "ops": {
+            "device": device, "cpu_fallback": fallback,
+            "device_share": round(device / (device + fallback), 4) if device + fallback else None,
+            "distinct_fallback_ops": sorted(o.name for o in m.ops.values() if o.kind == "fallback"),
+            "host_compute": host_compute,
+        },
+        "compiles": {"eager": m.compiles, "eager_recompiles": recompiles, **{f"dynamo_{k}": v for k, v in dyn.items()}},
+        "narrowed_64bit": narrowed,
+        "allowed_ops": allowed,
+        "wall_s": max((float(c.get("wall_s", 0.0)) for c in children), default=0.0),
+        "exit": [{"rank": c.get("rank"), **c.get("exit", {})} for c in children],
+        "problems": list(records.problems),
+    }
+    if not records.emu:
+        summary["problems"].append(
+            "no emulator record was written (the program was killed before it could exit, or never "
+            "imported torch)"
+        )
+    return ctx.findings, summary

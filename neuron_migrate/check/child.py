@@ -1,0 +1,293 @@
+"""The checked process: `python -m neuron_migrate.check.child (path FILE | module NAME | pytest) [ARGS...]`.
+
+It activates the emulated device (unless the `torch.backends` entry point already did), watches
+what the backend's record cannot see (parameters left on the CPU, module transfers, the user's
+exception with its live frames), runs the program as `python FILE` / `python -m NAME` / `pytest`
+would, and writes its own record next to the backend's in `$NEURON_MIGRATE_RECORD_DIR`:
+
+    neuron-check-<pid>-rank<RANK|x>.json   (format "neuron-migrate-check-child", version 1)
+    {
+      "format": "neuron-migrate-check-child", "version": 1,
+      "pid": int, "rank": int|null, "mode": "path"|"module"|"pytest", "target": str,
+      "target_file": str|null,                  # the script or the module's file
+      "start_error": null | {"type": str, "message": str},   # the program could not be started
+      "wall_s": float,                          # the user program's run time
+      "exit": {"status": "ok"|"exception"|"exit"|"terminated", "code": int},
+      "exception": null | {"type": str, "message": str, "frames": [Frame], "mismatch": null|Hint},
+      "terminated": null | {"signal": str, "frames": [Frame]},   # where a timeout stopped it
+      "cpu_params": [{"symbol": "Net.scale", "kind": "parameter"|"buffer", "shape": [int],
+                      "dtype": str, "site": Site, "calls": int}],
+      "module_transfers": [{"site": Site, "calls": int}]   # module.to()/.neuron()/load_state_dict
+    }
+    Frame = Site + {"source": str}; Hint = neuron_migrate.check.hints.diagnose(); Site as in
+    neuron_emu.record.
+
+A `started-<pid>` file marks the moment user code begins (the runner's timeout counts from there).
+The SIGTERM handler writes both records before the process dies, so a timeout still reports.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from neuron_migrate.check import frames
+
+FORMAT = "neuron-migrate-check-child"
+VERSION = 1
+EXIT_START_ERROR = 3  # the runner reads `start_error`; the code only keeps shells informed
+MODES = ("path", "module", "pytest")
+
+
+def _rank() -> str:
+    return os.environ.get("RANK") or "x"
+
+
+def record_name(prefix: str) -> str:
+    return f"{prefix}-{os.getpid()}-rank{_rank()}.json"
+
+
+class _State:
+    def __init__(self, mode: str, target: str) -> None:
+        rank = os.environ.get("RANK", "")
+        self.data: dict[str, Any] = {
+            "format": FORMAT, "version": VERSION, "pid": os.getpid(),
+            "rank": int(rank) if rank.isdigit() else None, "mode": mode, "target": target,
+            "target_file": None, "start_error": None, "wall_s": 0.0,
+            "exit": {"status": "ok", "code": 0}, "exception": None, "terminated": None,
+            "cpu_params": [], "module_transfers": [],
+        }
+        self.cpu_params: dict[tuple[int, str], dict[str, Any]] = {}
+        self.transfers: dict[tuple[str, int], dict[str, Any]] = {}
+        self.started = 0.0
+        self.directory = os.environ.get("NEURON_MIGRATE_RECORD_DIR")
+
+    def write(self) -> None:
+        if not self.directory:
+            return
+        if self.started:
+            self.data["wall_s"] = round(time.perf_counter() - self.started, 3)
+        self.data["cpu_params"] = list(self.cpu_params.values())
+        self.data["module_transfers"] = list(self.transfers.values())
+        path = Path(self.directory) / record_name("neuron-check")
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=1, default=str), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+# -- what the backend record does not hold -------------------------------------------------------
+def _install_observers(state: _State) -> None:
+    import torch
+    from torch.nn.modules.module import register_module_forward_pre_hook
+
+    neuron = torch.device("neuron").type
+
+    def on_neuron(module: Any, args: tuple[Any, ...]) -> bool:
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.device.type == neuron:
+                return True
+        for t in (*module._parameters.values(), *module._buffers.values()):
+            if t is not None and t.device.type == neuron:
+                return True
+        return False
+
+    def pre_hook(module: Any, args: tuple[Any, ...]) -> None:
+        cpu = [
+            (kind, name, t)
+            for kind, table in (("parameter", module._parameters), ("buffer", module._buffers))
+            for name, t in table.items()
+            if t is not None and t.device.type == "cpu"
+        ]
+        if not cpu or not on_neuron(module, args):
+            return
+        for kind, name, t in cpu:
+            key = (id(module), name)
+            entry = state.cpu_params.get(key)
+            if entry is None:
+                entry = state.cpu_params[key] = {
+                    "symbol": f"{type(module).__name__}.{name}", "kind": kind,
+                    "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."),
+                    "site": frames.user_site(sys._getframe(1)), "calls": 0,
+                }
+            entry["calls"] += 1
+
+    register_module_forward_pre_hook(pre_hook)
+    depth = [0]
+
+    def counted(method: Any) -> Any:
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if depth[0] == 0:
+                where = frames.user_site(sys._getframe(1))
+                if where is not None:
+                    key = (where["file"], where["line"])
+                    entry = state.transfers.setdefault(key, {"site": where, "calls": 0})
+                    entry["calls"] += 1
+            depth[0] += 1
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+
+        wrapper.__wrapped__ = method  # type: ignore[attr-defined]
+        wrapper.__name__ = method.__name__
+        wrapper.__doc__ = method.__doc__
+        return wrapper
+
+    # Every module transfer (to, neuron, cuda, half, ...) funnels through _apply; load_state_dict
+    # copies tensor by tensor. One call copies many tensors: these sites are not "repeated copies".
+    torch.nn.Module._apply = counted(torch.nn.Module._apply)  # type: ignore[method-assign]
+    torch.nn.Module.load_state_dict = counted(torch.nn.Module.load_state_dict)  # type: ignore[method-assign]
+
+
+def _on_sigterm(state: _State) -> Any:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        state.data["terminated"] = {
+            "signal": signal.Signals(signum).name,
+            "frames": frames.describe(frames.stack_frames(frame)),
+        }
+        state.data["exit"] = {"status": "terminated", "code": 128 + signum}
+        try:
+            state.write()
+            if state.directory:
+                import neuron_emu
+
+                neuron_emu.write_record(Path(state.directory) / record_name("neuron-emu"))
+        finally:
+            os._exit(128 + signum)  # the backend's atexit writer must not run twice
+
+    return handler
+
+
+# -- running the program -------------------------------------------------------------------------
+def _resolve(state: _State, mode: str, target: str) -> None:
+    """Fail before importing torch when the program cannot even start."""
+    if mode == "path":
+        path = Path(target)
+        if not path.is_file():
+            raise FileNotFoundError(f"no such file: {target}")
+        compile(path.read_bytes(), str(path), "exec")
+        state.data["target_file"] = str(path.resolve())
+    elif mode == "module":
+        sys.path.insert(0, os.getcwd())
+        spec = importlib.util.find_spec(target)
+        if spec is None:
+            raise ModuleNotFoundError(f"no module named {target!r}")
+        if spec.submodule_search_locations is not None:
+            spec = importlib.util.find_spec(f"{target}.__main__")
+            if spec is None:
+                raise ModuleNotFoundError(f"{target!r} is a package without a __main__ module")
+        state.data["target_file"] = spec.origin
+        sys.path.pop(0)
+    elif importlib.util.find_spec("pytest") is None:
+        raise ModuleNotFoundError("pytest is not installed")
+
+
+def _activate() -> None:
+    import torch  # noqa: F401 - the `torch.backends` entry point activates when asked
+
+    import neuron_emu
+
+    if not neuron_emu.is_active():
+        neuron_emu.activate()
+
+
+def _pytest_args(args: list[str]) -> list[str]:
+    from importlib.metadata import entry_points
+
+    autoload = not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    registered = any(ep.value == "neuron_migrate.check.pytest_plugin" for ep in entry_points(group="pytest11"))
+    plugin = [] if autoload and registered else ["-p", "neuron_migrate.check.pytest_plugin"]
+    return [*args, *plugin, "--neuron-emulate"]
+
+
+def _run(mode: str, target: str, args: list[str]) -> int:
+    import runpy
+
+    if mode == "path":
+        sys.argv = [target, *args]
+        sys.path[0] = os.path.dirname(os.path.abspath(target))
+        runpy.run_path(os.path.abspath(target), run_name="__main__")
+        return 0
+    if mode == "module":
+        sys.argv = [target, *args]
+        sys.path[0] = os.getcwd()
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+        return 0
+    import pytest
+
+    return int(pytest.main(_pytest_args(args)))
+
+
+def _exception_info(exc: BaseException) -> dict[str, Any]:
+    from neuron_migrate.check import hints
+
+    user = frames.user_tb_frames(exc.__traceback__)
+    message = str(exc)
+    info: dict[str, Any] = {
+        "type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
+        "message": message,
+        "frames": frames.describe(user),
+        "mismatch": None,
+    }
+    if hints.is_mismatch(message):
+        try:
+            info["mismatch"] = hints.diagnose(message, user)
+        except Exception as e:  # noqa: BLE001 - a failed hint must not hide the user's error
+            info["mismatch"] = {"cause": "unknown", "hint": f"(no hint: {e})"}
+    return info
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 1 or argv[0] not in MODES or (argv[0] != "pytest" and len(argv) < 2):
+        print("usage: python -m neuron_migrate.check.child (path FILE | module NAME | pytest) [ARGS...]",
+              file=sys.stderr)
+        return 2
+    mode = argv[0]
+    target, args = (argv[1], argv[2:]) if mode != "pytest" else ("pytest", argv[1:])
+    state = _State(mode, target)
+    try:
+        _resolve(state, mode, target)
+        _activate()
+    except Exception as exc:  # noqa: BLE001 - reported to the runner as "could not start"
+        state.data["start_error"] = {"type": type(exc).__name__, "message": str(exc)}
+        state.write()
+        return EXIT_START_ERROR
+    _install_observers(state)
+    signal.signal(signal.SIGTERM, _on_sigterm(state))
+    if state.directory:
+        Path(state.directory, f"started-{os.getpid()}").touch()
+    state.started = time.perf_counter()
+    code = 0
+    try:
+        code = _run(mode, target, args)
+        if code:
+            state.data["exit"] = {"status": "exit", "code": code}
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)
+        state.data["exit"] = {"status": "exit" if code else "ok", "code": code}
+    except BaseException as exc:  # noqa: BLE001 - the user's exception is a result, not our crash
+        code = 1
+        state.data["exit"] = {"status": "exception", "code": 1}
+        state.data["exception"] = _exception_info(exc)
+        trimmed = traceback.format_list(
+            [(f["file"], f["line"], f["function"], f["source"]) for f in state.data["exception"]["frames"]]
+        )
+        print("Traceback (user frames only):\n" + "".join(trimmed)
+              + "".join(traceback.format_exception_only(exc)), end="", file=sys.stderr)
+    finally:
+        state.write()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,150 @@
+"""Read the per-process records of one check run and merge ranks.
+
+A run directory holds the backend's records (`neuron-emu-<pid>-rank<R>.json`, schema in
+`neuron_emu.record`) and the child's (`neuron-check-<pid>-rank<R>.json`, schema in child.py). Under
+torchrun there is one of each per rank (plus any DataLoader worker that used the device); they are
+merged here so each op, call site and copy is reported once with the ranks that saw it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from neuron_migrate.errors import NeuronMigrateError
+
+EMU_PREFIX = "neuron-emu-"
+CHILD_PREFIX = "neuron-check-"
+SUPPORTED_EMU_SCHEMA = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Records:
+    emu: tuple[dict[str, Any], ...]  # backend records, ordered by (rank, pid)
+    child: tuple[dict[str, Any], ...]  # child records, same order
+    problems: tuple[str, ...] = ()  # unreadable files, named in the report
+
+
+def _rank_key(rank: Any, pid: Any) -> tuple[int, int]:
+    return (rank if isinstance(rank, int) else 1 << 30, pid if isinstance(pid, int) else 0)
+
+
+def load_dir(directory: Path) -> Records:
+    if not directory.is_dir():
+        raise NeuronMigrateError(f"{directory}: no such records directory")
+    emu, child, problems = [], [], []
+    for path in sorted(directory.glob("*.json")):
+        if not path.name.startswith((EMU_PREFIX, CHILD_PREFIX)):
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            problems.append(f"{path.name}: unreadable record ({e})")
+            continue
+        if not isinstance(data, dict):
+            problems.append(f"{path.name}: not a record object")
+        elif path.name.startswith(EMU_PREFIX):
+            if data.get("schema_version") != SUPPORTED_EMU_SCHEMA:
+                problems.append(f"{path.name}: unsupported schema_version {data.get('schema_version')!r}")
+            else:
+                emu.append(data)
+        else:
+            child.append(data)
+    emu.sort(key=lambda r: _rank_key(r.get("process", {}).get("rank"), r.get("process", {}).get("pid")))
+    child.sort(key=lambda r: _rank_key(r.get("rank"), r.get("pid")))
+    return Records(tuple(emu), tuple(child), tuple(problems))
+
+
+def rank_of(rec: dict[str, Any]) -> int | None:
+    rank = rec.get("process", {}).get("rank") if "process" in rec else rec.get("rank")
+    return rank if isinstance(rank, int) else None
+
+
+def site_key(site: dict[str, Any] | None) -> tuple[str, int]:
+    return (site["file"], int(site["line"])) if site else ("", 0)
+
+
+def _sig_key(inputs: Any) -> str:
+    return json.dumps(inputs, separators=(",", ":"))
+
+
+@dataclass
+class Op:
+    name: str
+    kind: str
+    count: int = 0
+    fwd: int = 0
+    bwd: int = 0
+    signatures: dict[str, tuple[Any, int]] = field(default_factory=dict)  # key -> (inputs, count)
+    first_site: dict[str, Any] | None = None
+    ranks: set[int] = field(default_factory=set)
+
+
+@dataclass
+class CompileSite:
+    site: dict[str, Any]
+    op: str
+    phase: str
+    signatures: dict[str, Any] = field(default_factory=dict)  # key -> inputs, first seen first
+    ranks: set[int] = field(default_factory=set)
+
+
+@dataclass
+class Merged:
+    ops: dict[str, Op]
+    compile_sites: dict[tuple[str, int, str], CompileSite]
+    compiles: int
+    h2d: dict[tuple[str, int], dict[str, Any]]  # {site, count, bytes, ranks}
+    downcasts: dict[tuple[str, str], dict[str, Any]]  # (op, dtype) -> {to, count}
+    pre_init: list[tuple[int | None, dict[str, Any]]]
+    dynamo: list[tuple[int | None, dict[str, Any]]]
+    exceptions: list[tuple[int | None, dict[str, Any]]]  # the backend's, for processes without a child record
+
+
+def merge(records: Records) -> Merged:
+    m = Merged({}, {}, 0, {}, {}, [], [], [])
+    for rec in records.emu:
+        rank = rank_of(rec)
+        for o in rec.get("ops", ()):
+            op = m.ops.get(o["name"])
+            if op is None:
+                op = m.ops[o["name"]] = Op(o["name"], o["kind"])
+            op.count += int(o["count"])
+            op.fwd += int(o.get("phases", {}).get("fwd", 0))
+            op.bwd += int(o.get("phases", {}).get("bwd", 0))
+            for s in o.get("signatures", ()):
+                key = _sig_key(s["inputs"])
+                prev = op.signatures.get(key)
+                op.signatures[key] = (s["inputs"], (prev[1] if prev else 0) + int(s["count"]))
+            op.first_site = op.first_site or o.get("first_site")
+            if rank is not None:
+                op.ranks.add(rank)
+        compiles = rec.get("compiles", {})
+        m.compiles += int(compiles.get("count", 0))
+        for s in compiles.get("sites", ()):
+            key = (*site_key(s["site"]), s["op"])
+            cs = m.compile_sites.get(key)
+            if cs is None:
+                cs = m.compile_sites[key] = CompileSite(s["site"], s["op"], s.get("phase", "fwd"))
+            for sig in s.get("signatures", ()):
+                cs.signatures.setdefault(_sig_key(sig), sig)
+            if rank is not None:
+                cs.ranks.add(rank)
+        for h in rec.get("host_to_device", ()):
+            entry = m.h2d.setdefault(site_key(h["site"]), {"site": h["site"], "count": 0, "bytes": 0, "ranks": set()})
+            entry["count"] += int(h["count"])
+            entry["bytes"] += int(h["bytes"])
+            if rank is not None:
+                entry["ranks"].add(rank)
+        for d in rec.get("downcasts", ()):
+            entry = m.downcasts.setdefault((d["op"], d["dtype"]), {"to": d["to"], "count": 0})
+            entry["count"] += int(d["count"])
+        if rec.get("pre_init_allocations"):
+            m.pre_init.append((rank, rec["pre_init_allocations"]))
+        if rec.get("dynamo"):
+            m.dynamo.append((rank, rec["dynamo"]))
+        if rec.get("exception"):
+            m.exceptions.append((rank, rec["exception"]))
+    return m
