@@ -222,7 +222,8 @@ def _scan(project: Path, settings: Settings, pack: RulePack, use_cache: bool) ->
 def _rewrite(copy: Path, settings: Settings) -> dict[str, Any]:
     from neuron_migrate.rewrite.api import FileStatus, rewrite_paths
 
-    common = dict(unsafe=settings.unsafe_fixes, allow_dirty=True, target=settings.target, use_cache=False)
+    common: dict[str, Any] = {"unsafe": settings.unsafe_fixes, "allow_dirty": True, "target": settings.target,
+                              "use_cache": False}
     first = rewrite_paths([copy], settings, apply=True, **common)
     second = rewrite_paths([copy], settings, apply=False, **common)
     again = [o.path for o in second.files if o.status is FileStatus.CHANGED]

@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neuron_migrate.findings import Finding, Severity
-from neuron_migrate.record import check_findings, fallback_ops, recompile_sites, scan_findings
+from neuron_migrate.record import (
+    check_findings,
+    fallback_ops,
+    recompile_sites,
+    scan_findings,
+)
 
 _REGRESSION_SEVERITY = Severity.ERROR
 
@@ -154,7 +159,7 @@ def render_text(d: RecordDiff) -> str:
 
 def _md(text: Any) -> str:
     s = " ".join(str(text).split())
-    return s.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("`", "'")
+    return s.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def render_markdown(d: RecordDiff) -> str:
@@ -168,7 +173,7 @@ def render_markdown(d: RecordDiff) -> str:
         out.append(f"### {title} ({len(rows)})")
         out.append("")
         if not rows:
-            out += ["None.", ""]
+            out.extend(["None.", ""])
             return
         out.append("| " + " | ".join(header) + " |")
         out.append("|" + "|".join("---" for _ in header) + "|")

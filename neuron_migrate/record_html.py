@@ -80,7 +80,7 @@ def _left_for_person(record: Mapping[str, Any]) -> str:
     grouped: dict[str, list[Any]] = defaultdict(list)
     for f in left:
         grouped[f.code].append(f)
-    parts = []
+    parts = ["<p>Findings a scan of the rewritten code still reports (lines are in the rewritten code).</p>"]
     for code, items in sorted(grouped.items()):
         first = items[0]
         rows = [(f.location(), f.source_line.strip()) for f in items]
@@ -108,8 +108,8 @@ def _check(record: Mapping[str, Any]) -> str:
     if check is None:
         return "<p>Not run: pass <code>--run SCRIPT</code> to run the rewritten program on the emulated device.</p>"
     launcher = f" under {check['launcher']} --nproc-per-node {check['nproc_per_node']}" if check.get("launcher") else ""
-    out = [f"<p><code>{_e(check['script'])}</code>{_e(launcher)}: exit {_e(check['exit_code'])}, "
-           f"{_e(format(check['duration_s'], '.1f'))} s.</p>"]
+    out = [(f"<p><code>{_e(check['script'])}</code>{_e(launcher)}: exit {_e(check['exit_code'])}, "
+            f"{_e(format(check['duration_s'], '.1f'))} s.</p>")]
     if check.get("error"):
         return "".join(out) + f"<p>check produced no report:</p><pre>{_e(check['error'])}</pre>"
     fallbacks = views.fallback_rows(record)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def cell(text: Any) -> str:
     """Text safe inside a table cell: one line, pipes escaped, no raw HTML."""
     s = " ".join(str(text).split())
-    return s.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("`", "'")
+    return s.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[int] = ()) -> list[str]:
@@ -52,7 +52,9 @@ def render(record: Mapping[str, Any], pack: RulePack | None = None) -> str:
 
     left = remaining_findings(record)
     out += ["## Left for a person", ""]
-    if not left:
+    if left:
+        out += ["Findings a scan of the rewritten code still reports (lines are in the rewritten code).", ""]
+    else:
         out += ["Nothing: the rewrite handled every finding.", ""]
     grouped: dict[str, list[str]] = defaultdict(list)
     messages: dict[str, str] = {}

@@ -28,8 +28,8 @@ def provenance(record: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("Created (UTC)", record["created"]),
         ("Target", record["target"] + (" (unsafe fixes applied)" if record.get("unsafe_fixes") else " (safe fixes only)")),
         ("neuron-migrate", v["tool"]),
-        ("Rule pack", f"{pack['name']} {pack['version']} (Neuron SDK {pack['neuron_sdk']}, "
-                      f"torch-neuronx {pack['torch_neuronx']}; digest {pack['digest'][:12]})"),
+        ("Rule pack", (f"{pack['name']} {pack['version']} (Neuron SDK {pack['neuron_sdk']}, "
+                       f"torch-neuronx {pack['torch_neuronx']}; digest {pack['digest'][:12]})")),
         ("torch", v["torch"] or "not installed"),
         ("Python", v["python"]),
     ]
@@ -41,8 +41,8 @@ def headline_rows(record: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("CUDA-specific sites found",
          f"{h['sites']} ({h['errors']} errors) in {h['files_with_findings']} of {h['files_scanned']} files"),
         (f"Auto-fixable for target {record['target']}",
-         f"{h['auto_fixable']} of {h['sites']} ({pct(h['auto_fixable_share'])}): "
-         f"{h['auto_fixable_safe']} safe, {h['auto_fixable'] - h['auto_fixable_safe']} unsafe"),
+         (f"{h['auto_fixable']} of {h['sites']} ({pct(h['auto_fixable_share'])}): "
+          f"{h['auto_fixable_safe']} safe, {h['auto_fixable'] - h['auto_fixable_safe']} unsafe")),
         ("Fixed by the rewrite", str(h["fixed_by_rewrite"])),
         ("Left for a person (after rewrite)", str(h["needs_person"])),
         ("Rewrite idempotent (second run changes nothing)", yes_no(h["rewrite_idempotent"])),

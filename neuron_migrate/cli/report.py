@@ -24,6 +24,38 @@ def _headline_text(record: dict) -> str:  # type: ignore[type-arg]
     return "\n".join(f"{k:<{width}}  {v}" for k, v in headline_rows(record))
 
 
+def _command_line(
+    path: Path,
+    target: str | None,
+    unsafe_fixes: bool | None,
+    script: str | None,
+    script_args: list[str],
+    launcher: str | None,
+    nproc_per_node: int | None,
+    timeout: float | None,
+    output_json: Path | None,
+    output_markdown: Path | None,
+    output_html: Path | None,
+    use_cache: bool,
+    config: Path | None,
+) -> list[str]:
+    """This invocation, rebuilt from the parsed options (the same in-process and from a shell)."""
+    argv = ["neuron-migrate", "report", str(path)]
+    flags: list[tuple[str, object]] = [
+        ("--target", target), ("--config", config), ("--run", script), ("--launcher", launcher),
+        ("--nproc-per-node", nproc_per_node), ("--timeout", timeout), ("--output-json", output_json),
+        ("--output-markdown", output_markdown), ("--output-html", output_html),
+    ]
+    if unsafe_fixes is not None:
+        argv.append("--unsafe-fixes" if unsafe_fixes else "--no-unsafe-fixes")
+    if not use_cache:
+        argv.append("--no-cache")
+    for flag, value in flags:
+        if value is not None:
+            argv += [flag, str(value)]
+    return argv + (["--", *script_args] if script_args else [])
+
+
 def _run(
     path: Path,
     target: str | None,
@@ -56,7 +88,8 @@ def _run(
     run = None
     if script is not None:
         run = RunSpec(script, tuple(script_args), launcher, nproc_per_node, timeout)
-    argv = ["neuron-migrate", *sys.argv[1:]]
+    argv = _command_line(path, target, unsafe_fixes, script, script_args, launcher, nproc_per_node, timeout,
+                         output_json, output_markdown, output_html, use_cache, config)
     record = build_record(path, settings, run=run, argv=argv, use_cache=use_cache)
 
     pack = load_pack(settings.extra_rules)
