@@ -18,11 +18,13 @@ import stat as stat_mod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from neuron_migrate.errors import NeuronMigrateError
 from neuron_migrate.scan.diagnostics import UNREADABLE, Diagnosis
+
+if TYPE_CHECKING:
+    import pathspec
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -110,8 +112,8 @@ class _Walker:
         self.path_glob = _compile_globs([g for g in file_globs if "/" in g])
         self.candidate_name = _compile_globs(["*.py", "*.pyi", "*" + NOTEBOOK_SUFFIX,
                                               *(g for g in file_globs if "/" not in g)])
-        self.include = pathspec.GitIgnoreSpec.from_lines(include) if include else None
-        self.exclude = pathspec.GitIgnoreSpec.from_lines(exclude) if exclude else None
+        self.include = _spec(include) if include else None
+        self.exclude = _spec(exclude) if exclude else None
         self.respect_gitignore = respect_gitignore
 
     # -- given paths ------------------------------------------------------------------------
@@ -248,12 +250,18 @@ class _Ignore:
                 lines = fh.read().splitlines()
         except OSError:
             return None
-        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        spec = _spec(lines)
         return cls(base, spec) if spec.patterns else None
 
     def verdict(self, path: str, is_dir: bool) -> bool | None:
         rel = path[len(self.base) + 1:].replace(os.sep, "/")
         return self.spec.check_file(rel + "/" if is_dir else rel).include
+
+
+def _spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
+    import pathspec  # imported when a tree has .gitignore files or globs: it costs ~50 ms
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def _compile_globs(globs: Sequence[str]) -> re.Pattern[str] | None:
