@@ -310,7 +310,8 @@ def _pre_init(ctx: _Ctx, m: Merged) -> None:
 
 
 # -- the program's end -------------------------------------------------------------------------
-def _outcome(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], timeout: dict[str, Any] | None) -> None:
+def _outcome(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], timeout: dict[str, Any] | None,
+             crash: dict[str, Any] | None) -> None:
     seen: set[tuple[str, str]] = set()
     for c in children:
         rank = c.get("rank")
@@ -340,6 +341,9 @@ def _outcome(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], timeout: dict
             site = exc.get("site")
             ctx.add("NM912", site, f"{exc['type']}: {exc['message'].splitlines()[0] if exc['message'] else ''}",
                     {**exc, "rank": rank})
+    if crash is not None and not seen:
+        ctx.add("NM912", None, f"a fatal signal ({crash['signal']})", crash,
+                "the process died without a Python exception; the record stops at its last exit")
     if timeout is not None:
         where = next((c["terminated"]["frames"] for c in children if c.get("terminated")), [])
         site = where[-1] if where else None
@@ -366,6 +370,7 @@ def analyze(
     *,
     allow_ops: Iterable[str] = (),
     timeout: dict[str, Any] | None = None,
+    crash: dict[str, Any] | None = None,
     fallback_file: str | None = None,
 ) -> tuple[list[Finding], dict[str, Any]]:
     """Findings (raw: selection, baseline and gate come later) and the run summary."""
@@ -379,7 +384,7 @@ def analyze(
     _placement(ctx, m, children)
     narrowed = _downcasts(ctx, m)
     _pre_init(ctx, m)
-    _outcome(ctx, m, children, timeout)
+    _outcome(ctx, m, children, timeout, crash)
     device = sum(o.count for o in m.ops.values() if o.kind != "fallback")
     fallback = sum(o.count for o in m.ops.values() if o.kind == "fallback")
     host_compute = {o.name: o.count for o in m.ops.values() if o.name in _op_table()[1]}

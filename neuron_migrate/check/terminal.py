@@ -1,0 +1,116 @@
+"""check's terminal report: findings grouped by kind with the details a person acts on, then the run
+summary. Rendered with rich; plain text (no colour codes) when `color` is False, e.g. when piped."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from neuron_migrate.check.gate import KINDS
+from neuron_migrate.findings import Finding, Report
+
+SECTIONS = {
+    "fallback": "CPU fallbacks (ops without a device kernel)",
+    "host-sync": "Expected host work (value reads, data-dependent shapes)",
+    "recompile": "Recompiles",
+    "graph-break": "torch.compile graph breaks",
+    "placement": "Placement",
+    "dtype": "64-bit work narrowed on the device",
+    "exception": "The program",
+}
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+MAX_SIGNATURES = 3
+
+
+def _kind(code: str) -> str:
+    return next((k for k, codes in KINDS.items() if code in codes), "exception")
+
+
+def _detail_lines(f: Finding) -> list[str]:
+    d: dict[str, Any] = dict(f.details)
+    lines: list[str] = []
+    if f.code in ("NM901", "NM902"):
+        for s in d.get("signatures", [])[:MAX_SIGNATURES]:
+            lines.append(f"{s['count']:>6}x {s['shapes']}")
+        more = len(d.get("signatures", [])) - MAX_SIGNATURES
+        if more > 0:
+            lines.append(f"       … {more} more signatures")
+    elif f.code == "NM903":
+        for op in d.get("ops", []):
+            varied = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in op["varied"].items())
+            lines.append(f"{op['op']} ({op['phase']}): {op['signatures']} compiles"
+                         + (f", varied {varied}" if varied else ""))
+        for dim in d.get("varied_dimensions", []):
+            for o in dim["options"]:
+                lines.append(f"→ {o['advice']} (padding {o['padding']:.0%})")
+    elif f.code in ("NM910", "NM912") and d.get("frames"):
+        lines.append("Traceback (user frames):")
+        for fr in d["frames"]:
+            lines.append(f'  File "{fr["file"]}", line {fr["line"]}, in {fr["function"]}')
+            if fr.get("source"):
+                lines.append(f"    {fr['source']}")
+        lines.append(f"{d['type']}: {d['message']}")
+        if d.get("mismatch", {}) and d["mismatch"].get("hint"):
+            lines.append(f"hint: {d['mismatch']['hint']}")
+    elif f.code == "NM913" and d.get("frames"):
+        lines.append("Where it was:")
+        lines += [f'  File "{fr["file"]}", line {fr["line"]}, in {fr["function"]}' for fr in d["frames"]]
+    elif f.code == "NM908" and "bytes_per_copy" in d:
+        lines.append(f"{d['bytes_per_copy']} bytes per copy")
+    return lines
+
+
+def summary_lines(report: Report) -> list[str]:
+    s: dict[str, Any] = dict(report.extras.get("check", {}))
+    if not s:
+        return []
+    ops = s.get("ops", {})
+    share = ops.get("device_share")
+    lines = [f"Program: {s.get('program', '')} ({s.get('processes', 0)} process"
+             f"{'es' if s.get('processes', 0) != 1 else ''}"
+             + (f", ranks {', '.join(map(str, s['ranks']))}" if s.get("ranks") else "") + ")"]
+    exits = ", ".join(f"{e['status']} ({e.get('code', 0)})" for e in s.get("exit", [])) or "unknown"
+    lines.append(f"Exit: {exits}; user code ran {s.get('wall_s', 0.0):.2f} s, check took {report.duration_s:.2f} s")
+    if share is not None:
+        lines.append(f"Ops: {ops['device']} on the device, {ops['cpu_fallback']} on the CPU "
+                     f"({share:.1%} on the device)")
+    c = s.get("compiles", {})
+    lines.append(f"Compiles: {c.get('eager', 0)} eager ({c.get('eager_recompiles', 0)} recompiles); "
+                 f"torch.compile: {c.get('dynamo_graphs', 0)} graphs, {c.get('dynamo_graph_breaks', 0)} "
+                 f"graph breaks, {c.get('dynamo_recompiles', 0)} recompiles")
+    if s.get("allowed_ops"):
+        lines.append(f"Allowed fallbacks (not reported): {', '.join(s['allowed_ops'])}")
+    int64 = {k: v for k, v in s.get("narrowed_64bit", {}).items() if k.endswith("int64")}
+    if int64:
+        lines.append(f"int64 narrowed to int32 (indices, labels): {sum(int64.values())} op calls")
+    lines += [f"Note: {p}" for p in s.get("problems", [])]
+    return lines
+
+
+def render(report: Report, *, color: bool, summary: bool = True, width: int = 100) -> str:
+    from rich.console import Console
+    from rich.markup import escape
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=color, no_color=not color, color_system="standard" if color else None,
+                      width=width, highlight=False, soft_wrap=True)
+    by_kind: dict[str, list[Finding]] = {}
+    for f in report.findings:
+        by_kind.setdefault(_kind(f.code), []).append(f)
+    for kind, title in SECTIONS.items():
+        found = by_kind.get(kind)
+        if not found:
+            continue
+        console.print(f"[bold]{escape(title)}[/bold]")
+        for f in found:
+            style = _SEVERITY_STYLE.get(f.severity.value, "")
+            console.print(f"{escape(f.location())}: [{style}]{f.code}[/{style}] {escape(f.message)}")
+            for line in _detail_lines(f):
+                console.print(f"    {escape(line)}")
+        console.print()
+    if summary:
+        if not report.findings:
+            console.print("No runtime findings.")
+        for line in summary_lines(report):
+            console.print(escape(line))
+    return buf.getvalue()

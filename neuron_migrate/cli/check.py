@@ -1,0 +1,211 @@
+"""`neuron-migrate check`: run a program on the emulated neuron device; report fallbacks, recompiles,
+placement leaks; gate CI.
+
+    neuron-migrate check train.py -- --epochs 1
+    neuron-migrate check -m package.module
+    neuron-migrate check --launcher torchrun --nproc-per-node 2 train.py
+    neuron-migrate check --pytest tests/
+    neuron-migrate check --from-records DIR        (report records written earlier)
+
+Exit codes as in scan: 0 pass, 1 findings fail the gate (a user exception is an NM912 error
+finding, so it fails by default), 2 usage/config error or the program could not be started
+(missing file or module, syntax error in the script, emulator unavailable).
+The program's own output goes to stderr so that a report on stdout stays parseable.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from neuron_migrate.cli.output import fail_on_errors, note, write_atomic
+
+FORMAT_NAMES = ("text", "json", "sarif", "junit", "github", "markdown")
+EXTRA_OUTPUTS = ("json", "sarif", "junit", "github", "markdown")
+
+
+def _root(explicit: Path | None, script: Path | None) -> Path:
+    """Findings' paths are relative to the project root: --root, else the working directory when
+    it holds the script (as scan does), else the script's directory."""
+    if explicit is not None:
+        return explicit.resolve()
+    cwd = Path.cwd().resolve()
+    if script is None:
+        return cwd
+    script = script.resolve()
+    return cwd if script.is_relative_to(cwd) else script.parent
+
+
+def _emit(report: Any, settings: Any, pack: Any, outputs: list[tuple[str, Path | None]], *, quiet: bool) -> None:
+    from neuron_migrate.check.terminal import render
+    from neuron_migrate.cli.scan import _information_uri
+    from neuron_migrate.emit import FORMATS, EmitOptions
+
+    options = EmitOptions(pack=pack, target=settings.target, summary=not quiet, information_uri=_information_uri())
+    rendered = []
+    for fmt, dest in outputs:
+        if fmt == "text":
+            color = dest is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+            rendered.append((fmt, dest, render(report, color=color, summary=not quiet)))
+        else:
+            rendered.append((fmt, dest, FORMATS[fmt](report, options)))
+    for fmt, dest, text in rendered:
+        if dest is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            write_atomic(dest, text)
+            if not quiet:
+                note(f"wrote {fmt} report to {dest}")
+
+
+def run_check(
+    args: list[str],
+    *,
+    module: str | None,
+    pytest_mode: bool,
+    launcher: str | None,
+    nproc_per_node: int,
+    timeout: float | None,
+    from_records: Path | None,
+    keep_records: Path | None,
+    root: Path | None,
+    fail_on: str | None,
+    overrides: dict[str, Any],
+    config_file: Path | None,
+    output: Path | None,
+    extra_outputs: list[tuple[str, Path]],
+    quiet: bool,
+) -> int:
+    from neuron_migrate import baseline
+    from neuron_migrate.check import gate as check_gate
+    from neuron_migrate.check.records import load_dir
+    from neuron_migrate.check.report import build_report
+    from neuron_migrate.check.runner import Program, run_program
+    from neuron_migrate.config import load_settings
+    from neuron_migrate.errors import NeuronMigrateError
+    from neuron_migrate.ruleset.load import load_pack
+
+    modes = sum(bool(x) for x in (module, pytest_mode, from_records))
+    if modes > 1:
+        raise NeuronMigrateError("use only one of -m/--module, --pytest and --from-records")
+    if module:
+        program = Program("module", module, tuple(args))
+    elif pytest_mode:
+        program = Program("pytest", "pytest", tuple(args))
+    elif from_records:
+        if args:
+            raise NeuronMigrateError("--from-records reports existing records: give no program")
+        program = None
+    elif args:
+        program = Program("path", args[0], tuple(args[1:]))
+    else:
+        raise NeuronMigrateError("nothing to check: give a script, -m MODULE, --pytest or --from-records DIR")
+    if launcher is None and nproc_per_node != 1:
+        raise NeuronMigrateError("--nproc-per-node needs --launcher torchrun")
+    if launcher is not None and program is not None and program.mode == "pytest":
+        raise NeuronMigrateError("--launcher cannot run --pytest")
+
+    spec = check_gate.parse_fail_on(fail_on)
+    script = Path(program.target) if program is not None and program.mode == "path" else None
+    project = _root(root, script)
+    settings = load_settings(script or project, {**overrides, "fail-on": spec.severity}, config_file=config_file)
+    if settings.write_baseline is not None:
+        settings = replace(settings, baseline=None)
+    pack = load_pack(settings.extra_rules)
+
+    if program is None:
+        assert from_records is not None
+        records, duration, timeout_info, crash, described = load_dir(from_records), 0.0, None, None, str(from_records)
+    else:
+        result = run_program(program, launcher=launcher, nproc_per_node=nproc_per_node, timeout=timeout,
+                             records_dir=keep_records, stdout=sys.stderr)
+        records, duration = result.records, result.duration_s
+        timeout_info, crash, described = result.timeout, result.crash, program.describe()
+    report = build_report(records, settings, pack, root=project, program=described, duration_s=duration,
+                          timeout=timeout_info, crash=crash)
+    if settings.write_baseline is not None:
+        text = baseline.dumps(baseline.from_findings(report.findings), report.tool_version)
+        write_atomic(settings.write_baseline, text)
+        if not quiet:
+            note(f"wrote baseline of {len(report.findings)} findings to {settings.write_baseline}")
+    _emit(report, settings, pack, [(settings.format, output), *extra_outputs], quiet=quiet)
+    code, reasons = check_gate.exit_code(report, settings, spec.kinds)
+    if reasons and not quiet:
+        note("check failed: " + "; ".join(reasons))
+    return code
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+    def check(
+        args: list[str] | None = typer.Argument(None, help="SCRIPT [ARGS...] (or the args of -m MODULE / --pytest)."),
+        module: str | None = typer.Option(None, "--module", "-m", help="Run a module, as python -m does."),
+        pytest_mode: bool = typer.Option(False, "--pytest", help="Run pytest (ARGS are pytest's) with the plugin."),
+        launcher: str | None = typer.Option(None, "--launcher", help="torchrun: one process per rank."),
+        nproc_per_node: int = typer.Option(1, "--nproc-per-node", min=1, help="Processes for --launcher torchrun."),
+        timeout: float | None = typer.Option(None, "--timeout", help="Stop the program after SECONDS of user code."),
+        from_records: Path | None = typer.Option(None, "--from-records", file_okay=False,
+                                                 help="Report the records in DIR instead of running anything."),
+        keep_records: Path | None = typer.Option(None, "--keep-records", file_okay=False,
+                                                 help="Keep the run's records in DIR."),
+        root: Path | None = typer.Option(None, "--root", file_okay=False,
+                                         help="Project root that finding paths are relative to."),
+        format: str | None = typer.Option(None, "--format", "-f",
+                                          help=f"Report format: {', '.join(FORMAT_NAMES)} (default text)."),
+        output: Path | None = typer.Option(None, "--output", "-o", dir_okay=False, help="Write the report to FILE."),
+        output_json: Path | None = typer.Option(None, "--output-json", dir_okay=False, help="Also write JSON to FILE."),
+        output_sarif: Path | None = typer.Option(None, "--output-sarif", dir_okay=False, help="Also write SARIF."),
+        output_junit: Path | None = typer.Option(None, "--output-junit", dir_okay=False, help="Also write JUnit XML."),
+        output_github: Path | None = typer.Option(None, "--output-github", dir_okay=False,
+                                                  help="Also write GitHub annotations."),
+        output_markdown: Path | None = typer.Option(None, "--output-markdown", dir_okay=False,
+                                                    help="Also write a Markdown summary."),
+        select: list[str] | None = typer.Option(None, "--select", help="Only these codes or prefixes."),
+        ignore: list[str] | None = typer.Option(None, "--ignore", help="Skip these codes or prefixes."),
+        fail_on: str | None = typer.Option(
+            None, "--fail-on",
+            help="Severity (error, warning, info, never) and/or kinds: fallback, host-sync, recompile, "
+                 "graph-break, placement, dtype, exception (comma-separated)."),
+        max_recompiles: int | None = typer.Option(None, "--max-recompiles", min=0, help="Recompiles allowed."),
+        max_fallback_ops: int | None = typer.Option(None, "--max-fallback-ops", min=0,
+                                                    help="Distinct CPU-fallback ops allowed."),
+        allow_ops: list[str] | None = typer.Option(None, "--allow-ops", help="Known fallback ops: aten::x,aten::y."),
+        exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings."),
+        baseline: Path | None = typer.Option(None, "--baseline", dir_okay=False, help="Only findings not in FILE."),
+        write_baseline: Path | None = typer.Option(None, "--write-baseline", dir_okay=False,
+                                                   help="Record every current finding in FILE (then exit 0)."),
+        config: Path | None = typer.Option(None, "--config", dir_okay=False, help="Use this config file."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="Findings only: no summary or notes."),
+    ) -> None:
+        """Run a program on the emulated neuron device; exit 0 (pass), 1 (gate failed) or 2 (error)."""
+        overrides: dict[str, Any] = {
+            "format": format,
+            "select": ",".join(select) if select else None,
+            "ignore": ",".join(ignore) if ignore else None,
+            "exit-zero": True if exit_zero else None,
+            "baseline": baseline,
+            "write-baseline": write_baseline,
+            "max-recompiles": max_recompiles,
+            "max-fallback-ops": max_fallback_ops,
+            "allow-ops": ",".join(allow_ops) if allow_ops else None,
+        }
+        extra = [
+            (fmt, dest)
+            for fmt, dest in zip(EXTRA_OUTPUTS, (output_json, output_sarif, output_junit, output_github,
+                                                 output_markdown), strict=True)
+            if dest is not None
+        ]
+
+        code = fail_on_errors(lambda: run_check(
+            list(args or []), module=module, pytest_mode=pytest_mode, launcher=launcher,
+            nproc_per_node=nproc_per_node, timeout=timeout, from_records=from_records,
+            keep_records=keep_records, root=root, fail_on=fail_on, overrides=overrides,
+            config_file=config, output=output, extra_outputs=extra, quiet=quiet,
+        ))
+        raise typer.Exit(code)
