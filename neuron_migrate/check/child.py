@@ -39,7 +39,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from neuron_migrate.check import frames
+from neuron_migrate.check import frames, observe
 
 FORMAT = "neuron-migrate-check-child"
 VERSION = 1
@@ -65,8 +65,7 @@ class _State:
             "exit": {"status": "ok", "code": 0}, "exception": None, "terminated": None,
             "cpu_params": [], "module_transfers": [],
         }
-        self.cpu_params: dict[tuple[int, str], dict[str, Any]] = {}
-        self.transfers: dict[tuple[str, int], dict[str, Any]] = {}
+        self.observed = observe.Observations()
         self.started = 0.0
         self.directory = os.environ.get("NEURON_MIGRATE_RECORD_DIR")
 
@@ -75,76 +74,11 @@ class _State:
             return
         if self.started:
             self.data["wall_s"] = round(time.perf_counter() - self.started, 3)
-        self.data["cpu_params"] = list(self.cpu_params.values())
-        self.data["module_transfers"] = list(self.transfers.values())
+        self.data.update(self.observed.to_dict())
         path = Path(self.directory) / record_name("neuron-check")
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.data, indent=1, default=str), encoding="utf-8")
         os.replace(tmp, path)
-
-
-# -- what the backend record does not hold -------------------------------------------------------
-def _install_observers(state: _State) -> None:
-    import torch
-    from torch.nn.modules.module import register_module_forward_pre_hook
-
-    neuron = torch.device("neuron").type
-
-    def on_neuron(module: Any, args: tuple[Any, ...]) -> bool:
-        for a in args:
-            if isinstance(a, torch.Tensor) and a.device.type == neuron:
-                return True
-        for t in (*module._parameters.values(), *module._buffers.values()):
-            if t is not None and t.device.type == neuron:
-                return True
-        return False
-
-    def pre_hook(module: Any, args: tuple[Any, ...]) -> None:
-        cpu = [
-            (kind, name, t)
-            for kind, table in (("parameter", module._parameters), ("buffer", module._buffers))
-            for name, t in table.items()
-            if t is not None and t.device.type == "cpu"
-        ]
-        if not cpu or not on_neuron(module, args):
-            return
-        for kind, name, t in cpu:
-            key = (id(module), name)
-            entry = state.cpu_params.get(key)
-            if entry is None:
-                entry = state.cpu_params[key] = {
-                    "symbol": f"{type(module).__name__}.{name}", "kind": kind,
-                    "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."),
-                    "site": frames.user_site(sys._getframe(1)), "calls": 0,
-                }
-            entry["calls"] += 1
-
-    register_module_forward_pre_hook(pre_hook)
-    depth = [0]
-
-    def counted(method: Any) -> Any:
-        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if depth[0] == 0:
-                where = frames.user_site(sys._getframe(1))
-                if where is not None:
-                    key = (where["file"], where["line"])
-                    entry = state.transfers.setdefault(key, {"site": where, "calls": 0})
-                    entry["calls"] += 1
-            depth[0] += 1
-            try:
-                return method(self, *args, **kwargs)
-            finally:
-                depth[0] -= 1
-
-        wrapper.__wrapped__ = method  # type: ignore[attr-defined]
-        wrapper.__name__ = method.__name__
-        wrapper.__doc__ = method.__doc__
-        return wrapper
-
-    # Every module transfer (to, neuron, cuda, half, ...) funnels through _apply; load_state_dict
-    # copies tensor by tensor. One call copies many tensors: these sites are not "repeated copies".
-    torch.nn.Module._apply = counted(torch.nn.Module._apply)  # type: ignore[method-assign]
-    torch.nn.Module.load_state_dict = counted(torch.nn.Module.load_state_dict)  # type: ignore[method-assign]
 
 
 def _on_sigterm(state: _State) -> Any:
@@ -260,7 +194,7 @@ def main(argv: list[str]) -> int:
         state.data["start_error"] = {"type": type(exc).__name__, "message": str(exc)}
         state.write()
         return EXIT_START_ERROR
-    _install_observers(state)
+    observe.install(state.observed)
     signal.signal(signal.SIGTERM, _on_sigterm(state))
     if state.directory:
         Path(state.directory, f"started-{os.getpid()}").touch()

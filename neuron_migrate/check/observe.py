@@ -1,0 +1,101 @@
+"""What the backend record does not hold, observed inside the checked process (child, pytest plugin):
+
+- parameters and buffers still on the CPU when their module runs with `neuron` inputs or
+  `neuron` siblings (a global forward pre-hook: public API, a few attribute reads per call);
+- module transfers (`module.to/.neuron/.cuda/.half...` all funnel through `Module._apply`, and
+  `load_state_dict`): one call copies many tensors, so analyze does not count those host->device
+  copies as "repeated every step".
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from neuron_migrate.check import frames
+
+
+@dataclass
+class Observations:
+    cpu_params: dict[tuple[int, str], dict[str, Any]] = field(default_factory=dict)
+    transfers: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+
+    def clear(self) -> None:
+        self.cpu_params.clear()
+        self.transfers.clear()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `cpu_params` and `module_transfers` keys of the child record (schema in child.py)."""
+        return {"cpu_params": [dict(v) for v in self.cpu_params.values()],
+                "module_transfers": [dict(v) for v in self.transfers.values()]}
+
+
+_installed: list[Observations] = []
+
+
+def install(obs: Observations) -> None:
+    """Start observing into `obs` (once per process; later calls replace the target)."""
+    if _installed:
+        _installed[0] = obs
+        return
+    _installed.append(obs)
+    import torch
+    from torch.nn.modules.module import register_module_forward_pre_hook
+
+    neuron = torch.device("neuron").type
+
+    def on_neuron(module: Any, args: tuple[Any, ...]) -> bool:
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.device.type == neuron:
+                return True
+        for t in (*module._parameters.values(), *module._buffers.values()):
+            if t is not None and t.device.type == neuron:
+                return True
+        return False
+
+    def pre_hook(module: Any, args: tuple[Any, ...]) -> None:
+        cpu = [
+            (kind, name, t)
+            for kind, table in (("parameter", module._parameters), ("buffer", module._buffers))
+            for name, t in table.items()
+            if t is not None and t.device.type == "cpu"
+        ]
+        if not cpu or not on_neuron(module, args):
+            return
+        target = _installed[0].cpu_params
+        for kind, name, t in cpu:
+            entry = target.get((id(module), name))
+            if entry is None:
+                entry = target[(id(module), name)] = {
+                    "symbol": f"{type(module).__name__}.{name}", "kind": kind,
+                    "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."),
+                    "site": frames.user_site(sys._getframe(1)), "calls": 0,
+                }
+            entry["calls"] += 1
+
+    register_module_forward_pre_hook(pre_hook)
+    depth = [0]
+
+    def counted(method: Any) -> Any:
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if depth[0] == 0:
+                where = frames.user_site(sys._getframe(1))
+                if where is not None:
+                    entry = _installed[0].transfers.setdefault((where["file"], where["line"]),
+                                                               {"site": where, "calls": 0})
+                    entry["calls"] += 1
+            depth[0] += 1
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+
+        wrapper.__wrapped__ = method  # type: ignore[attr-defined]
+        wrapper.__name__ = method.__name__
+        wrapper.__qualname__ = method.__qualname__
+        wrapper.__doc__ = method.__doc__
+        return wrapper
+
+    torch.nn.Module._apply = counted(torch.nn.Module._apply)  # type: ignore[method-assign]
+    torch.nn.Module.load_state_dict = counted(torch.nn.Module.load_state_dict)  # type: ignore[method-assign]

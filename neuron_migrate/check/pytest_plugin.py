@@ -1,0 +1,143 @@
+"""pytest plugin: run tests on the emulated `neuron` device, report and gate per test.
+
+    pytest --neuron-emulate                          activate the device before collection
+           --neuron-fail-on fallback,recompile       fail a test with such findings
+           --neuron-max-recompiles N                 recompiles a test may cause (default 0)
+           --neuron-allow-ops aten::foo,aten::bar    known fallbacks, allowed everywhere
+    @pytest.mark.neuron_allow_ops("aten::foo", ...)  known fallbacks, allowed in one test
+
+Each test (setup, call and teardown) is recorded in its own `neuron_emu.recording()` scope; its
+fallbacks and recompiles go into the test report as a "neuron" section and into the terminal
+summary. Loaded in every pytest run through the `pytest11` entry point, so this module imports
+nothing heavy: torch and the emulator load only with --neuron-emulate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+MARKER = "neuron_allow_ops"
+_STATE = pytest.StashKey[dict[str, Any]]()
+_RECORDER = pytest.StashKey[Any]()
+_FINDINGS = pytest.StashKey[list[Any]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("neuron", "emulated neuron device (neuron-migrate)")
+    group.addoption("--neuron-emulate", action="store_true", default=False,
+                    help="Run tests on the emulated neuron device and record fallbacks and recompiles.")
+    group.addoption("--neuron-fail-on", default="", metavar="KINDS",
+                    help="Fail tests with findings of these kinds: fallback, recompile, host-sync, "
+                         "placement, dtype (comma-separated).")
+    group.addoption("--neuron-max-recompiles", type=int, default=0, metavar="N",
+                    help="Recompiles a test may cause before --neuron-fail-on recompile fails it.")
+    group.addoption("--neuron-allow-ops", default="", metavar="OPS",
+                    help="Fallback ops allowed in every test (comma-separated aten names).")
+
+
+def _split(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARKER}(*ops): CPU-fallback ops this test may use on neuron.")
+    if not config.getoption("--neuron-emulate"):
+        return
+    from neuron_migrate.check.gate import KINDS
+
+    kinds = set(_split(config.getoption("--neuron-fail-on")))
+    unknown = kinds - set(KINDS)
+    if unknown:
+        raise pytest.UsageError(f"--neuron-fail-on: unknown kinds {sorted(unknown)} (known: {', '.join(KINDS)})")
+    import neuron_emu
+
+    try:
+        neuron_emu.activate()  # idempotent: fine when the entry point already activated it
+    except neuron_emu.EmulatorUnavailable as exc:
+        raise pytest.UsageError(f"--neuron-emulate: {exc}") from None
+    from neuron_migrate.check import observe
+    from neuron_migrate.ruleset.load import load_pack
+
+    observed = observe.Observations()
+    observe.install(observed)
+    config.stash[_STATE] = {
+        "observed": observed,
+        "kinds": frozenset(kinds), "allow": _split(config.getoption("--neuron-allow-ops")),
+        "max_recompiles": config.getoption("--neuron-max-recompiles"), "pack": load_pack(),
+        "tests": [],  # (nodeid, findings) for the terminal summary
+    }
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+    if _STATE not in item.config.stash:
+        yield
+        return
+    import neuron_emu
+
+    item.config.stash[_STATE]["observed"].clear()
+    with neuron_emu.recording() as rec:
+        item.stash[_RECORDER] = rec
+        yield
+
+
+def _analyze(item: pytest.Item, state: dict[str, Any]) -> list[Any]:
+    from neuron_migrate.check.analyze import analyze
+    from neuron_migrate.check.records import Records
+
+    allow = list(state["allow"])
+    for mark in item.iter_markers(MARKER):
+        allow += [str(a) for a in mark.args]
+    record = {"schema_version": 1, **item.stash[_RECORDER].to_dict()}
+    observed = state["observed"].to_dict()
+    findings, _ = analyze(Records((record,), (observed,)), state["pack"], item.config.rootpath, allow_ops=allow)
+    return findings
+
+
+def _section(findings: list[Any]) -> str:
+    return "\n".join(f"{f.location()}: {f.code} {f.message}" for f in findings)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    outcome = yield
+    state = item.config.stash.get(_STATE, None)
+    if state is None or call.when != "call" or _RECORDER not in item.stash:
+        return
+    report = outcome.get_result()
+    findings = _analyze(item, state)
+    item.stash[_FINDINGS] = findings
+    if not findings:
+        return
+    report.sections.append(("neuron", _section(findings)))
+    state["tests"].append((item.nodeid, findings))
+    if not state["kinds"] or not report.passed:
+        return
+    from neuron_migrate.check.gate import kind_failures
+    from neuron_migrate.config import Settings
+    from neuron_migrate.findings import Report
+
+    kinds = state["kinds"]
+    settings = Settings(max_recompiles=state["max_recompiles"] if "recompile" in kinds else None)
+    reasons = kind_failures(Report("check", str(item.config.rootpath), tuple(findings)), settings, kinds)
+    if reasons:
+        report.outcome = "failed"
+        report.longrepr = "neuron: " + "; ".join(reasons) + "\n" + _section(findings)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is None:
+        return
+    tr = terminalreporter
+    tr.section("neuron (emulated device)")
+    if not state["tests"]:
+        tr.write_line("no CPU fallbacks, host syncs or recompiles recorded")
+        return
+    for nodeid, findings in state["tests"]:
+        tr.write_line(nodeid)
+        for f in findings:
+            tr.write_line(f"  {f.code} {f.symbol}: {f.message}")
