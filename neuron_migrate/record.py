@@ -73,6 +73,8 @@ RECORD_SCHEMA_VERSION = 1
 FALLBACK_CODE = "NM901"  # an op ran on the CPU (rules/nm9-runtime.yaml)
 HOST_SYNC_CODE = "NM902"
 RECOMPILE_CODE = "NM903"
+# The program did not run to its end: device-mismatch error, other exception, timeout.
+_DID_NOT_FINISH = frozenset({"NM910", "NM912", "NM913"})
 # Never copied into the temporary tree: VCS data, caches, bytecode.
 _COPY_IGNORE = (".git", ".hg", ".svn", ".neuron-migrate-cache", "__pycache__", ".pytest_cache", ".mypy_cache")
 _ERROR_TAIL = 4000  # characters of check output kept when it produced no report
@@ -144,16 +146,15 @@ def _display(argv: Sequence[str]) -> str:
 
 
 def _check_argv(spec: RunSpec, output: Path) -> list[str]:
-    argv = ["check", spec.script, "--format", "json", "--output", str(output)]
+    """check's options come before the script: everything after it is the script's."""
+    argv = ["check", "--format", "json", "--output", str(output)]
     if spec.launcher:
         argv += ["--launcher", spec.launcher]
     if spec.nproc_per_node is not None:
         argv += ["--nproc-per-node", str(spec.nproc_per_node)]
     if spec.timeout_s is not None:
         argv += ["--timeout", f"{spec.timeout_s:g}"]
-    if spec.args:
-        argv += ["--", *spec.args]
-    return argv
+    return [*argv, spec.script, *spec.args]
 
 
 def _tail(text: str) -> str:
@@ -393,24 +394,33 @@ def fallback_ops(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return dict(sorted(ops.items()))
 
 
+def _varied(details: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """The dimensions that changed at a call site, over all its ops: "input 0 dim 1" -> values."""
+    out: dict[str, list[Any]] = {}
+    for op in details.get("ops", ()):
+        for dim, values in (op.get("varied") or {}).items():
+            seen = out.setdefault(dim, [])
+            seen += [v for v in values if v not in seen]
+    return {k: sorted(v, key=str) if not all(isinstance(x, int) for x in v) else sorted(v) for k, v in out.items()}
+
+
 def recompile_sites(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """User call site -> {"symbol", "signatures": distinct input signatures compiled there,
-    "varying": details on the dimensions that changed} from the NM903 findings."""
+    """Call site -> {"location", "symbol" (the source line), "signatures" (distinct input signatures
+    compiled there), "compiles", "varying" (dimension -> observed values)} from check's NM903
+    findings. Keyed by the finding's fingerprint, so a site keeps its key when lines move."""
     sites: dict[str, dict[str, Any]] = {}
     for f in check_findings(record):
         if f.code != RECOMPILE_CODE:
             continue
-        key = f"{f.location()} {f.symbol}".strip()
         details = f.details
-        signatures = details.get("signatures", details.get("compiles", details.get("count")))
-        sites[key] = {
-            "symbol": f.symbol,
+        sites[f.fingerprint] = {
             "location": f.location(),
-            "signatures": _int(signatures),
-            "varying": details.get("varying", details.get("dims")),
-            "message": f.message,
+            "symbol": f.symbol,
+            "signatures": _int(details.get("distinct_signatures", details.get("signatures"))),
+            "compiles": _int(details.get("compiles"), 0),
+            "varying": _varied(details),
         }
-    return dict(sorted(sites.items()))
+    return dict(sorted(sites.items(), key=lambda kv: kv[1]["location"]))
 
 
 def headline(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -436,7 +446,8 @@ def headline(record: Mapping[str, Any]) -> dict[str, Any]:
     if check is not None:
         runtime = check_findings(record)
         out.update(
-            check_completed=check.get("report") is not None and check.get("exit_code") in (0, 1),
+            check_completed=check.get("report") is not None and check.get("exit_code") in (0, 1)
+            and not any(f.code in _DID_NOT_FINISH for f in runtime),
             check_exit_code=check.get("exit_code"),
             fallback_ops=len(fallback_ops(record)),
             host_syncs=sum(f.code == HOST_SYNC_CODE for f in runtime),

@@ -100,10 +100,16 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any], old_label: str = "OL
     more_calls = [Change(op, old_ops[op], n) for op, n in new_ops.items() if op in old_ops and n > old_ops[op]]
     gone = [Change(op, n, 0) for op, n in old_ops.items() if op not in new_ops]
 
-    old_sites = {k: s["signatures"] for k, s in recompile_sites(old).items()}
-    new_sites = {k: s["signatures"] for k, s in recompile_sites(new).items()}
-    more_rc = [Change(k, old_sites.get(k, 0), n) for k, n in new_sites.items() if n > old_sites.get(k, 0)]
-    fewer_rc = [Change(k, n, new_sites.get(k, 0)) for k, n in old_sites.items() if new_sites.get(k, 0) < n]
+    old_rc, new_rc = recompile_sites(old), recompile_sites(new)
+    old_sites = {k: s["signatures"] for k, s in old_rc.items()}
+    new_sites = {k: s["signatures"] for k, s in new_rc.items()}
+
+    def label(key: str) -> str:
+        site = new_rc.get(key) or old_rc[key]
+        return f"{site['location']} `{site['symbol']}`"
+
+    more_rc = [Change(label(k), old_sites.get(k, 0), n) for k, n in new_sites.items() if n > old_sites.get(k, 0)]
+    fewer_rc = [Change(label(k), n, new_sites.get(k, 0)) for k, n in old_sites.items() if new_sites.get(k, 0) < n]
 
     oh, nh = old["headline"], new["headline"]
     headline = [Change(k, oh.get(k), nh.get(k)) for k in nh if oh.get(k) != nh.get(k)]

@@ -117,7 +117,7 @@ def _check(record: Mapping[str, Any]) -> str:
     out.append(_table(["Op", "Calls", "Where"], fallbacks, numeric=(1,)) if fallbacks else "<p>None.</p>")
     recompiles = views.recompile_rows(record)
     out.append("<h3>Recompile hotspots</h3>")
-    out.append(_table(["Call site", "Op", "Signatures", "What varied"], recompiles, numeric=(2,))
+    out.append(_table(["Call site", "Code", "Signatures", "What varied"], recompiles, numeric=(2,))
                if recompiles else "<p>None.</p>")
     runtime = runtime_by_code(record)
     out.append("<h3>Runtime findings by code</h3>")

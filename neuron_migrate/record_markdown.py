@@ -89,7 +89,7 @@ def _check_section(record: Mapping[str, Any]) -> list[str]:
     out += table(["Op", "Calls", "Where"], fallbacks, numeric=(1,)) if fallbacks else ["None.", ""]
     recompiles = views.recompile_rows(record)
     out += ["### Recompile hotspots", ""]
-    out += table(["Call site", "Op", "Signatures", "What varied"], recompiles, numeric=(2,)) if recompiles \
+    out += table(["Call site", "Code", "Signatures", "What varied"], recompiles, numeric=(2,)) if recompiles \
         else ["None.", ""]
     runtime = runtime_by_code(record)
     out += ["### Runtime findings by code", ""]

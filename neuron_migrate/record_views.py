@@ -78,7 +78,7 @@ def _varying(value: Any) -> str:
 
 def recompile_rows(record: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
     rows = [(s["location"], s["symbol"], str(s["signatures"]), _varying(s["varying"]))
-            for s in recompile_sites(record).values()]
+            for s in recompile_sites(record).values()]  # symbol: the call site's source line
     return sorted(rows, key=lambda r: (-int(r[2]), r[0]))
 
 

@@ -85,7 +85,9 @@ class FakeCheck:
 FALLBACKS = [
     _runtime("NM901", "aten::argmax", 4, {"count": 12}),
     _runtime("NM901", "aten::max_pool2d_with_indices", 4, {"count": 3}),
-    _runtime("NM903", "aten::addmm", 4, {"signatures": 4, "varying": {"dim 1": [16, 24, 32, 40]}}),
+    _runtime("NM903", "y = model(x)", 4, {"distinct_signatures": 4, "compiles": 12, "ops": [
+        {"op": "aten::addmm", "varied": {"input 1 dim 0": [32, 16, 40, 24]}},
+        {"op": "aten::gelu", "varied": {"input 0 dim 1": [16, 24]}}]}),
 ]
 
 
@@ -149,7 +151,8 @@ def test_check_runs_on_the_rewritten_copy(project: Path) -> None:
         "aten::max_pool2d_with_indices": {"count": 3, "sites": ["train.py:4:1"]},
     }
     (site,) = recompile_sites(rec).values()
-    assert site["signatures"] == 4 and site["symbol"] == "aten::addmm"
+    assert site == {"location": "train.py:4:1", "symbol": "y = model(x)", "signatures": 4, "compiles": 12,
+                    "varying": {"input 1 dim 0": [16, 24, 32, 40], "input 0 dim 1": [16, 24]}}
     h = rec["headline"]
     assert (h["check_completed"], h["fallback_ops"], h["recompile_hotspots"], h["runtime_findings"]) == (
         True, 2, 1, 3)
@@ -204,9 +207,16 @@ def test_markdown(project: Path) -> None:
     assert f"| NM101 | {title} | error | safe | 1 | 1 | 0 |" in md
     assert "| train.py | 2 | 2 | 0 | changed |" in md and "| kernels.py | 1 | 0 | 1 | not touched |" in md
     assert "| aten::argmax | 12 | train.py:4:1 |" in md
-    assert "| train.py:4:1 | aten::addmm | 4 | dim 1: 16, 24, 32, 40 |" in md
+    assert "| train.py:4:1 | y = model(x) | 4 | input 1 dim 0: 16, 24, 32, 40; input 0 dim 1: 16, 24 |" in md
     assert "| NM901 | warning | 2 |" in md and "| ops.cpu | 10 |" in md
     assert "- **NM707** (1):" in md
+
+
+def test_a_program_that_raised_did_not_complete(project: Path) -> None:
+    crash = _runtime("NM912", "RuntimeError: boom", 5, {"type": "RuntimeError"})
+    rec = _record(project, check=FakeCheck([*FALLBACKS, crash]))
+    assert rec["headline"]["check_completed"] is False
+    assert "| check of the rewritten program | did not complete (exit 0) in 1.2 s |" in render_markdown_record(rec)
 
 
 class _StrictParser(HTMLParser):
@@ -324,7 +334,7 @@ def test_diff_matches_fingerprints_as_a_multiset(base: dict[str, Any]) -> None:
 
 def test_diff_new_fallback_op_and_more_recompiles(base: dict[str, Any]) -> None:
     extra = _runtime("NM901", "aten::bincount", 9, {"count": 2}).to_dict()
-    more = _runtime("NM903", "aten::addmm", 4, {"signatures": 6}).to_dict()
+    more = _runtime("NM903", "y = model(x)", 4, {"distinct_signatures": 6}).to_dict()
 
     def edit(r: dict[str, Any]) -> None:
         findings = r["check"]["report"]["findings"]
@@ -335,7 +345,7 @@ def test_diff_new_fallback_op_and_more_recompiles(base: dict[str, Any]) -> None:
     d = compare(base, new)
     assert [(c.key, c.old, c.new) for c in d.new_fallback_ops] == [("aten::bincount", 0, 2)]
     assert [(c.key, c.old, c.new) for c in d.more_fallback_calls] == [("aten::argmax", 12, 20)]
-    assert [(c.old, c.new) for c in d.more_recompiles] == [(4, 6)]
+    assert [(c.key, c.old, c.new) for c in d.more_recompiles] == [("train.py:4:1 `y = model(x)`", 4, 6)]
     assert d.reasons[-2:] == ("new CPU fallback op(s): aten::bincount", "more recompiles at 1 call site(s)")
     improved = compare(new, base)
     assert [c.key for c in improved.gone_fallback_ops] == ["aten::bincount"]
