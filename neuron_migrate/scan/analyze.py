@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from neuron_migrate.findings import Finding, FixClass, Span
-from neuron_migrate.ruleset.model import ArgumentPattern, Rule, RulePack
+from neuron_migrate.ruleset.model import ArgumentPattern, FixKind, Rule, RulePack
 from neuron_migrate.scan.aliases import AliasTable
 from neuron_migrate.scan.matchers import arguments as args_m
 from neuron_migrate.scan.matchers import device_strings as dev_m
@@ -26,12 +26,13 @@ from neuron_migrate.scan.matchers.arguments import ArgumentTable
 from neuron_migrate.scan.matchers.device_strings import DeviceStringTable
 from neuron_migrate.scan.matchers.env_vars import EnvVarTable
 from neuron_migrate.scan.matchers.files import FileTable
+from neuron_migrate.scan.matchers.globs import is_glob, literal_prefix
 from neuron_migrate.scan.matchers.imports import ImportTable
 from neuron_migrate.scan.matchers.names import name_table
 from neuron_migrate.scan.matchers.qualified_names import QualifiedNameTable
 from neuron_migrate.scan.matchers.site import LineIndex, Site
 
-__all__ = ["CompiledPack", "analyze_file_path", "analyze_source", "compile_pack", "prefilter_tokens"]
+__all__ = ["CompiledPack", "analyze_file_path", "analyze_source", "compile_pack"]
 
 # Module roots that resolve to themselves while unbound (a notebook cell whose imports live in
 # another cell, a snippet): the roots the rules name, plus `os` for environment access.
@@ -50,6 +51,8 @@ class CompiledPack:
     env: EnvVarTable
     files: FileTable
     implicit_roots: frozenset[str]
+    device_words: tuple[str, ...]  # a file without any of these has no device-string match
+    env_words: tuple[str, ...]  # ... without any of these, no env-var match
 
 
 _COMPILED: dict[object, CompiledPack] = {}
@@ -63,20 +66,24 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         return hit
     rules = list(pack.rules.values())
     qualified = QualifiedNameTable(rules)
+    devices = DeviceStringTable(rules)
+    env = EnvVarTable(rules)
     imports = ImportTable(rules)
     roots = set(qualified.roots) | {p.split(".")[0] for p, _, _ in imports.patterns}
     roots |= {c.split(".")[0] for r in rules for a in r.match.arguments for c in a.call if c[0] not in ".*"}
     compiled = CompiledPack(
         pack=pack,
         qualified=qualified,
-        devices=DeviceStringTable(rules),
+        devices=devices,
         methods=name_table(rules, "methods"),
         attributes=name_table(rules, "attributes"),
         arguments=ArgumentTable(rules),
         imports=imports,
-        env=EnvVarTable(rules),
+        env=env,
         files=FileTable(rules),
         implicit_roots=frozenset(r for r in roots if r.isidentifier()) | _ALWAYS_IMPLICIT,
+        device_words=_words([t for t, _, _ in devices.types]),
+        env_words=_words([literal_prefix(p) for p, _, _ in env.patterns]),
     )
     if len(_COMPILED) >= 8:
         _COMPILED.pop(next(iter(_COMPILED)))
@@ -84,16 +91,9 @@ def compile_pack(pack: RulePack) -> CompiledPack:
     return compiled
 
 
-def prefilter_tokens(pack: RulePack) -> frozenset[bytes] | None:
-    """Byte strings of which every file with a finding contains at least one (the scan engine
-    skips parsing files that contain none). None when some rule could match any file."""
-    cp = compile_pack(pack)
-    tokens = cp.qualified.tokens() | cp.devices.tokens() | set(cp.methods) | set(cp.attributes)
-    tokens |= cp.imports.tokens() | cp.env.tokens()
-    arg_tokens = cp.arguments.tokens()
-    if arg_tokens is None or "" in tokens | arg_tokens:
-        return None
-    return frozenset(t.encode("utf-8") for t in tokens | arg_tokens)
+def _words(words: list[str]) -> tuple[str, ...]:
+    """Literal words for a substring test; a glob word means "always look" ("")."""
+    return tuple(dict.fromkeys("" if is_glob(w) else w for w in words))
 
 
 # --- the walk ---------------------------------------------------------------------------------
@@ -126,8 +126,11 @@ _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class _Walker:
-    def __init__(self, cp: CompiledPack, tree: ast.Module) -> None:
+    def __init__(self, cp: CompiledPack, tree: ast.Module, source: str) -> None:
         self.cp = cp
+        # Matchers whose words the file does not contain cannot match: leave them out of the walk.
+        self.devices_on = any(t in source for t in cp.device_words)
+        self.env_on = any(t in source for t in cp.env_words)
         self.aliases = AliasTable(cp.implicit_roots)
         self.sites: list[tuple[Rule, Site]] = []
         self.stmt: ast.AST = tree
@@ -141,16 +144,14 @@ class _Walker:
         self.stack: list[ast.AST] = []
         self.expr_handlers: dict[type, Callable[[ast.AST], bool]] = {
             ast.Attribute: self._attribute,
-            ast.Name: self._name,
             ast.Call: self._call,
         }
-        if cp.devices.types:
-            self.expr_handlers[ast.Compare] = self._compare
+        if self.devices_on:
             self.expr_handlers[ast.IfExp] = self._ifexp
             self.expr_handlers[ast.Dict] = self._dict
-        elif cp.env.patterns:
+        if self.devices_on or self.env_on:
             self.expr_handlers[ast.Compare] = self._compare
-        if cp.env.patterns:
+        if self.env_on:
             self.expr_handlers[ast.Subscript] = self._subscript
         self.stmt_handlers: dict[type, Callable[[ast.AST], None]] = {
             ast.Import: self._import,
@@ -204,10 +205,10 @@ class _Walker:
             if h is not None:
                 h(stmt)
             exprs, blocks = _STMT_FIELDS.get(cls) or _stmt_fields(cls)
-            for f in exprs:
-                v = getattr(stmt, f)
-                if v:
-                    self.walk_expr(v)
+            if exprs:
+                self.walk_expr(stmt, exprs)
+            if not blocks:
+                continue
             if cls in _FUNCS:
                 self.scopes.append(self._params(stmt))  # type: ignore[arg-type]
                 self.func_names.append(stmt.name)  # type: ignore[attr-defined]
@@ -223,14 +224,12 @@ class _Walker:
                     for handler in v:
                         self.stmt, self.block, self.stmt_line = handler, None, handler.lineno
                         if handler.type is not None:
-                            self.walk_expr(handler.type)
+                            self.walk_expr(handler, ("type",))
                         self.walk_block(handler.body)
                 elif f == "cases":
                     for case in v:
                         self.stmt, self.block, self.stmt_line = case, None, case.pattern.lineno
-                        self.walk_expr(case.pattern)
-                        if case.guard is not None:
-                            self.walk_expr(case.guard)
+                        self.walk_expr(case, ("pattern", "guard"))
                         self.walk_block(case.body)
                 else:
                     self.walk_block(v)
@@ -246,7 +245,7 @@ class _Walker:
                 scope[param.arg] = None
                 continue
             scope[param.arg] = default if args_m.literal_value(default) is not args_m.UNKNOWN else None
-            if self.cp.devices.types and dev_m.device_like_name(param.arg):
+            if self.devices_on and dev_m.device_like_name(param.arg):
                 self._device_literals(default)
         for extra in (a.vararg, a.kwarg):
             if extra is not None:
@@ -282,12 +281,12 @@ class _Walker:
         if value is None:
             return
         for target in targets:
-            if self.cp.devices.types and dev_m.device_like(target):
+            if self.devices_on and dev_m.device_like(target):
                 self._device_literals(value)
             if target.__class__ is ast.Name:
                 if self.scopes:
                     self._remember(self.scopes[-1], target.id, value)
-                if self.cp.env.patterns and value.__class__ is ast.Dict and env_m.env_like_name(target.id):
+                if self.env_on and value.__class__ is ast.Dict and env_m.env_like_name(target.id):
                     self._env_dict(value)
 
     def _function(self, node: ast.AST) -> None:
@@ -299,12 +298,12 @@ class _Walker:
                     self._bare_decorator(dec)
 
     def _return(self, node: ast.AST) -> None:
-        if self.func_names and node.value is not None and self.cp.devices.types:  # type: ignore[attr-defined]
+        if self.func_names and node.value is not None and self.devices_on:  # type: ignore[attr-defined]
             if dev_m.device_like_name(self.func_names[-1]):
                 self._device_literals(node.value)  # type: ignore[attr-defined]
 
     def _match(self, node: ast.AST) -> None:
-        if not self.cp.devices.types or not dev_m.device_like(node.subject):  # type: ignore[attr-defined]
+        if not self.devices_on or not dev_m.device_like(node.subject):  # type: ignore[attr-defined]
             return
         for case in node.cases:  # type: ignore[attr-defined]
             patterns = case.pattern.patterns if case.pattern.__class__ is ast.MatchOr else [case.pattern]
@@ -314,32 +313,49 @@ class _Walker:
 
     # -- expressions --
 
-    def walk_expr(self, start: ast.AST | list[ast.AST]) -> None:
+    def walk_expr(self, owner: ast.AST, fields: tuple[str, ...]) -> None:
+        """Walk the expressions in `owner`'s `fields` (a statement's, not its nested blocks)."""
         stack = self.stack
-        if start.__class__ is list:
-            stack.extend(start)  # type: ignore[arg-type]
-        else:
-            stack.append(start)  # type: ignore[arg-type]
-        handlers = self.expr_handlers
-        fields = _CHILD_FIELDS
         pop, push, extend = stack.pop, stack.append, stack.extend
-        while stack:
-            node = pop()
-            cls = node.__class__
-            h = handlers.get(cls)
-            if h is not None and h(node):
-                continue
-            fs = fields.get(cls)
-            if fs is None:
-                fs = _child_fields(cls)
-            for f in fs:
-                v = getattr(node, f)
-                if v is None:
-                    continue
+        for f in fields:
+            v = getattr(owner, f)
+            if v is not None:
                 if v.__class__ is list:
                     extend(v)
                 else:
                     push(v)
+        handlers = self.expr_handlers
+        child_fields = _CHILD_FIELDS
+        names = self.aliases.names
+        implicit = self.aliases.implicit
+        Name = ast.Name
+        while stack:
+            node = pop()
+            cls = node.__class__
+            if cls is Name:  # the most common node: inlined
+                ident = node.id
+                q = names.get(ident)
+                if q is not None:
+                    if "." in q:
+                        self._qualified(node, q, [])
+                elif ident in implicit:
+                    self.aliases.implicit_seen.add(ident)
+                elif self.aliases.stars:
+                    self._star(node)
+                continue
+            h = handlers.get(cls)
+            if h is not None and h(node):
+                continue
+            fs = child_fields.get(cls)
+            if fs is None:
+                fs = _child_fields(cls)
+            for f in fs:
+                v = getattr(node, f)
+                if v is not None:
+                    if v.__class__ is list:
+                        extend(v)
+                    else:
+                        push(v)
 
     def resolve(self, expr: ast.AST) -> str | None:
         """The qualified name of a Name/Attribute chain rooted in an import, else None."""
@@ -386,15 +402,6 @@ class _Walker:
             self.stack.append(cur)
         return True
 
-    def _name(self, node: ast.AST) -> bool:
-        root = self.aliases.root(node.id)  # type: ignore[attr-defined]
-        if root is not None:
-            if "." in root:
-                self._qualified(node, root, [])
-        elif self.aliases.stars:
-            self._star(node)
-        return True
-
     def _star(self, node: ast.AST) -> None:
         exact = self.cp.qualified.exact
         for module in self.aliases.stars:
@@ -437,12 +444,14 @@ class _Walker:
                 pos = (a[0], a[1], call.end_lineno or call.lineno, call.end_col_offset or 0)
                 for rule in rules:
                     self._report(rule, "methods", call, f".{leaf}()", call=call, pos=pos)
+        if leaf == "add_argument":
+            self._argparse_default(call)
         if cp.arguments:
             for rule, pat in cp.arguments.candidates(leaf, qn, call.keywords):
                 self._argument(call, rule, pat, leaf, qn)
-        if cp.devices.types:
+        if self.devices_on:
             self._call_devices(call, fcls, leaf, qn)
-        if cp.env.patterns:
+        if self.env_on:
             self._call_env(call, fcls, leaf, qn)
         return False
 
@@ -459,7 +468,6 @@ class _Walker:
                 for kw in call.keywords:
                     if kw.arg in ("default", "choices"):
                         self._device_literals(kw.value, call, kw)
-                self._argparse_default(call)
             elif leaf == "startswith" and call.args and dev_m.device_like(call.func.value):  # type: ignore[attr-defined]
                 self._device_literals(call.args[0], call, call.args[0])
         for kw in call.keywords:
@@ -508,7 +516,7 @@ class _Walker:
 
     def _compare(self, node: ast.AST) -> bool:
         operands = [node.left, *node.comparators]  # type: ignore[attr-defined]
-        devices = bool(self.cp.devices.types)
+        devices = self.devices_on
         for i, op in enumerate(node.ops):  # type: ignore[attr-defined]
             a, b = operands[i], operands[i + 1]
             ocls = op.__class__
@@ -518,7 +526,7 @@ class _Walker:
                         self._device_literals(a)
                     elif dev_m.device_like(a):
                         self._device_literals(b)
-                if self.cp.env.patterns and self._environ_like(b):
+                if self.env_on and self._environ_like(b):
                     self._env_literal(a)
             elif devices and ocls in (ast.Eq, ast.NotEq, ast.Is, ast.IsNot):
                 if dev_m.device_like(a):
@@ -677,7 +685,7 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
     """
     tree = _parse(source, path)
     cp = compile_pack(pack)
-    walker = _Walker(cp, tree)
+    walker = _Walker(cp, tree, source)
     walker.walk_block(tree.body)
     walker.finish()
     if not walker.sites:
@@ -696,6 +704,10 @@ def _findings(walker: _Walker, source: str, path: str, cell: int | None) -> list
         spans.setdefault((rule.code, span), (rule, site))
     # A literal that a specific argument rule matched is that rule's, not the generic device string's.
     argument_spans = {span for (code, span), (_, site) in spans.items() if site.kind == "arguments"}
+    for rule, site in spans.values():
+        for target, tf in rule.fix.targets.items():
+            if tf.kind is FixKind.REMOVE_STATEMENT:
+                ctx.removed.setdefault(target.value, set()).add(id(site.stmt))
     findings: list[Finding] = []
     for (code, span), (rule, site) in spans.items():
         if site.kind == "device_strings" and span in argument_spans:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from neuron_migrate.ruleset.model import ArgumentPattern, Rule
-from neuron_migrate.scan.matchers.globs import compile_glob, is_glob, required_token
+from neuron_migrate.scan.matchers.globs import compile_glob, is_glob
 
 UNKNOWN: Any = object()  # a value that is not a known literal
 
@@ -49,17 +49,6 @@ class ArgumentTable:
 
     def __bool__(self) -> bool:
         return bool(self.by_name or self.by_qualified or self.globs or self.any_by_keyword or self.any_positional)
-
-    def tokens(self) -> set[str] | None:
-        """Words any matching file contains; None when a pattern could match any file."""
-        out: set[str] = set(self.by_name) | {required_token(q) for q in self.by_qualified}
-        out |= {required_token(g) for _, _, g in self.globs}
-        out |= set(self.any_by_keyword)
-        for _, pat in self.any_positional:
-            if not pat.values or not all(isinstance(v, str) and v for v in pat.values):
-                return None
-            out.update(pat.values)
-        return out
 
     def candidates(self, leaf: str | None, qualified: str | None, keywords: list[ast.keyword]) -> list[Candidate]:
         found: list[Candidate] = []

@@ -151,9 +151,6 @@ class DeviceStringTable:
         self._fprefix = re.compile(rf"^({group})(?::\d*)?$")
         self._exact_types = frozenset(by_type)
 
-    def tokens(self) -> set[str]:
-        return {t for t in self._exact_types if not is_glob(t)}
-
     def match(self, node: ast.AST) -> tuple[str, tuple[Rule, ...]] | None:
         """(device type, rules) when a collected literal is a device string of a rule."""
         if node.__class__ is ast.Constant:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from neuron_migrate.ruleset.model import Rule
-from neuron_migrate.scan.matchers.globs import compile_glob, literal_prefix, most_specific
+from neuron_migrate.scan.matchers.globs import compile_glob, most_specific
 
 # Callee -> position of the variable name.
 NAME_CALLS: dict[str, int] = {
@@ -44,9 +44,6 @@ class EnvVarTable:
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.patterns = [(p, compile_glob(p), rule) for rule in rules for p in rule.match.env_vars]
         self._cache: dict[str, tuple[Rule, ...]] = {}
-
-    def tokens(self) -> set[str]:
-        return {literal_prefix(p) for p, _, _ in self.patterns}
 
     def match(self, name: str) -> tuple[Rule, ...]:
         hit = self._cache.get(name)

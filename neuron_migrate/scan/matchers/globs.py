@@ -34,14 +34,6 @@ def specificity(pattern: str) -> tuple[int, int]:
     return (0 if is_glob(pattern) else 1, len(literal_prefix(pattern)))
 
 
-def required_token(pattern: str) -> str:
-    """The last dotted component of the literal part: any code that references a name this
-    pattern matches contains it verbatim (in the reference itself or in the import that binds it)."""
-    lit = literal_prefix(pattern)
-    parts = [p for p in lit.split(".") if p]
-    return parts[-1] if parts else ""
-
-
 def most_specific(hits: Iterable[tuple[str, T]]) -> tuple[T, ...]:
     """The items whose pattern is the most specific among the (pattern, item) hits."""
     hits = list(hits)

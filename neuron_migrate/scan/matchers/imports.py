@@ -6,28 +6,39 @@ A pattern names a module and everything under it: `apex` matches `import apex.am
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from neuron_migrate.ruleset.model import Rule
-from neuron_migrate.scan.matchers.globs import compile_glob, most_specific, required_token
+from neuron_migrate.scan.matchers.globs import compile_glob, is_glob, most_specific
 
 
 class ImportTable:
-    __slots__ = ("patterns", "_cache")
+    __slots__ = ("patterns", "_by_root", "_any_root", "_cache")
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.patterns = [(p, compile_glob(p), rule) for rule in rules for p in rule.match.imports]
+        # Patterns by their literal top-level package, so `import os.path` costs one dict lookup.
+        self._by_root: dict[str, list[tuple[str, re.Pattern[str], Rule]]] = {}
+        self._any_root: list[tuple[str, re.Pattern[str], Rule]] = []
+        for entry in self.patterns:
+            root = entry[0].split(".")[0]
+            if is_glob(root):
+                self._any_root.append(entry)
+            else:
+                self._by_root.setdefault(root, []).append(entry)
         self._cache: dict[str, tuple[Rule, ...]] = {}
-
-    def tokens(self) -> set[str]:
-        return {required_token(p) for p, _, _ in self.patterns}
 
     def match(self, module: str) -> tuple[Rule, ...]:
         """The rules whose most specific pattern matches `module` or one of its parent packages."""
         hit = self._cache.get(module)
         if hit is None:
             parts = module.split(".")
-            prefixes = [".".join(parts[: i + 1]) for i in range(len(parts))]
-            hit = most_specific((p, rule) for p, regex, rule in self.patterns if any(regex.match(m) for m in prefixes))
+            candidates = self._by_root.get(parts[0], []) + self._any_root
+            if candidates:
+                prefixes = [".".join(parts[: i + 1]) for i in range(len(parts))]
+                hit = most_specific((p, rule) for p, regex, rule in candidates if any(regex.match(m) for m in prefixes))
+            else:
+                hit = ()
             self._cache[module] = hit
         return hit

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from neuron_migrate.ruleset.model import Rule
-from neuron_migrate.scan.matchers.globs import compile_glob, is_glob, literal_prefix, required_token, specificity
+from neuron_migrate.scan.matchers.globs import compile_glob, is_glob, literal_prefix, specificity
 
 Best = tuple[int, str, tuple[Rule, ...]]  # (index of the matched prefix, pattern, rules)
 
@@ -32,9 +32,6 @@ class QualifiedNameTable:
         ]
         self.roots = frozenset(p.split(".")[0] for p in [*self.exact, *globs])
         self._cache: dict[tuple[str, int], Best | None] = {}
-
-    def tokens(self) -> set[str]:
-        return {required_token(p) for p in self.exact} | {required_token(g[2]) for g in self.globs}
 
     def best(self, names: Sequence[str]) -> Best | None:
         """The winning (prefix index, pattern, rules) for a chain whose resolved prefixes are `names`
