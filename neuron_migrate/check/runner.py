@@ -61,10 +61,14 @@ def command(program: Program, *, launcher: str | None = None, nproc_per_node: in
             f"--nproc-per-node={nproc_per_node}", "-m", "neuron_migrate.check.child", *child]
 
 
-def _environment(directory: Path, extra: dict[str, str] | None) -> dict[str, str]:
+def _environment(directory: Path, extra: dict[str, str] | None, *, launcher: bool) -> dict[str, str]:
     env = dict(os.environ)
     env.update(extra or {})
-    env["NEURON_MIGRATE_EMULATE"] = "1"
+    # The child sets NEURON_MIGRATE_EMULATE for itself and its subprocesses; a launcher must not
+    # have it, or its own `import torch` would activate the device and write a record.
+    env.pop("NEURON_MIGRATE_EMULATE", None)
+    if not launcher:
+        env["NEURON_MIGRATE_EMULATE"] = "1"
     env["NEURON_MIGRATE_RECORD_DIR"] = str(directory)
     return env
 
@@ -142,7 +146,7 @@ def run_program(
     out = _fileno(stdout)
     began = time.perf_counter()
     try:
-        proc = subprocess.Popen(cmd, env=_environment(directory, env), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(cmd, env=_environment(directory, env, launcher=launcher is not None), stdin=subprocess.DEVNULL,
                                 stdout=out, start_new_session=True)
     except OSError as e:
         raise NeuronMigrateError(f"cannot start {cmd[0]}: {e.strerror or e}") from None

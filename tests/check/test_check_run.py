@@ -1,0 +1,54 @@
+"""Running programs: timeout, start errors, exit codes and the gate, torchrun ranks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.check.conftest import check_program, run_cli
+
+
+def test_timeout_still_reports_what_ran(tmp_path: Path) -> None:
+    run = check_program(tmp_path, "sleeper.py", "--timeout", "1")
+    assert sorted(f["code"] for f in run.report["findings"]) == ["NM901", "NM913"]
+    (t,) = [f for f in run.report["findings"] if f["code"] == "NM913"]
+    assert t["details"]["seconds"] == 1 and t["details"]["killed"] is False
+    assert t["span"]["line"] == 8  # time.sleep(...) inside the loop
+    assert run.report["extras"]["check"]["exit"][0]["status"] == "terminated"
+    assert run.exit_code == 1
+
+
+def test_exit_status_and_gate(tmp_path: Path) -> None:
+    ok = check_program(tmp_path / "ok", "clean.py")
+    assert (ok.exit_code, ok.report["findings"]) == (0, [])
+    failed = check_program(tmp_path / "exit", "clean.py", args=("3",))
+    assert [(f["code"], f["symbol"]) for f in failed.report["findings"]] == [("NM912", "SystemExit(3)")]
+    assert failed.exit_code == 1
+
+
+def test_program_that_cannot_start_exits_2(tmp_path: Path) -> None:
+    assert run_cli([str(tmp_path / "missing.py")]).exit_code == 2
+    bad = tmp_path / "bad.py"
+    bad.write_text("def (:\n")
+    result = run_cli([str(bad)])
+    assert result.exit_code == 2
+    assert run_cli(["-m", "no_such_module_for_check"]).exit_code == 2
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    assert run_cli(["--fail-on", "fallbacks", "--from-records", str(tmp_path)]).exit_code == 2
+    assert run_cli([]).exit_code == 2
+    assert run_cli(["--nproc-per-node", "2", "x.py"]).exit_code == 2
+
+
+@pytest.mark.slow
+def test_torchrun_two_ranks_merged(tmp_path: Path) -> None:
+    run = check_program(tmp_path, "ranks.py", "--launcher", "torchrun", "--nproc-per-node", "2")
+    s = run.report["extras"]["check"]
+    assert (s["processes"], s["ranks"]) == (2, [0, 1])
+    (qr,) = [f for f in run.report["findings"] if f["code"] == "NM901"]
+    assert (qr["symbol"], qr["details"]["count"], qr["details"]["ranks"]) == ("aten::linalg_qr.out", 2, [0, 1])
+    assert run.exit_code == 0
+    assert len(list(run.records.glob("neuron-emu-*-rank*.json"))) == 2
