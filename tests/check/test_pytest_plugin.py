@@ -1,0 +1,64 @@
+"""The pytest plugin, through pytester in subprocesses (the device registers once per process)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["pytester"]
+PLUGIN = "neuron_migrate.check.pytest_plugin"
+
+TESTS = '''
+import pytest
+import torch
+
+
+def test_clean():
+    x = torch.ones(3, device="neuron")
+    assert (x + 1).sum().item() == 6
+
+
+def test_fallback():
+    torch.linalg.qr(torch.ones(4, 4, device="neuron"))
+
+
+@pytest.mark.neuron_allow_ops("aten::linalg_qr.out")
+def test_fallback_allowed():
+    torch.linalg.qr(torch.ones(4, 4, device="neuron"))
+
+
+def test_recompile():
+    lin = torch.nn.Linear(4, 2).to("neuron")
+    for b in (1, 2, 3):
+        lin(torch.ones(b, 4, device="neuron"))
+'''
+
+
+def test_gates_per_test_with_marker_and_reports(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_model=TESTS)
+    result = pytester.runpytest_subprocess(
+        "-p", PLUGIN, "--neuron-emulate", "--neuron-fail-on", "fallback,recompile", "-p", "no:cacheprovider",
+    )
+    result.assert_outcomes(passed=2, failed=2)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "neuron: 1 CPU fallback op(s) > 0 allowed: aten::linalg_qr.out",
+        "neuron: 4 recompile(s) > 0 allowed",
+        "FAILED test_model.py::test_fallback*",
+        "FAILED test_model.py::test_recompile*",
+    ])
+    assert "neuron (emulated device)" in out
+    summary = out.split("neuron (emulated device)", 1)[1]
+    assert "test_model.py::test_fallback_allowed" not in summary  # allowed by its marker
+    assert "NM903" in summary and "a size varied over 1, 2, 3" in summary
+
+
+def test_without_emulate_the_plugin_imports_no_torch(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_light='''
+import sys
+
+def test_no_torch():
+    assert "torch" not in sys.modules
+''')
+    result = pytester.runpytest_subprocess("-p", PLUGIN, "-p", "no:cacheprovider", "--markers")
+    assert "neuron_allow_ops" in result.stdout.str()
+    pytester.runpytest_subprocess("-p", PLUGIN, "-p", "no:cacheprovider").assert_outcomes(passed=1)
