@@ -333,9 +333,10 @@ def _outcome(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], timeout: dict
             else:
                 first = exc["message"].strip().splitlines()[0] if exc["message"].strip() else ""
                 ctx.add("NM912", site, f"{exc['type']}: {first}" if first else exc["type"], details)
-        elif c.get("exit", {}).get("status") == "exit" and c.get("mode") != "pytest":
+        elif c.get("exit", {}).get("status") == "exit":
             code = c["exit"]["code"]
-            ctx.add("NM912", None, f"SystemExit({code})", {"exit_code": code, "rank": rank})
+            symbol = f"pytest exit code {code}" if c.get("mode") == "pytest" else f"SystemExit({code})"
+            ctx.add("NM912", None, symbol, {"exit_code": code, "rank": rank})
     if not children:
         for rank, exc in m.exceptions:  # records written without the child (e.g. --from-records)
             site = exc.get("site")

@@ -31,15 +31,14 @@ class Observations:
                 "module_transfers": [dict(v) for v in self.transfers.values()]}
 
 
-_installed: list[Observations] = []
+_targets: list[Observations] = []  # the child's (whole run) and the pytest plugin's (per test)
 
 
 def install(obs: Observations) -> None:
-    """Start observing into `obs` (once per process; later calls replace the target)."""
-    if _installed:
-        _installed[0] = obs
+    """Also observe into `obs` (the hooks are installed once per process)."""
+    _targets.append(obs)
+    if len(_targets) > 1:
         return
-    _installed.append(obs)
     import torch
     from torch.nn.modules.module import register_module_forward_pre_hook
 
@@ -63,16 +62,17 @@ def install(obs: Observations) -> None:
         ]
         if not cpu or not on_neuron(module, args):
             return
-        target = _installed[0].cpu_params
-        for kind, name, t in cpu:
-            entry = target.get((id(module), name))
-            if entry is None:
-                entry = target[(id(module), name)] = {
-                    "symbol": f"{type(module).__name__}.{name}", "kind": kind,
-                    "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."),
-                    "site": frames.user_site(sys._getframe(1)), "calls": 0,
-                }
-            entry["calls"] += 1
+        where = frames.user_site(sys._getframe(1))
+        for target in _targets:
+            for kind, name, t in cpu:
+                entry = target.cpu_params.get((id(module), name))
+                if entry is None:
+                    entry = target.cpu_params[(id(module), name)] = {
+                        "symbol": f"{type(module).__name__}.{name}", "kind": kind,
+                        "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."),
+                        "site": where, "calls": 0,
+                    }
+                entry["calls"] += 1
 
     register_module_forward_pre_hook(pre_hook)
     depth = [0]
@@ -82,9 +82,10 @@ def install(obs: Observations) -> None:
             if depth[0] == 0:
                 where = frames.user_site(sys._getframe(1))
                 if where is not None:
-                    entry = _installed[0].transfers.setdefault((where["file"], where["line"]),
-                                                               {"site": where, "calls": 0})
-                    entry["calls"] += 1
+                    for target in _targets:
+                        entry = target.transfers.setdefault((where["file"], where["line"]),
+                                                            {"site": where, "calls": 0})
+                        entry["calls"] += 1
             depth[0] += 1
             try:
                 return method(self, *args, **kwargs)

@@ -33,6 +33,7 @@ def test_recompile():
 '''
 
 
+@pytest.mark.slow
 def test_gates_per_test_with_marker_and_reports(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_model=TESTS)
     result = pytester.runpytest_subprocess(
