@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from neuron_migrate.check import advice
-from neuron_migrate.check.records import CompileSite, Merged, Records, merge, rank_of, site_key
+from neuron_migrate.check.records import (
+    CompileSite,
+    Merged,
+    Records,
+    merge,
+    rank_of,
+    site_key,
+)
 from neuron_migrate.findings import Finding, Span
 from neuron_migrate.ruleset.model import RulePack
 
@@ -38,7 +45,7 @@ DATA_DEPENDENT = re.compile(
     r"^aten::(_local_scalar_dense|nonzero|masked_select|unique|_unique|unique_consecutive|"
     r"unique_dim|repeat_interleave\.Tensor|histc)(\.|$)"
 )
-_HOST_SYNC_CONDITION = re.compile(r"host syncs|host sync\b|data-dependent|what \.item\(\) does", re.I)
+_HOST_SYNC_CONDITION = re.compile(r"host syncs|host sync\b|data-dependent|what \.item\(\) does", re.IGNORECASE)
 ITEM_OP = "aten::_local_scalar_dense"
 NARROWED_FLOAT = "float64"
 MAX_SYMBOL = 80

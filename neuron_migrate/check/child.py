@@ -126,9 +126,8 @@ def _resolve(state: _State, mode: str, target: str) -> None:
 
 def _activate() -> None:
     os.environ["NEURON_MIGRATE_EMULATE"] = "1"  # for the program's own subprocesses (DataLoader workers)
-    import torch  # noqa: F401 - the `torch.backends` entry point activates when asked
-
     import neuron_emu
+    import torch  # noqa: F401 - the `torch.backends` entry point activates when asked
 
     if not neuron_emu.is_active():
         neuron_emu.activate()

@@ -54,9 +54,9 @@ def _statement(filename: str, line: int) -> ast.AST | None:
         return None
     best = None
     for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
-            if best is None or node.lineno >= best.lineno:
-                best = node
+        covers = isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno)
+        if covers and (best is None or node.lineno >= best.lineno):
+            best = node
     return best
 
 
