@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -25,10 +24,15 @@ _count = _initial_count()
 _current = 0
 
 
-@dataclass(frozen=True, slots=True)
 class _DeviceProperties:
-    name: str
-    total_memory: int
+    __slots__ = ("name", "total_memory")
+
+    def __init__(self, name: str, total_memory: int) -> None:
+        self.name = name
+        self.total_memory = total_memory
+
+    def __repr__(self) -> str:
+        return f"_NeuronDeviceProperties(name='{self.name}', total_memory={self.total_memory // 2**20}MB)"
 
 
 def is_available() -> bool:

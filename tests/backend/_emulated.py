@@ -13,13 +13,14 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-__all__ = ["Run", "Pending", "run_python", "child_env", "is_error", "REPO", "BACKEND"]
+__all__ = ["Run", "Pending", "run_python", "run_script", "child_env", "is_error", "REPO", "BACKEND"]
 
 REPO = Path(__file__).resolve().parents[2]
 BACKEND = REPO / "backend"
@@ -58,35 +59,61 @@ def child_env(env: dict[str, str] | None = None, *, emulate: bool = True) -> dic
     return full
 
 
-class Pending:
-    """A started snippet; ``wait()`` returns its :class:`Run` (several can run side by side)."""
+_SLOTS = threading.BoundedSemaphore(max(2, (os.cpu_count() or 2) + 1))
 
-    def __init__(self, code: str, *, env: dict[str, str] | None = None, activate: bool = True,
-                 emulate: bool = True, timeout: float = 180, cwd: Path | None = None,
-                 expect_ok: bool = True) -> None:
-        script = _PRELUDE.format(activate=activate) + textwrap.dedent(code)
-        script += f"\nprint({_MARK!r} + json.dumps(result, default=str))\n"
+
+class Pending:
+    """A snippet started in the background (at most cpu_count+1 at a time); ``wait()`` returns its
+    :class:`Run`. Test modules create theirs at import, so all of them run during collection."""
+
+    def __init__(self, code: str | None = None, *, argv: list[str] | None = None,
+                 env: dict[str, str] | None = None, activate: bool = True, emulate: bool = True,
+                 timeout: float = 240, cwd: Path | None = None, expect_ok: bool = True) -> None:
+        if argv is None:
+            script = _PRELUDE.format(activate=activate) + textwrap.dedent(code or "")
+            script += f"\nprint({_MARK!r} + json.dumps(result, default=str))\n"
+            argv = [sys.executable, "-c", script]
+        self.argv = argv
+        self.env = child_env(env, emulate=emulate)
+        self.cwd = cwd or REPO
         self.timeout = timeout
         self.expect_ok = expect_ok
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, env=child_env(env, emulate=emulate), cwd=cwd or REPO,
-        )
+        self._out: tuple[str, str, int] | None = None
+        self._done = threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            with _SLOTS:
+                proc = subprocess.run(self.argv, capture_output=True, text=True, env=self.env,
+                                      cwd=self.cwd, timeout=self.timeout)
+            self._out = (proc.stdout, proc.stderr, proc.returncode)
+        except subprocess.TimeoutExpired as exc:
+            self._out = (str(exc.stdout or ""), f"timed out after {self.timeout} s", -9)
+        finally:
+            self._done.set()
 
     def wait(self) -> Run:
-        out, err = self.proc.communicate(timeout=self.timeout)
+        self._done.wait()
+        assert self._out is not None
+        out, err, rc = self._out
         result = None
         for line in out.splitlines():
             if line.startswith(_MARK):
                 result = json.loads(line[len(_MARK):])
-        if self.expect_ok and (self.proc.returncode != 0 or result is None):
-            pytest.fail(f"emulated snippet failed (rc={self.proc.returncode}):\n{err[-4000:]}")
-        return Run(result, out, err, self.proc.returncode)
+        if self.expect_ok and (rc != 0 or result is None) and self.argv[1] == "-c":
+            pytest.fail(f"emulated snippet failed (rc={rc}):\n{err[-4000:]}")
+        return Run(result, out, err, rc)
 
 
 def run_python(code: str, **kwargs: Any) -> Run:
     """Run ``code`` in a fresh interpreter with the emulator active and return its ``result``."""
     return Pending(code, **kwargs).wait()
+
+
+def run_script(path: Path, *args: str, **kwargs: Any) -> Pending:
+    """Start ``python path args...`` (a real file: call sites, spawn and exit hooks need one)."""
+    return Pending(argv=[sys.executable, str(path), *args], **kwargs)
 
 
 def is_error(value: Any, kind: str = "") -> bool:

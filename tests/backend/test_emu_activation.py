@@ -7,13 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from _emulated import BACKEND, Pending, child_env, is_error
+from _emulated import BACKEND, Pending, is_error, run_script
 
 STATE = """
 check("backend", lambda: torch._C._get_privateuse1_backend_name())
@@ -43,23 +44,23 @@ needs_entry_point = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Every configuration, started side by side (each is a fresh interpreter)."""
-    fake = tmp_path_factory.mktemp("fake_neuronx")
-    (fake / "torch_neuronx").mkdir()
+def _start_all() -> dict[str, Pending]:
+    """Every configuration, started at collection (each is a fresh interpreter)."""
+    base = Path(tempfile.mkdtemp(prefix="neuron-emu-activation-"))
+    fake = base / "fake_neuronx"
+    (fake / "torch_neuronx").mkdir(parents=True)
     (fake / "torch_neuronx" / "__init__.py").write_text("")
-    script = tmp_path_factory.mktemp("spawn") / "spawn_check.py"
+    script = base / "spawn_check.py"
     script.write_text(SPAWN_SCRIPT)
-    taken = STATE.replace('check("backend"', 'torch.utils.rename_privateuse1_backend("other")\ncheck("backend"') + textwrap.dedent("""
+    taken = ('torch.utils.rename_privateuse1_backend("other")\n' + STATE + textwrap.dedent("""
         import warnings as w
         with w.catch_warnings(record=True) as caught:
             w.simplefilter("always")
             neuron_emu._autoload()
         result["warnings"] = [str(c.message) for c in caught]
         check("active_after", lambda: neuron_emu.is_active())
-    """)
-    pending = {
+    """))
+    return {
         "plain": Pending(STATE, activate=False, emulate=False),
         "env": Pending(STATE, activate=False),
         "autoload_off": Pending(STATE, activate=False, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}),
@@ -70,12 +71,18 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                            "check('autoload', neuron_emu._autoload)\n",
                            activate=False, env={"PYTHONPATH": f"{fake}{os.pathsep}{BACKEND}"}),
         "taken": Pending(taken, activate=False, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}),
+        "spawn": run_script(script),
     }
-    spawn = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=child_env())
-    out: dict[str, Any] = {k: p.wait().result for k, p in pending.items()}
-    stdout, stderr = spawn.communicate(timeout=180)
-    out["spawn"] = json.loads(stdout) if spawn.returncode == 0 else {"stderr": stderr}
+
+
+PENDING = _start_all()
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, Any]:
+    out: dict[str, Any] = {k: p.wait().result for k, p in PENDING.items() if k != "spawn"}
+    spawn = PENDING["spawn"].wait()
+    out["spawn"] = json.loads(spawn.stdout) if spawn.returncode == 0 else {"stderr": spawn.stderr}
     return out
 
 

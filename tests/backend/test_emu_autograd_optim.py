@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from _emulated import run_python
+from _emulated import Pending
 
 CODE = """
 import copy
@@ -46,9 +46,12 @@ result["requires_grad_chain"] = [(w * 2).requires_grad, (w * 2).grad_fn.name()]
 """
 
 
+RUN = Pending(CODE)  # started at collection, runs beside the other modules' snippets
+
+
 @pytest.fixture(scope="module")
 def r() -> dict[str, Any]:
-    return run_python(CODE).result
+    return RUN.wait().result
 
 
 @pytest.mark.parametrize("opt", ["Adam", "AdamW", "SGD"])

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from _emulated import is_error, run_python
+from _emulated import Pending, is_error
 
 CODE = """
 import torch.nn as nn
@@ -32,9 +32,12 @@ check("inductor", lambda: torch.compile(lambda a: a * 2)(torch.ones(2, device="n
 MISMATCH = "Expected all tensors to be on the same device"
 
 
+RUN = Pending(CODE)  # started at collection, runs beside the other modules' snippets
+
+
 @pytest.fixture(scope="module")
 def r() -> dict[str, Any]:
-    return run_python(CODE).result
+    return RUN.wait().result
 
 
 @pytest.mark.parametrize("case", ["binary", "linear", "matmul", "cat"])

@@ -5,14 +5,13 @@ downcasts, host-to-device copies, and the per-process JSON record."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from _emulated import child_env
+from _emulated import run_script
 
 USER_SCRIPT = '''\
 import json, sys, warnings
@@ -52,29 +51,32 @@ raise SystemExit(0) if len(sys.argv) < 2 else ValueError("boom")
 '''
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    d = tmp_path_factory.mktemp("rec")
+def _start() -> dict[str, Any]:
+    d = Path(tempfile.mkdtemp(prefix="neuron-emu-recording-"))
     script = d / "user_train.py"
     script.write_text(USER_SCRIPT)
-    record_dir = d / "records"
-    procs = {
-        "main": subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True, env=child_env({"NEURON_MIGRATE_RECORD_DIR": str(record_dir / "a")})),
-        "fail": subprocess.Popen([sys.executable, str(script), "fail"], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True,
-                                 env=child_env({"NEURON_MIGRATE_RECORD_DIR": str(record_dir / "b"),
-                                                "RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1"})),
+    return {
+        "script": script, "dir": d,
+        "main": run_script(script, env={"NEURON_MIGRATE_RECORD_DIR": str(d / "a")}),
+        "fail": run_script(script, "fail", env={"NEURON_MIGRATE_RECORD_DIR": str(d / "b"), "RANK": "3",
+                                                "WORLD_SIZE": "4", "LOCAL_RANK": "1"}),
     }
-    out: dict[str, Any] = {"script": str(script)}
-    for name, p in procs.items():
-        stdout, stderr = p.communicate(timeout=180)
-        line = next((ln for ln in stdout.splitlines() if ln.startswith("@@")), None)
-        assert line is not None, stderr[-3000:]
+
+
+PENDING = _start()
+
+
+@pytest.fixture(scope="module")
+def run() -> dict[str, Any]:
+    out: dict[str, Any] = {"script": str(PENDING["script"])}
+    for name, sub in (("main", "a"), ("fail", "b")):
+        r = PENDING[name].wait()
+        line = next((ln for ln in r.stdout.splitlines() if ln.startswith("@@")), None)
+        assert line is not None, r.stderr[-3000:]
         out[name] = json.loads(line[2:])
-        out[name + "_rc"] = p.returncode
-        out[name + "_stderr"] = stderr
-        files = sorted((record_dir / ("a" if name == "main" else "b")).glob("*.json"))
+        out[name + "_rc"] = r.returncode
+        out[name + "_stderr"] = r.stderr
+        files = sorted((PENDING["dir"] / sub).glob("*.json"))
         out[name + "_files"] = [f.name for f in files]
         out[name + "_record"] = json.loads(files[0].read_text()) if files else None
     return out

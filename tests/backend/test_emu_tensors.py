@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from _emulated import is_error, run_python
+from _emulated import Pending, is_error
 
 CODE = """
 import copy
@@ -73,9 +73,12 @@ check("cross_device_copy", lambda: [torch.zeros(3, device="neuron").copy_(torch.
 """
 
 
+RUN = Pending(CODE)  # started at collection, runs beside the other modules' snippets
+
+
 @pytest.fixture(scope="module")
 def r() -> dict[str, Any]:
-    return run_python(CODE).result
+    return RUN.wait().result
 
 
 def test_plain_tensors_with_real_storage(r: dict[str, Any]) -> None:

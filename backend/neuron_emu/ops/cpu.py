@@ -40,13 +40,6 @@ _CPU_OK_ARGS: dict[str, frozenset[str]] = {
 }
 
 
-def op_name(op: OpOverload) -> str:
-    """``aten::name.overload``, with the default overload written ``aten::name`` (TorchNeuron's form)."""
-    ov = op._overloadname
-    base = op._schema.name
-    return base if ov == "default" else f"{base}.{ov}"
-
-
 class OpInfo:
     """Facts about one overload, computed once."""
 
@@ -56,15 +49,18 @@ class OpInfo:
     )
 
     def __init__(self, op: OpOverload, kind: str, *, compiles: bool, record: bool) -> None:
-        schema = op._schema
         self.op = op
-        self.name = op_name(op)
-        self.kind = kind  # "device" | "fallback" | "silent"
+        self.name = op.name()  # aten::name.overload, default overload as aten::name (TorchNeuron's form)
+        self.kind = kind  # "device" | "fallback"
         self.compiles = compiles
         self.record = record
-        self.is_view = op.is_view
+        self.arg_names: tuple[str, ...] | None = None  # schema facts: filled on first use
+
+    def prepare(self) -> OpInfo:
+        """Read the schema (about 0.4 ms per op the first time, hence not at activation)."""
+        schema = self.op._schema
         args = schema.arguments
-        self.arg_names = tuple(a.name for a in args)
+        self.is_view = self.op.is_view
         self.cpu_ok = _CPU_OK_ARGS.get(self.name, frozenset())
         self.writes = frozenset(a.name for a in args if a.alias_info is not None and a.alias_info.is_write)
         self.gen_pos = -1
@@ -77,6 +73,8 @@ class OpInfo:
                     self.gen_pos = i
         self.has_device = any(a.name == "device" for a in args)
         self.returns_alias = any(r.alias_info is not None for r in schema.returns)
+        self.arg_names = tuple(a.name for a in args)
+        return self
 
 
 def mismatch_error(info: OpInfo, arg: str, bad: torch.device, dev: int) -> RuntimeError:
@@ -112,7 +110,7 @@ def _convert(info: OpInfo, name: str, a: Any, state: list[Any]) -> Any:
 def execute(info: OpInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``info.op`` on the CPU for `neuron` arguments and return `neuron` results."""
     state: list[Any] = [-1, None, []]
-    names = info.arg_names
+    names = info.arg_names or info.prepare().arg_names
     cargs = [_convert(info, names[i], a, state) for i, a in enumerate(args)]
     ckw = {k: _convert(info, k, v, state) for k, v in kwargs.items()} if kwargs else {}
     out_dev = state[0]

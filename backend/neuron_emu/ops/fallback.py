@@ -17,7 +17,7 @@ _infos: dict[OpOverload, OpInfo] = {}
 def _info(op: OpOverload) -> OpInfo:
     info = _infos.get(op)
     if info is None:
-        info = OpInfo(op, "fallback", compiles=False, record=True)
+        info = OpInfo(op, "fallback", compiles=False, record=True).prepare()
         info.record = info.name not in table().silent_views
         _infos[op] = info
     return info
