@@ -30,12 +30,26 @@ _EXPORTS: dict[types.ModuleType, tuple[str, ...]] = {
 }
 
 
+def get_dynamo_metrics() -> dict:
+    """torch.compile(backend="neuron") statistics (imports Dynamo only if it is already in use)."""
+    if "neuron_emu.compile" not in sys.modules:
+        return {}
+    return sys.modules["neuron_emu.compile"].get_dynamo_metrics()
+
+
+def reset_dynamo_metrics() -> None:
+    if "neuron_emu.compile" in sys.modules:
+        sys.modules["neuron_emu.compile"].reset_dynamo_metrics()
+
+
 def build() -> types.ModuleType:
     """A fresh module object for ``torch._register_device_module('neuron', ...)``."""
     mod = types.ModuleType("torch.neuron", "Emulated TorchNeuron device module (neuron-migrate).")
     for src, names in _EXPORTS.items():
         for name in names:
             setattr(mod, name, getattr(src, name))
+    mod.get_dynamo_metrics = get_dynamo_metrics
+    mod.reset_dynamo_metrics = reset_dynamo_metrics
     mod.memory = memory
     mod.random = random
     mod.streams = streams

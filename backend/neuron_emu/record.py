@@ -150,6 +150,9 @@ def observe(info: OpInfo, args: tuple[Any, ...], result: Any) -> None:
 
 
 def _first(info: OpInfo, sig: tuple[Any, ...], node: Any, key: Any) -> None:
+    if SINK is _DISCARD:  # ops of a compiled graph: part of that graph's NEFF, not eager ops
+        SINK.counts[key] = 1
+        return
     with _lock:
         rec = SINK
         rec.counts[key] = rec.counts.get(key, 0) + 1
@@ -262,6 +265,23 @@ def recording() -> Iterator[Recorder]:
             _stack.remove(rec)
             SINK = _stack[-1]
             SINK.merge(rec)
+
+
+_DISCARD = Recorder()
+
+
+@contextmanager
+def suspended() -> Iterator[None]:
+    """Do not record eager ops in this block (used while a compiled graph runs)."""
+    global SINK
+    with _lock:
+        prev, SINK = SINK, _DISCARD
+    try:
+        yield
+    finally:
+        with _lock:
+            SINK = prev
+            _DISCARD.counts.clear()
 
 
 def _all() -> Recorder:
