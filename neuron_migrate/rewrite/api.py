@@ -7,7 +7,11 @@ scan and the pipeline). A problem with one file is that file's outcome; the run 
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import difflib
+import multiprocessing
+import os
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -16,6 +20,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from neuron_migrate.errors import NeuronMigrateError
 from neuron_migrate.findings import Finding, Report, Target
 from neuron_migrate.rewrite.apply import SkippedFix, applicable_fix
 from neuron_migrate.rewrite.files import FileProblem
@@ -173,6 +178,33 @@ def _plan_file(root: Path, rel: str, findings: Sequence[Finding], target: Target
     return _Pending(outcome, real, original, new)
 
 
+_POOL_MIN_FILES = 8  # below this, starting workers costs more than it saves
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _plan_one(item: tuple[Path, str, Sequence[Finding], Target, bool]) -> FileOutcome | _Pending:
+    return _plan_file(*item)
+
+
+def _plan_all(work: list[tuple[Path, str, Sequence[Finding], Target, bool]], jobs: int | None) -> list[FileOutcome | _Pending]:
+    """Plan every file, in parallel when there are many (libcst parsing dominates)."""
+    workers = jobs if jobs is not None else _usable_cpus()
+    if workers <= 1 or len(work) < _POOL_MIN_FILES:
+        return [_plan_one(item) for item in work]
+    context = multiprocessing.get_context("fork") if sys.platform == "linux" else None
+    try:
+        with cf.ProcessPoolExecutor(max_workers=min(workers, len(work)), mp_context=context) as pool:
+            return list(pool.map(_plan_one, work, chunksize=max(1, len(work) // (workers * 4))))
+    except cf.process.BrokenProcessPool as exc:
+        raise NeuronMigrateError(f"a rewrite worker process died unexpectedly ({exc})") from None
+
+
 def rewrite_findings(
     root: Path,
     findings: Sequence[Finding],
@@ -181,16 +213,18 @@ def rewrite_findings(
     unsafe: bool,
     apply: bool,
     allow_dirty: bool = False,
+    jobs: int | None = None,
 ) -> tuple[FileOutcome, ...]:
     """Apply the fixes of `findings` (paths relative to `root`); only files with an applicable fix."""
     by_path: dict[str, list[Finding]] = defaultdict(list)
     for finding in findings:
         by_path[finding.path].append(finding)
-    planned: list[FileOutcome | _Pending] = [
-        _plan_file(root, rel, group, target, unsafe)
+    work = [
+        (root, rel, group, target, unsafe)
         for rel, group in sorted(by_path.items())
         if any(applicable_fix(f, target, unsafe=unsafe) for f in group)
     ]
+    planned = _plan_all(work, jobs)
     if not apply:
         return tuple(p.outcome if isinstance(p, _Pending) else p for p in planned)
 
@@ -229,6 +263,7 @@ def rewrite_paths(
     allow_dirty: bool,
     target: Target,
     use_cache: bool = True,
+    jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> RewriteResult:
     """Scan `paths` with `settings`, then fix what the resulting report holds (after selection,
@@ -247,11 +282,12 @@ def rewrite_paths(
         respect_gitignore=settings.respect_gitignore,
         use_cache=use_cache,
         cache_dir=settings.cache_dir,
+        jobs=jobs,
         progress=progress,
     )
     report = build_report(scan, settings, pack)
     outcomes = rewrite_findings(
-        Path(scan.root), report.findings, target=target, unsafe=unsafe, apply=apply, allow_dirty=allow_dirty
+        Path(scan.root), report.findings, target=target, unsafe=unsafe, apply=apply, allow_dirty=allow_dirty, jobs=jobs
     )
     return RewriteResult(
         root=scan.root,

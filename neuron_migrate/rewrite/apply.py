@@ -3,8 +3,9 @@
 Edits come in the findings' coordinates: 1-based lines split at `\\r\\n`, `\\r` or `\\n` (as Python's
 tokenizer does) and 0-based character columns. Fixes are applied whole or not at all; when two
 fixes overlap the first (by position) wins and the other is reported as skipped. Imports are then
-removed where unused and added where missing, and the result must parse with `ast` and libcst or
-the whole file is left alone. libcst is imported only here, and only when a fix applies.
+added where missing and removed where unused, and the result must parse with `ast` and libcst or
+the whole file is left alone. libcst is imported, and the file parsed with it once, only when a
+fix applies.
 """
 
 from __future__ import annotations
@@ -170,19 +171,13 @@ def _splice(source: str, planned: Sequence[_Planned]) -> tuple[str, int]:
     return "".join(out), first_needing
 
 
-def _parse_error(source: str) -> str:
-    """'' when `source` parses with both `ast` and libcst, else what went wrong."""
+def _ast_error(source: str) -> str:
+    """'' when `source` parses with `ast`, else what went wrong."""
     try:
         ast.parse(source)
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None)
         return f"the rewritten code does not parse ({exc.__class__.__name__}{f' at line {line}' if line else ''})"
-    import libcst
-
-    try:
-        libcst.parse_module(source)
-    except libcst.ParserSyntaxError as exc:
-        return f"libcst cannot parse the rewritten code (line {exc.raw_line})"
     return ""
 
 
@@ -200,11 +195,11 @@ def apply_fixes_to_source(
     if not planned:
         return ApplyResult(source, (), tuple(skipped))
 
-    from neuron_migrate.rewrite import imports as import_tools  # imports libcst
+    from neuron_migrate.rewrite import imports as import_tools
 
     context = imports or ImportContext()
     new_source, first_needing = _splice(source, planned)
-    problem = _parse_error(new_source)
+    problem = _ast_error(new_source)
     if not problem:
         remove = [name for p in planned for name in p.fix.remove_imports]
         add = [stmt for p in planned for stmt in p.fix.add_imports]
@@ -214,14 +209,15 @@ def apply_fixes_to_source(
                 new_source = import_tools.add_missing_imports(
                     new_source, add, before_offset=first_needing, bound_elsewhere=context.bound_elsewhere
                 )
+            module = import_tools.parse_with_libcst(new_source)  # the one libcst parse of this file
             if remove:
                 new_source = import_tools.remove_unused_imports(
-                    new_source, remove, add=add, used_elsewhere=context.used_elsewhere
+                    new_source, remove, module, add=add, used_elsewhere=context.used_elsewhere
                 )
         except import_tools.ImportEditError as exc:
             problem = str(exc)
         else:
-            problem = _parse_error(new_source)
+            problem = _ast_error(new_source)
     if problem:
         reason = f"file left unchanged: {problem}"
         every = [SkippedFix(p.finding, reason) for p in planned]

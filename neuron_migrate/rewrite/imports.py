@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import bisect
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from neuron_migrate.rewrite.apply import line_starts, newline_of
 
@@ -111,14 +112,30 @@ def _matches(entry: str, key: ImportKey) -> bool:
     return entry == (module if name is None else f"{module}.{name}")
 
 
+def parse_with_libcst(source: str) -> Any:
+    """The libcst Module of `source` (the caller's final syntax check, and the tree for removal)."""
+    import libcst
+
+    try:
+        return libcst.parse_module(source)
+    except libcst.ParserSyntaxError as exc:
+        raise ImportEditError(f"libcst cannot parse the rewritten code (line {exc.raw_line})") from None
+    except RecursionError:
+        raise ImportEditError("libcst cannot parse the rewritten code (nested too deeply)") from None
+
+
 def remove_unused_imports(
     source: str,
     entries: Sequence[str],
+    module: Any = None,
     *,
     add: Sequence[str] = (),
     used_elsewhere: frozenset[str] = frozenset(),
 ) -> str:
-    """Remove the imports named by `entries` ('module' or 'module.name') that nothing reads."""
+    """Remove the imports named by `entries` ('module' or 'module.name') that nothing reads.
+
+    `module` is `source` already parsed by `parse_with_libcst` (parsed here when None).
+    """
     tree = ast.parse(source)
     present = [k for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom)) for k in _keys_of(node)]
     targets = [k for k in dict.fromkeys(present) if any(_matches(e, k) for e in entries)]
@@ -129,7 +146,12 @@ def remove_unused_imports(
     forced = {k for k in targets if _bound_name(k) in added_names and k not in added}
     from neuron_migrate.rewrite.unused_imports import remove_imports  # libcst.codemod is slow to import
 
-    return remove_imports(source, targets, forced, used_elsewhere)
+    if module is None:
+        module = parse_with_libcst(source)
+    try:
+        return remove_imports(module, targets, forced, used_elsewhere)
+    except RecursionError:
+        raise ImportEditError("import clean-up failed: the code is nested too deeply") from None
 
 
 # --- addition ---------------------------------------------------------------------------------

@@ -84,8 +84,8 @@ def summary_text(result: RewriteResult) -> str:
         by_file: dict[str, list[str]] = defaultdict(list)
         for f in group:
             cell = f"cell[{f.cell}]:" if f.cell is not None else ""
-            by_file[f.path].append(f"{cell}{f.span.line}")
+            by_file[f.path].append(f"{cell}{f.span.line}:{f.span.col + 1}")
         for path in sorted(by_file):
-            lines.append(f"    {path}: line {', '.join(by_file[path])}")
+            lines.append(f"    {path}: {', '.join(by_file[path])}")
     return "\n".join(lines) + "\n"
 

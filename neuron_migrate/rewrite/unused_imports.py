@@ -110,7 +110,6 @@ def _alias_bound_name(alias: cst.ImportAlias) -> str:
 
 
 def remove_imports(
-    source: str, targets: Sequence[ImportKey], forced: set[ImportKey], used_elsewhere: frozenset[str]
+    module: cst.Module, targets: Sequence[ImportKey], forced: set[ImportKey], used_elsewhere: frozenset[str]
 ) -> str:
-    module = cst.parse_module(source)
     return _RemoveUnused(CodemodContext(), targets, forced, used_elsewhere).transform_module(module).code

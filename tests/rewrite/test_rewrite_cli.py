@@ -51,7 +51,7 @@ def test_apply_writes_and_lists_what_needs_a_person(project: Path) -> None:
     assert "Changed 1 file (1 fix, target neuron)." in err
     assert "  train.py: NM101" in err
     assert "Still needs a person: 1 finding." in err
-    assert "NM208" in err and "train.py: line 4" in err
+    assert "NM208" in err and "train.py: 4:8" in err
 
     code, out, err = _run(str(project), "--apply", "--no-cache", "--fail-on", "never")
     assert "Changed 0 files" in err
