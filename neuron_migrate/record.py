@@ -161,6 +161,11 @@ def _tail(text: str) -> str:
     return text if len(text) <= _ERROR_TAIL else "..." + text[-_ERROR_TAIL:]
 
 
+def _shown(argv: list[str], output: Path) -> tuple[str, ...]:
+    """The check command as recorded: the temporary report path is gone once the record exists."""
+    return ("neuron-migrate", *("check.json" if a == str(output) else a for a in argv))
+
+
 def run_check(root: Path, spec: RunSpec, workdir: Path) -> CheckOutcome:
     """Run `neuron-migrate check` on `spec.script` in `root` (a subprocess: the user's program runs
     in its own processes anyway, and the JSON report is check's stable interface)."""
@@ -177,7 +182,7 @@ def run_check(root: Path, spec: RunSpec, workdir: Path) -> CheckOutcome:
             check=False,
         )
     except OSError as exc:
-        return CheckOutcome(("neuron-migrate", *argv), None, 0.0, None, f"could not start check: {exc}")
+        return CheckOutcome(_shown(argv, output), None, 0.0, None, f"could not start check: {exc}")
     duration = time.perf_counter() - started
     report: dict[str, Any] | None = None
     error: str | None = None
@@ -188,7 +193,7 @@ def run_check(root: Path, spec: RunSpec, workdir: Path) -> CheckOutcome:
         report = None
         detail = _tail((proc.stderr or "") + (proc.stdout or "")).strip()
         error = f"check wrote no readable JSON report ({exc.__class__.__name__}); exit {proc.returncode}: {detail}"
-    return CheckOutcome(("neuron-migrate", *argv), proc.returncode, duration, report, error)
+    return CheckOutcome(_shown(argv, output), proc.returncode, duration, report, error)
 
 
 def _copy_project(project: Path, dest: Path) -> Path:
