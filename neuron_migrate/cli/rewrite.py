@@ -35,7 +35,10 @@ def rewrite(
         None, "--unsafe-fixes/--no-unsafe-fixes", help="Also apply fixes that may change behaviour."
     ),
     allow_dirty: bool = typer.Option(
-        False, "--allow-dirty", help="With --apply, also write files git has uncommitted changes in."
+        False,
+        "--allow-dirty",
+        help="With --apply, also write files git does not have committed and clean (modified, staged, "
+        "untracked, ignored). Files outside any git work tree are always written.",
     ),
     select: list[str] | None = typer.Option(None, "--select", help="Codes or prefixes to fix (comma-separated)."),
     ignore: list[str] | None = typer.Option(None, "--ignore", help="Codes or prefixes to leave alone."),

@@ -129,3 +129,16 @@ def test_libcst_is_not_imported_without_an_applicable_fix() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_libcst_parse_failure_leaves_the_file_alone(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import libcst
+
+    def refuse(source: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+        raise libcst.ParserSyntaxError("unsupported", lines=[source], raw_line=1, raw_column=0)
+
+    monkeypatch.setattr(libcst, "parse_module", refuse)
+    src = "x.to('cuda')\n"
+    result = apply_fixes_to_source(src, [finding(src, "'cuda'", "'neuron'")], Target.NEURON, unsafe=False)
+    assert result.new_source == src and result.applied == ()
+    assert result.error == "libcst cannot parse the rewritten code (line 1)"
