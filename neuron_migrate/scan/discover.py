@@ -64,12 +64,12 @@ def choose_root(paths: Sequence[Path], root: Path | None = None) -> str:
     if not paths:
         raise NeuronMigrateError("no paths to scan")
     absolute = [os.path.abspath(p) for p in paths]
-    for given, ab in zip(paths, absolute):
+    for given, ab in zip(paths, absolute, strict=True):
         if not os.path.lexists(ab):
             raise NeuronMigrateError(f"{given}: no such file or directory")
     if root is not None:
         top = os.path.abspath(root)
-        outside = [str(g) for g, ab in zip(paths, absolute) if not _is_within(ab, top)]
+        outside = [str(g) for g, ab in zip(paths, absolute, strict=True) if not _is_within(ab, top)]
         if outside:
             raise NeuronMigrateError(f"{outside[0]}: not inside the scan root {top}")
         return top

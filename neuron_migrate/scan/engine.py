@@ -9,9 +9,7 @@ finding: files the gate rejects are never parsed.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import importlib
-import multiprocessing
 import os
 import sys
 import time
@@ -90,10 +88,10 @@ def scan_paths(
             todo.append(c)
 
     total = len(found.files)
-    report = _progress_counter(progress, total, total - len(todo))
+    advance = _progress_counter(progress, total, total - len(todo))
     if todo:  # a fully cached scan builds no gate and imports no analyser
         context = _Context(pack, build_prefilter(pack), max_file_size, analyzer)
-        for c, (rows, drows) in zip(todo, _analyse(todo, context, jobs, report)):
+        for c, (rows, drows) in zip(todo, _analyze(todo, context, jobs, advance), strict=True):
             entries[c.rel] = (c.mtime_ns, c.size, c.mode, rows, drows)
 
     files = [FileResult.from_rows(rel, entry[3], [row_to_directive(d) for d in entry[4]])
@@ -144,28 +142,33 @@ class _Context:
 _WORKER: _Context | None = None
 
 
-def _analyse(todo: list[Candidate], context: _Context, jobs: int | None,
+def _analyze(todo: list[Candidate], context: _Context, jobs: int | None,
              advance: Callable[[int], None]) -> list[tuple[tuple[Row, ...], tuple[Row, ...]]]:
     """Results in the order of `todo`."""
     workers = jobs if jobs is not None else _usable_cpus()
     if workers <= 1 or len(todo) < 2 or sum(c.size for c in todo) < POOL_MIN_BYTES:
         out = []
         for c in todo:
-            out.append(analyse_file(c, context))
+            out.append(analyze_file(c, context))
             advance(1)
         return out
+    import concurrent.futures as cf  # only when there is enough work for a pool
+    import multiprocessing
+
+    # fork starts workers in milliseconds and shares the loaded pack; elsewhere keep the default.
+    mp_context = multiprocessing.get_context("fork") if sys.platform == "linux" else None
     chunks = _chunks(todo, workers)
     results: dict[int, tuple[tuple[Row, ...], tuple[Row, ...]]] = {}
     try:
-        with cf.ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=_mp_context(),
+        with cf.ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=mp_context,
                                     initializer=_init_worker, initargs=(context,)) as pool:
-            futures = {pool.submit(_analyse_chunk, [c for _, c in chunk]): chunk for chunk in chunks}
+            futures = {pool.submit(_analyze_chunk, [c for _, c in chunk]): chunk for chunk in chunks}
             for future in cf.as_completed(futures):
                 chunk = futures[future]
-                for (index, _), result in zip(chunk, future.result()):
+                for (index, _), result in zip(chunk, future.result(), strict=True):
                     results[index] = result
                 advance(len(chunk))
-    except cf.process.BrokenProcessPool as exc:  # a worker was killed (out of memory, signal)
+    except cf.BrokenExecutor as exc:  # a worker was killed (out of memory, a signal)
         raise NeuronMigrateError(f"a scan worker process died unexpectedly ({exc}); retry with --jobs 1") from None
     return [results[i] for i in range(len(todo))]
 
@@ -193,12 +196,12 @@ def _init_worker(context: _Context) -> None:
     _WORKER = context
 
 
-def _analyse_chunk(chunk: list[Candidate]) -> list[tuple[tuple[Row, ...], tuple[Row, ...]]]:
+def _analyze_chunk(chunk: list[Candidate]) -> list[tuple[tuple[Row, ...], tuple[Row, ...]]]:
     assert _WORKER is not None
-    return [analyse_file(c, _WORKER) for c in chunk]
+    return [analyze_file(c, _WORKER) for c in chunk]
 
 
-def analyse_file(c: Candidate, ctx: _Context) -> tuple[tuple[Row, ...], tuple[Row, ...]]:
+def analyze_file(c: Candidate, ctx: _Context) -> tuple[tuple[Row, ...], tuple[Row, ...]]:
     """One file's raw findings and directives, as rows. Never raises."""
     findings: list[Finding] = []
     directives: list[Directive] = []
@@ -211,13 +214,13 @@ def analyse_file(c: Candidate, ctx: _Context) -> tuple[tuple[Row, ...], tuple[Ro
             text = decode_source(data)
             directives = find_directives(text)
             if ctx.prefilter.may_match(data):
-                findings += _analyse_text(analyzer, text, c.rel, ctx.pack, None)
+                findings += _analyze_text(analyzer, text, c.rel, ctx.pack, None)
         elif c.kind == "notebook":
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             for cell in code_cells(decode_source(data, cookie=False)):
                 directives += find_directives(cell.source, cell.index)
                 if ctx.prefilter.may_match_text(cell.source):
-                    findings += _analyse_text(analyzer, cell.source, c.rel, ctx.pack, cell.index)
+                    findings += _analyze_text(analyzer, cell.source, c.rel, ctx.pack, cell.index)
     except Diagnosis as problem:
         findings.append(problem.to_finding(ctx.pack, c.rel))
     except Exception as exc:  # a bug in the tool: report it on the file, keep scanning the rest
@@ -227,7 +230,7 @@ def analyse_file(c: Candidate, ctx: _Context) -> tuple[tuple[Row, ...], tuple[Ro
     return tuple(finding_to_row(f) for f in findings), tuple(directive_to_row(d) for d in directives)
 
 
-def _analyse_text(analyzer: Analyzer, text: str, rel: str, pack: RulePack, cell: int | None) -> list[Finding]:
+def _analyze_text(analyzer: Analyzer, text: str, rel: str, pack: RulePack, cell: int | None) -> list[Finding]:
     try:
         return analyzer.analyze_source(text, rel, pack, cell=cell)
     except SyntaxError as exc:
@@ -258,8 +261,3 @@ def _usable_cpus() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
-
-
-def _mp_context() -> Any:
-    # fork starts workers in milliseconds and shares the loaded pack; elsewhere keep the default.
-    return multiprocessing.get_context("fork") if sys.platform == "linux" else None

@@ -62,10 +62,14 @@ def blank_ipython(source: str) -> str:
     continued = False
     for i, line in enumerate(lines):
         stripped = line.strip()
-        if continued or _is_ipython_line(stripped, line):
-            continued = stripped.endswith("\\")
+        if continued:
+            lines[i] = ""  # the rest of a magic continued with a backslash
+        elif _is_ipython_line(stripped, line):
             indent = line[: len(line) - len(line.lstrip())]
-            lines[i] = indent + "pass" if indent else ""
+            lines[i] = indent + "pass" if indent else ""  # keeps an indented block non-empty
+        else:
+            continue
+        continued = stripped.endswith("\\")
     return "\n".join(lines)
 
 

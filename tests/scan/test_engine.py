@@ -269,3 +269,20 @@ def test_rows_round_trip_every_field():
     assert [f.name for f in dataclasses.fields(Finding)] == [
         "code", "severity", "fix_class", "category", "path", "span", "message", "source_line", "symbol",
         "fixes", "cell", "statement_line", "details", "fingerprint"]
+
+
+def test_ipython_lines_are_blanked_in_place():
+    from neuron_migrate.scan.notebook import blank_ipython
+
+    source = ("%load_ext autoreload\n"
+              "x = ('%d'\n"
+              "     % 3)\n"
+              "out = !ls -la \\\n"
+              "  /tmp\n"
+              "for i in range(2):\n"
+              "    !echo $i\n"
+              "len?\n"
+              "y = 1  # really?\n")
+    assert blank_ipython(source).split("\n") == [
+        "", "x = ('%d'", "     % 3)", "", "", "for i in range(2):", "    pass", "", "y = 1  # really?", ""]
+    assert blank_ipython("%%writefile a.py\nimport torch\n") == "\n\n"
