@@ -46,10 +46,6 @@ _AUTOCAST = (
 )
 # (project, target, step) -> the defect that makes the step's test fail today.
 KNOWN: dict[tuple[str, str, str], str] = {
-    ("custom_kernels", "neuron", "scan"): (
-        "rules/nm7-kernels-libraries.yaml NM701 matches torch.utils.cpp_extension.CUDA_HOME: 3 extra errors at "
-        "kernels/fused_gelu.py:25, kernels/rmsnorm.py:55 and :69 for a toolkit-presence check, which the sample "
-        "README lists as must-not-flag (the CUDA builds themselves are NM701 setup.py:25 / NM702)"),
     ("notebook", "neuron", "locations"): (
         "NM102 on a multi-line receiver `nn.Sequential(...).cuda()` (cell 6) is located at the receiver's first "
         "line (cell[6]:1, source_line 'model = nn.Sequential(') instead of the `.cuda()` on line 7"),
@@ -62,8 +58,7 @@ KNOWN: dict[tuple[str, str, str], str] = {
         "(14 signatures over 2 slots) are counted as 13"),
 }
 KNOWN[("hf_inference", "accelerator", "recompiles")] = KNOWN[("hf_inference", "neuron", "recompiles")]
-for _target in ("neuron", "accelerator"):  # the scan's extra NM701 findings stay after the rewrite
-    KNOWN[("custom_kernels", _target, "rewrite")] = KNOWN[("custom_kernels", "neuron", "scan")]
+for _target in ("neuron", "accelerator"):
     KNOWN[("notebook", _target, "recompiles")] = (
         "check/analyze.py `_recompiles` reports NM903 on the training loop (cells script: forward line 48, "
         "loss.backward() line 50 with 3 signatures, optimizer.step() line 51) although every step has the same "
