@@ -50,6 +50,11 @@ def register() -> None:
             _install_kernels(torch)
             patches.install()
         generator.install()
+        from neuron_emu import distributed
+
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*[Oo]verrid.*")
+            distributed.install()
         record.install()
         _dynamo_skip.install()
         ACTIVE = True

@@ -8,19 +8,15 @@ from typing import Any
 import torch
 
 BACKEND = "neuron"
-ENV_DEVICES = "NEURON_MIGRATE_EMULATE_DEVICES"
 _TOTAL_MEMORY = 24 * 1024**3  # one trn2 logical NeuronCore's share of HBM; reported, not enforced
 
-
-def _initial_count() -> int:
-    for var in (ENV_DEVICES, "LOCAL_WORLD_SIZE"):
-        value = os.environ.get(var, "")
-        if value.isdigit() and int(value) > 0:
-            return int(value)
-    return 1
-
-
-_count = _initial_count()
+# One device per process, as under TorchNeuron's launcher setup (NEURON_RT_VISIBLE_CORES defaults
+# to LOCAL_RANK, so each worker owns one NeuronCore). Scripts still name it `neuron:<local_rank>`
+# (TorchNeuron's own distributed example does), so in a launched worker that index is an alias of
+# the process's device. Tensors always live on `neuron:0`: the Python device guard torch offers
+# reports a single device, and the autograd engine has one device queue per reported device.
+_count = 1
+_rank_alias = int(os.environ["LOCAL_RANK"]) if os.environ.get("LOCAL_RANK", "").isdigit() else None
 _current = 0
 
 
@@ -55,7 +51,7 @@ def _is_in_bad_fork() -> bool:
     return False
 
 
-def _index(device: Any, *, optional: bool = False) -> int:
+def _logical(device: Any, *, optional: bool = False) -> int:
     if device is None:
         if optional:
             return _current
@@ -67,9 +63,24 @@ def _index(device: Any, *, optional: bool = False) -> int:
         if dev.type != BACKEND:
             raise ValueError(f"Expected a neuron device, but got: {dev}")
         idx = _current if dev.index is None else dev.index
-    if not 0 <= idx < _count:
+    if idx == -1 and optional:
+        return _current
+    if not (0 <= idx < _count or idx == _rank_alias):
         raise RuntimeError(f"Invalid device ordinal {idx} for neuron (device_count() is {_count})")
     return idx
+
+
+def _index(device: Any, *, optional: bool = False) -> int:
+    """The physical index (always 0) of a valid `neuron` device designation."""
+    _logical(device, optional=optional)
+    return 0
+
+
+def physical(index: int | None) -> int:
+    """Map `neuron:<index>` (0, or the worker's LOCAL_RANK alias) to the device tensors live on."""
+    if index is None or index == 0:
+        return 0
+    return _index(index)
 
 
 def current_device() -> int:
@@ -78,13 +89,11 @@ def current_device() -> int:
 
 def set_device(device: Any) -> None:
     global _current
-    idx = _index(device)
-    if idx >= 0:
-        _current = idx
+    _current = _logical(device)
 
 
 def get_device_name(device: Any = None) -> str:
-    return f"{BACKEND}:{_index(device, optional=True)}"
+    return f"{BACKEND}:{_logical(device, optional=True)}"
 
 
 def get_device_properties(device: Any = None) -> _DeviceProperties:
@@ -101,7 +110,7 @@ class device:  # noqa: N801 - mirrors torch.cuda.device
     """Context manager that changes the current `neuron` device."""
 
     def __init__(self, device: Any) -> None:
-        self.idx = -1 if device is None else _index(device)
+        self.idx = -1 if device is None else _logical(device)
         self.prev = -1
 
     def __enter__(self) -> None:

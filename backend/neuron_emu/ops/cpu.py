@@ -15,6 +15,7 @@ import torch
 from torch._ops import OpOverload
 
 from neuron_emu import memory
+from neuron_emu.device import physical
 from neuron_emu.runtime.generator import neuron_index
 from neuron_emu.runtime.storage import to_cpu, to_neuron
 
@@ -119,7 +120,7 @@ def execute(info: OpInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if dev is not None:
             dev = torch.device(dev)
             if dev.type == _BACKEND:
-                out_dev = dev.index or 0
+                out_dev = physical(dev.index)
                 if state[0] < 0:
                     state[0] = out_dev
             else:

@@ -10,6 +10,7 @@ import torch
 from torch._ops import OpOverload
 
 from neuron_emu import memory, record
+from neuron_emu.device import physical
 from neuron_emu.ops.cpu import CPU_KEYSET, OpInfo, execute
 from neuron_emu.ops.registry import table
 from neuron_emu.runtime.storage import to_cpu, to_neuron
@@ -21,16 +22,7 @@ _COPIES = frozenset({"aten::copy_", "aten::_to_copy", "aten::clone"})
 
 
 def _index(device: Any) -> int:
-    if device is None:
-        from neuron_emu.device import current_device
-
-        return current_device()
-    d = torch.device(device)
-    if d.index is not None:
-        return d.index
-    from neuron_emu.device import current_device
-
-    return current_device()
+    return 0 if device is None else physical(torch.device(device).index)
 
 
 def _new(cpu: torch.Tensor, index: int) -> torch.Tensor:

@@ -88,18 +88,14 @@ class Generator(_CGenerator, metaclass=_GeneratorMeta):
     def __new__(cls, device: Any = "cpu") -> Any:  # noqa: D102
         dev = torch.device(device) if not isinstance(device, torch.device) else device
         if dev.type == _BACKEND:
-            return NeuronGenerator(dev.index if dev.index is not None else current_index())
+            from neuron_emu.device import physical
+
+            return NeuronGenerator(physical(dev.index))
         return _CGenerator(device)
 
 
 Generator.__module__ = "torch"
 Generator.__qualname__ = "Generator"
-
-
-def current_index() -> int:
-    from neuron_emu import device as _device  # late: device imports this module
-
-    return _device.current_device()
 
 
 def install() -> None:

@@ -1,0 +1,82 @@
+"""``init_process_group(backend="neuron")`` over Gloo, without copies.
+
+The ``neuron`` backend name creates a Gloo process group. Gloo only takes CPU tensors, and the
+``c10d::*`` ops have built-in PrivateUse1 kernels, so those kernels are overridden: each swaps
+`neuron` tensors for zero-copy CPU aliases and redispatches to the CPU (Gloo) kernel, so in-place
+collectives write straight into `neuron` memory. Creating the group marks the process group as
+initialised for the record (the real runtime forbids touching the device before that).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from neuron_emu import record
+from neuron_emu.ops.cpu import CPU_KEYSET
+from neuron_emu.runtime.storage import to_cpu
+
+BACKEND = "neuron"
+_libs: list[torch.library.Library] = []
+
+
+def _create(store: Any, rank: int, world_size: int, timeout: timedelta) -> Any:
+    record.mark_process_group_initialized()
+    return dist.ProcessGroupGloo(store, rank, world_size, timeout)
+
+
+def _to_cpu(value: Any, back: dict[int, torch.Tensor]) -> Any:
+    if isinstance(value, torch.Tensor):
+        if value.get_device() >= 0:
+            alias = to_cpu(value)
+            back[id(alias)] = value
+            return alias
+        return value
+    if type(value) in (list, tuple):
+        return type(value)(_to_cpu(v, back) for v in value)
+    return value
+
+
+def _to_neuron(value: Any, back: dict[int, torch.Tensor]) -> Any:
+    if isinstance(value, torch.Tensor):
+        return back.get(id(value), value)
+    if type(value) in (list, tuple):
+        return type(value)(_to_neuron(v, back) for v in value)
+    return value
+
+
+def _override(op: Any) -> Callable[..., Any]:
+    redispatch = op.redispatch
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        back: dict[int, torch.Tensor] = {}
+        cargs = _to_cpu(args, back)
+        ckw = {k: _to_cpu(v, back) for k, v in kwargs.items()}
+        return _to_neuron(redispatch(CPU_KEYSET, *cargs, **ckw), back)
+
+    return kernel
+
+
+def install() -> None:
+    """Register the backend name and the c10d overrides (once per process)."""
+    if _libs or not dist.is_available():
+        return
+    if BACKEND not in dist.Backend.backend_list:
+        dist.Backend.register_backend(BACKEND, _create, devices=[BACKEND, "cpu"])
+    lib = torch.library.Library("c10d", "IMPL")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*[Oo]verrid.*")
+        for qualname in torch._C._dispatch_get_all_op_names():
+            if not qualname.startswith("c10d::"):
+                continue
+            if not torch._C._dispatch_has_kernel_for_dispatch_key(qualname, "PrivateUse1"):
+                continue
+            base, _, overload = qualname[len("c10d::"):].partition(".")
+            op = getattr(getattr(torch.ops.c10d, base), overload or "default")
+            lib.impl(op, _override(op), "PrivateUse1")
+    _libs.append(lib)
