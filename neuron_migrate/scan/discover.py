@@ -102,7 +102,6 @@ def discover(paths: Sequence[Path], *, root: str, file_globs: Sequence[str] = ()
 class _Walker:
     def __init__(self, root: str, file_globs: Sequence[str], include: Sequence[str],
                  exclude: Sequence[str], respect_gitignore: bool) -> None:
-        self.root = root
         self.root_real = os.path.realpath(root)
         self.result = Discovery(root)
         self.seen: set[str] = set()
