@@ -8,23 +8,26 @@ signature (the simulated NEFF cache is keyed by (graph, shapes/dtypes)); the gra
 on the emulated device without being recorded as eager ops. Dynamo's graph breaks, recompile
 reasons and recompile-limit hits are captured from its own logs and counters.
 
-Stats (``torch.neuron.get_dynamo_metrics()`` and the ``dynamo`` key of the JSON record)::
+Stats (``torch.neuron.get_dynamo_metrics()`` and the ``dynamo`` key of the JSON record; Site as in
+``neuron_emu.record``)::
 
-    {"compiled_graphs": int, "neff_compiles": int, "neff_hits": int,
-     "graphs": [{"graph_id": str, "graph_name": str, "kind": "fw" | "bw" | "inference",
-                 "node_count": int, "ops": [str], "signatures": [[Input]], "calls": int}],
-     "graph_breaks": [{"reason": str, "count": int}],   # Dynamo's counters["graph_break"]
-     "graph_break_sites": [{"site": "file:line", "count": int}],
-     "recompiles": [str],                       # Dynamo's "Recompiling function ..." reasons
-     "recompile_limit_hits": [str],             # Dynamo fell back to eager for these functions
-     "mode_warnings": [str], "dynamic_shape_errors": int,
-     "frames": {"total": int, "ok": int}, "unique_graphs": int, "calls_captured": int}
+    {"graphs": int,                 # unique Dynamo graphs (counters["stats"]["unique_graphs"])
+     "compiles": int,               # simulated NEFF compiles (one per graph x concrete signature)
+     "graph_breaks": [{"reason": str, "site": Site | null, "count": int}],
+     "recompiles": [{"reason": str, "site": Site | null, "function": str}],
+     "recompile_limit": [{"function": str, "site": Site | null, "reason": str}],
+     "compiled_graphs": int,        # AOTAutograd graphs handed to the backend (fw, bw, inference)
+     "neff_hits": int, "mode_warnings": [str], "dynamic_shape_errors": int,
+     "frames": {"total": int, "ok": int}, "calls_captured": int,
+     "aot_graphs": [{"graph_id": str, "graph_name": str, "kind": "fw" | "bw" | "inference",
+                     "node_count": int, "ops": [str], "signatures": [[Input]], "calls": int}]}
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -46,12 +49,55 @@ _lock = threading.Lock()
 _neff: set[tuple[str, tuple[Any, ...]]] = set()
 _graph_counter = [0]
 _stats: dict[str, Any] = {
-    "compiled_graphs": 0, "neff_compiles": 0, "neff_hits": 0, "graphs": [], "graph_breaks": [],
-    "graph_break_sites": [],
-    "recompiles": [], "recompile_limit_hits": [], "mode_warnings": [], "dynamic_shape_errors": 0,
-    "frames": {"total": 0, "ok": 0}, "unique_graphs": 0, "calls_captured": 0,
+    "graphs": 0, "compiles": 0, "graph_breaks": [], "recompiles": [], "recompile_limit": [],
+    "compiled_graphs": 0, "neff_hits": 0, "mode_warnings": [], "dynamic_shape_errors": 0,
+    "frames": {"total": 0, "ok": 0}, "calls_captured": 0, "aot_graphs": [],
 }
-_break_sites: dict[str, int] = {}
+_breaks: dict[tuple[str, str, int], dict[str, Any]] = {}
+_RECOMPILING = re.compile(r"Recompiling function (\S+) in (.+):(\d+)")
+_LIMIT_FN = re.compile(r"function: '([^']+)' \((.+):(\d+)\)")
+_TB_FRAME = re.compile(r'File "(.+)", line (\d+), in (\S+)')
+
+
+def _site(file: str, line: int, function: str) -> dict[str, Any]:
+    return {"file": file, "line": line, "function": function, "autograd_node": None}
+
+
+def _on_graph_break(msg: str) -> None:
+    head = "Graph break in user code at "
+    if not msg.startswith(head):
+        return
+    where, _, rest = msg.partition("\n")
+    file, _, line = where[len(head):].strip().rpartition(":")
+    reason = rest.partition("Graph Break Reason: ")[2].partition("\n\nUser code traceback")[0].strip()
+    lines = reason.splitlines()
+    if lines and lines[0].startswith("Encountered graph break") and len(lines) > 2:
+        reason = "\n".join(lines[1:]).strip()
+    function = ""
+    for f, ln, fn in _TB_FRAME.findall(rest):
+        if f == file and ln == line:
+            function = fn
+    key = (reason, file, int(line) if line.isdigit() else 0)
+    entry = _breaks.setdefault(key, {"reason": reason, "site": _site(file, key[2], function), "count": 0})
+    entry["count"] += 1
+
+
+def _on_recompile(msg: str) -> None:
+    m = _RECOMPILING.search(msg)
+    fn = m.group(1) if m else ""
+    _stats["recompiles"].append({"reason": msg.strip(), "function": fn,
+                                 "site": _site(m.group(2), int(m.group(3)), fn) if m else None})
+
+
+def _on_limit(msg: str) -> None:
+    m = _LIMIT_FN.search(msg)
+    last = next((ln.strip().removeprefix("last reason:").strip() for ln in msg.splitlines()
+                 if ln.strip().startswith("last reason:")), "")
+    head = msg.strip().splitlines()[0]
+    _stats["recompile_limit"].append({
+        "function": m.group(1) if m else "", "reason": f"{head}: {last}" if last else head,
+        "site": _site(m.group(2), int(m.group(3)), m.group(1)) if m else None,
+    })
 
 
 class _Capture(logging.Handler):
@@ -64,14 +110,11 @@ class _Capture(logging.Handler):
             return
         with _lock:
             if rec.name.endswith("__recompiles"):
-                _stats["recompiles"].append(msg.strip())
+                _on_recompile(msg)
             elif rec.name.endswith("__graph_breaks"):
-                for line in msg.splitlines():
-                    if line.startswith("Graph break in user code at "):
-                        site = line.removeprefix("Graph break in user code at ").strip()
-                        _break_sites[site] = _break_sites.get(site, 0) + 1
+                _on_graph_break(msg)
             elif "hit config.recompile_limit" in msg or "hit config.cache_size_limit" in msg:
-                _stats["recompile_limit_hits"].append(" ".join(ln.strip() for ln in msg.strip().splitlines()[:2]))
+                _on_limit(msg)
             else:
                 return
         _publish()
@@ -100,10 +143,9 @@ def _install_capture() -> None:
 
 
 def _publish() -> None:
-    _stats["graph_breaks"] = [{"reason": r, "count": n} for r, n in counters["graph_break"].items()]
-    _stats["graph_break_sites"] = [{"site": s, "count": n} for s, n in _break_sites.items()]
+    _stats["graph_breaks"] = list(_breaks.values())
     _stats["frames"] = {"total": counters["frames"].get("total", 0), "ok": counters["frames"].get("ok", 0)}
-    _stats["unique_graphs"] = counters["stats"].get("unique_graphs", 0)
+    _stats["graphs"] = counters["stats"].get("unique_graphs", 0)
     _stats["calls_captured"] = counters["stats"].get("calls_captured", 0)
     record.dynamo_stats = _stats
 
@@ -115,9 +157,9 @@ def get_dynamo_metrics() -> dict[str, Any]:
 
 def reset_dynamo_metrics() -> None:
     with _lock:
-        _stats.update(compiled_graphs=0, neff_compiles=0, neff_hits=0, graphs=[], recompiles=[],
-                      recompile_limit_hits=[], mode_warnings=[], dynamic_shape_errors=0)
-        _break_sites.clear()
+        _stats.update(compiles=0, compiled_graphs=0, neff_hits=0, aot_graphs=[], recompiles=[],
+                      recompile_limit=[], mode_warnings=[], dynamic_shape_errors=0)
+        _breaks.clear()
         _neff.clear()
     _publish()
 
@@ -153,7 +195,7 @@ def _graph_compiler(kind: str, model_name: str) -> Callable[..., Any]:
                 "ops": sorted({str(n.target) for n in gm.graph.nodes if n.op == "call_function"}),
                 "signatures": [], "calls": 0,
             }
-            _stats["graphs"].append(entry)
+            _stats["aot_graphs"].append(entry)
             _stats["compiled_graphs"] += 1
             counters["neuron"]["compiled_graphs"] += 1
         _publish()
@@ -167,7 +209,7 @@ def _graph_compiler(kind: str, model_name: str) -> Callable[..., Any]:
                     _stats["neff_hits"] += 1
                 else:
                     _neff.add(key)
-                    _stats["neff_compiles"] += 1
+                    _stats["compiles"] += 1
                     entry["signatures"].append([record._input(i) if i else None for i in key[1]])
             with record.suspended():
                 return boxed(args)
