@@ -20,6 +20,7 @@ from typing import assert_never
 from neuron_migrate.findings import Edit, Fix, Span, Target
 from neuron_migrate.fixes.context import FixContext, FixResult
 from neuron_migrate.fixes.registry import FIXERS
+from neuron_migrate.fixes.syntax import block_of
 from neuron_migrate.ruleset.model import FixKind, Rule, TargetFix
 from neuron_migrate.scan.matchers.site import Site
 
@@ -109,8 +110,9 @@ def remove_argument_edit(call: ast.Call, arg: ast.AST, ctx: FixContext) -> Edit:
 
 
 def remove_statement_edit(site: Site, ctx: FixContext, target: Target) -> Edit | None:
-    stmt, block = site.stmt, site.block
-    if block is None or not isinstance(stmt, ast.stmt):
+    stmt = site.stmt
+    block = block_of(ctx.tree, stmt) if isinstance(stmt, ast.stmt) else None
+    if block is None:
         return None
     own = ctx.span(stmt)
     removed = ctx.removed.get(target.value, set())

@@ -27,6 +27,7 @@ class FixContext:
     lines: LineIndex
     aliases: AliasTable
     source: str
+    tree: ast.Module
     # Statements some finding's fix removes, per target value, so that a block whose statements are
     # all removed keeps a `pass` (see `remove_statement`).
     removed: dict[str, set[int]] = field(default_factory=dict)

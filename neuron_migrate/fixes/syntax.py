@@ -14,6 +14,18 @@ def parent_of(root: ast.AST, node: ast.AST) -> ast.AST | None:
     return None
 
 
+def block_of(root: ast.AST, stmt: ast.stmt) -> list[ast.stmt] | None:
+    """The statement list (a body, an else, a handler's body...) that holds `stmt`."""
+    parent = root if stmt in getattr(root, "body", ()) else parent_of(root, stmt)
+    if parent is None:
+        return None
+    for f in ("body", "orelse", "finalbody"):
+        block = getattr(parent, f, None)
+        if isinstance(block, list) and any(s is stmt for s in block):
+            return block
+    return None
+
+
 def call_of(root: ast.AST, func: ast.AST) -> ast.Call | None:
     """The call whose callee is `func`, if `func` is called."""
     parent = parent_of(root, func)

@@ -103,26 +103,8 @@ _NOT_CHILDREN = frozenset(
      "conversion", "is_async", "asname", "rest", "kwd_attrs", "type_ignores", "simple", "tag"}
 )
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {type(None): (), ast.Constant: (), ast.MatchSingleton: ()}
-
-
-def _child_fields(cls: type) -> tuple[str, ...]:
-    fields = tuple(f for f in cls._fields if f not in _NOT_CHILDREN)  # type: ignore[attr-defined]
-    _CHILD_FIELDS[cls] = fields
-    return fields
-
-
-_STMT_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-
-
-def _stmt_fields(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    fields = [f for f in cls._fields if f not in _NOT_CHILDREN]  # type: ignore[attr-defined]
-    result = (tuple(f for f in fields if f not in _BLOCKS), tuple(f for f in fields if f in _BLOCKS))
-    _STMT_FIELDS[cls] = result
-    return result
-
-
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPE_END = ast.Pass()  # pushed under a function's body: popping it closes the function's scope
 
 
 class _Walker:
@@ -134,7 +116,6 @@ class _Walker:
         self.aliases = AliasTable(cp.implicit_roots)
         self.sites: list[tuple[Rule, Site]] = []
         self.stmt: ast.AST = tree
-        self.block: list[ast.stmt] | None = None
         self.stmt_line = 1
         self.scopes: list[dict[str, ast.AST | None]] = []  # enclosing functions' known locals
         self.func_names: list[str] = []
@@ -142,28 +123,6 @@ class _Walker:
         self.argparse: dict[str, ast.AST] = {}  # option dest -> literal default
         self.pending: list[tuple[ast.Call, Rule, ArgumentPattern, ast.AST, ast.AST, tuple[dict[str, ast.AST | None], ...], str]] = []
         self.stack: list[ast.AST] = []
-        self.expr_handlers: dict[type, Callable[[ast.AST], bool]] = {
-            ast.Attribute: self._attribute,
-            ast.Call: self._call,
-        }
-        if self.devices_on:
-            self.expr_handlers[ast.IfExp] = self._ifexp
-            self.expr_handlers[ast.Dict] = self._dict
-        if self.devices_on or self.env_on:
-            self.expr_handlers[ast.Compare] = self._compare
-        if self.env_on:
-            self.expr_handlers[ast.Subscript] = self._subscript
-        self.stmt_handlers: dict[type, Callable[[ast.AST], None]] = {
-            ast.Import: self._import,
-            ast.ImportFrom: self._import,
-            ast.Assign: self._assign,
-            ast.AnnAssign: self._assign,
-            ast.FunctionDef: self._function,
-            ast.AsyncFunctionDef: self._function,
-            ast.ClassDef: self._function,  # decorators only
-            ast.Return: self._return,
-            ast.Match: self._match,
-        }
         self._prepass(tree.body)
 
     # -- statements --
@@ -195,44 +154,6 @@ class _Walker:
             if old is None or literal is None or args_m.literal_value(old) != args_m.literal_value(literal):
                 literal = None  # assigned different values: unknown
         table[name] = literal
-
-    def walk_block(self, body: list[ast.stmt]) -> None:
-        handlers = self.stmt_handlers
-        for stmt in body:
-            cls = stmt.__class__
-            self.stmt, self.block, self.stmt_line = stmt, body, stmt.lineno
-            h = handlers.get(cls)
-            if h is not None:
-                h(stmt)
-            exprs, blocks = _STMT_FIELDS.get(cls) or _stmt_fields(cls)
-            if exprs:
-                self.walk_expr(stmt, exprs)
-            if not blocks:
-                continue
-            if cls in _FUNCS:
-                self.scopes.append(self._params(stmt))  # type: ignore[arg-type]
-                self.func_names.append(stmt.name)  # type: ignore[attr-defined]
-                self.walk_block(stmt.body)  # type: ignore[attr-defined]
-                self.scopes.pop()
-                self.func_names.pop()
-                continue
-            for f in blocks:
-                v = getattr(stmt, f)
-                if not v:
-                    continue
-                if f == "handlers":
-                    for handler in v:
-                        self.stmt, self.block, self.stmt_line = handler, None, handler.lineno
-                        if handler.type is not None:
-                            self.walk_expr(handler, ("type",))
-                        self.walk_block(handler.body)
-                elif f == "cases":
-                    for case in v:
-                        self.stmt, self.block, self.stmt_line = case, None, case.pattern.lineno
-                        self.walk_expr(case, ("pattern", "guard"))
-                        self.walk_block(case.body)
-                else:
-                    self.walk_block(v)
 
     def _params(self, fn: ast.FunctionDef) -> dict[str, ast.AST | None]:
         a = fn.args
@@ -313,43 +234,56 @@ class _Walker:
 
     # -- expressions --
 
-    def walk_expr(self, owner: ast.AST, fields: tuple[str, ...]) -> None:
-        """Walk the expressions in `owner`'s `fields` (a statement's, not its nested blocks)."""
-        stack = self.stack
+    def walk(self, tree: ast.Module) -> None:
+        """One pass over the whole tree with an explicit stack. A statement pushes its blocks first
+        and its own expressions last, so every expression is visited while `self.stmt` is its
+        statement; a function's body sits above a marker that closes its scope."""
+        stack: list[ast.AST] = list(reversed(tree.body))
+        self.stack = stack
         pop, push, extend = stack.pop, stack.append, stack.extend
-        for f in fields:
-            v = getattr(owner, f)
-            if v is not None:
-                if v.__class__ is list:
-                    extend(v)
-                else:
-                    push(v)
-        handlers = self.expr_handlers
-        child_fields = _CHILD_FIELDS
-        names = self.aliases.names
-        implicit = self.aliases.implicit
-        Name = ast.Name
+        dispatch = _DISPATCH
+        aliases = self.aliases
+        names = aliases.names
+        implicit = aliases.implicit
+        scope_end = _SCOPE_END
         while stack:
             node = pop()
-            cls = node.__class__
-            if cls is Name:  # the most common node: inlined
+            entry = dispatch.get(node.__class__)
+            if entry is None:
+                entry = _dispatch_entry(node.__class__)
+            kind, fields, handler, blocks = entry
+            if kind == _EXPR:
+                if handler is not None and handler(self, node):
+                    continue
+            elif kind == _NAME:  # the most common node: inlined
                 ident = node.id
                 q = names.get(ident)
                 if q is not None:
                     if "." in q:
                         self._qualified(node, q, [])
                 elif ident in implicit:
-                    self.aliases.implicit_seen.add(ident)
-                elif self.aliases.stars:
+                    aliases.implicit_seen.add(ident)
+                elif aliases.stars:
                     self._star(node)
                 continue
-            h = handlers.get(cls)
-            if h is not None and h(node):
-                continue
-            fs = child_fields.get(cls)
-            if fs is None:
-                fs = _child_fields(cls)
-            for f in fs:
+            else:  # a statement (or except handler / match case): blocks first, expressions on top
+                if node is scope_end:
+                    self.scopes.pop()
+                    self.func_names.pop()
+                    continue
+                self.stmt = node
+                self.stmt_line = node.pattern.lineno if kind == _CASE else node.lineno
+                if handler is not None:
+                    handler(self, node)
+                for f in blocks:
+                    v = getattr(node, f)
+                    if v:
+                        extend(reversed(v))
+                if node.__class__ in _FUNCS:
+                    stack.insert(len(stack) - len(node.body), scope_end)
+                    self.scopes.append(self._params(node))
+                    self.func_names.append(node.name)
+            for f in fields:
                 v = getattr(node, f)
                 if v is not None:
                     if v.__class__ is list:
@@ -515,6 +449,8 @@ class _Walker:
                 self._env_dict(kw.value)
 
     def _compare(self, node: ast.AST) -> bool:
+        if not (self.devices_on or self.env_on):
+            return False
         operands = [node.left, *node.comparators]  # type: ignore[attr-defined]
         devices = self.devices_on
         for i, op in enumerate(node.ops):  # type: ignore[attr-defined]
@@ -536,6 +472,8 @@ class _Walker:
         return False
 
     def _ifexp(self, node: ast.AST) -> bool:
+        if not self.devices_on:
+            return False
         body, orelse = node.body, node.orelse  # type: ignore[attr-defined]
         is_dev = DeviceStringTable.other_branch_is_device
         if body.__class__ in (ast.Constant, ast.JoinedStr) and is_dev(orelse):
@@ -545,12 +483,16 @@ class _Walker:
         return False
 
     def _dict(self, node: ast.AST) -> bool:
+        if not self.devices_on:
+            return False
         for k, v in zip(node.keys, node.values):  # type: ignore[attr-defined]
             if k is not None and k.__class__ is ast.Constant and isinstance(k.value, str) and dev_m.device_like_name(k.value):
                 self._device_literals(v)
         return False
 
     def _subscript(self, node: ast.AST) -> bool:
+        if not self.env_on:
+            return False
         key = node.slice  # type: ignore[attr-defined]
         if key.__class__ is ast.Constant and isinstance(key.value, str) and self._environ_like(node.value):  # type: ignore[attr-defined]
             self._env_literal(key)
@@ -654,9 +596,51 @@ class _Walker:
                 self._report_argument(call, rule, arg, value_node, value, display, literal)
 
     def _report(self, rule: Rule, kind: str, node: ast.AST, symbol: str, **extra: object) -> Site:
-        site = Site(kind, node, symbol, self.stmt, self.block, self.stmt_line, **extra)  # type: ignore[arg-type]
+        site = Site(kind, node, symbol, self.stmt, self.stmt_line, **extra)  # type: ignore[arg-type]
         self.sites.append((rule, site))
         return site
+
+
+# Node class -> (kind, expression fields, handler, block fields in reverse order of visit).
+_EXPR, _NAME, _STMT, _CASE = 0, 1, 2, 3
+_Entry = tuple[int, tuple[str, ...], "Callable[..., object] | None", tuple[str, ...]]
+_EXPR_HANDLERS: dict[type, Callable[[_Walker, ast.AST], bool]] = {
+    ast.Attribute: _Walker._attribute,
+    ast.Call: _Walker._call,
+    ast.Compare: _Walker._compare,
+    ast.IfExp: _Walker._ifexp,
+    ast.Dict: _Walker._dict,
+    ast.Subscript: _Walker._subscript,
+}
+_STMT_HANDLERS: dict[type, Callable[[_Walker, ast.AST], None]] = {
+    ast.Import: _Walker._import,
+    ast.ImportFrom: _Walker._import,
+    ast.Assign: _Walker._assign,
+    ast.AnnAssign: _Walker._assign,
+    ast.FunctionDef: _Walker._function,
+    ast.AsyncFunctionDef: _Walker._function,
+    ast.ClassDef: _Walker._function,  # decorators only
+    ast.Return: _Walker._return,
+    ast.Match: _Walker._match,
+}
+_DISPATCH: dict[type, _Entry] = {
+    type(None): (_EXPR, (), None, ()),
+    ast.Constant: (_EXPR, (), None, ()),
+    ast.MatchSingleton: (_EXPR, (), None, ()),
+    ast.Name: (_NAME, (), None, ()),
+}
+
+
+def _dispatch_entry(cls: type) -> _Entry:
+    fields = [f for f in cls._fields if f not in _NOT_CHILDREN]  # type: ignore[attr-defined]
+    if issubclass(cls, ast.stmt) or cls in (ast.ExceptHandler, ast.match_case):
+        blocks = tuple(f for f in reversed(fields) if f in _BLOCKS)
+        kind = _CASE if cls is ast.match_case else _STMT
+        entry: _Entry = (kind, tuple(f for f in fields if f not in _BLOCKS), _STMT_HANDLERS.get(cls), blocks)
+    else:
+        entry = (_EXPR, tuple(fields), _EXPR_HANDLERS.get(cls), ())
+    _DISPATCH[cls] = entry
+    return entry
 
 
 def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
@@ -686,18 +670,18 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
     tree = _parse(source, path)
     cp = compile_pack(pack)
     walker = _Walker(cp, tree, source)
-    walker.walk_block(tree.body)
+    walker.walk(tree)
     walker.finish()
     if not walker.sites:
         return []
-    return _findings(walker, source, path, cell)
+    return _findings(walker, tree, source, path, cell)
 
 
-def _findings(walker: _Walker, source: str, path: str, cell: int | None) -> list[Finding]:
+def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: int | None) -> list[Finding]:
     from neuron_migrate.fixes.compute import FixContext, fixes_for  # only files with a match pay for it
 
     lines = LineIndex(source)
-    ctx = FixContext(lines, walker.aliases, source)
+    ctx = FixContext(lines, walker.aliases, source, tree)
     spans: dict[tuple[str, Span], tuple[Rule, Site]] = {}
     for rule, site in walker.sites:
         span = lines.span_at(site.pos) if site.pos is not None else lines.span(site.node)

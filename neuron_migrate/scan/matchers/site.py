@@ -59,7 +59,6 @@ class Site:
     node: ast.AST
     symbol: str
     stmt: ast.AST  # innermost enclosing statement (or except handler / match case)
-    block: list[ast.stmt] | None  # the statement list holding `stmt`, when it is a statement
     stmt_line: int  # first line of `stmt`, decorators included
     call: ast.Call | None = None  # the call the match belongs to (argument, method, device string)
     arg: ast.AST | None = None  # the argument (ast.keyword or positional expression) holding it
