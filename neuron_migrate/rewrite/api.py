@@ -29,6 +29,11 @@ if TYPE_CHECKING:
     from neuron_migrate.config import Settings
 
 
+def finding_key(f: Finding) -> tuple[object, ...]:
+    """Identity of a finding across processes (findings come back from workers as copies)."""
+    return (f.path, f.cell, f.code, f.span, f.fingerprint)
+
+
 class FileStatus(StrEnum):
     CHANGED = "changed"  # written (with --apply) or would be written (dry run)
     UNCHANGED = "unchanged"  # had fixes, but they leave the text as it is
@@ -77,8 +82,8 @@ class RewriteResult:
     @property
     def needs_person(self) -> tuple[Finding, ...]:
         """Findings this rewrite does not fix: manual/none, unsafe without opt-in, or skipped."""
-        fixed = {id(f) for f in self.fixed}
-        return tuple(f for f in self.findings if id(f) not in fixed)
+        fixed = {finding_key(f) for f in self.fixed}
+        return tuple(f for f in self.findings if finding_key(f) not in fixed)
 
     @property
     def remaining(self) -> tuple[Finding, ...]:
@@ -174,6 +179,8 @@ def _plan_file(root: Path, rel: str, findings: Sequence[Finding], target: Target
         return FileOutcome(rel, FileStatus.SKIPPED, str(exc))
     except OSError as exc:
         return FileOutcome(rel, FileStatus.SKIPPED, f"cannot read: {exc.strerror or exc}")
+    except Exception as exc:  # a bug must cost one file, not the run (and never a half-written file)
+        return FileOutcome(rel, FileStatus.SKIPPED, f"internal error, please report it: {type(exc).__name__}: {exc}")
     outcome = FileOutcome(rel, FileStatus.CHANGED, diff=result.diff, applied=result.applied, skipped=result.skipped)
     return _Pending(outcome, real, original, new)
 
@@ -203,6 +210,11 @@ def _plan_all(work: list[tuple[Path, str, Sequence[Finding], Target, bool]], job
             return list(pool.map(_plan_one, work, chunksize=max(1, len(work) // (workers * 4))))
     except cf.process.BrokenProcessPool as exc:
         raise NeuronMigrateError(f"a rewrite worker process died unexpectedly ({exc})") from None
+
+
+def _not_written(o: FileOutcome, status: FileStatus, reason: str) -> FileOutcome:
+    lost = tuple(SkippedFix(f, f"file {status.value}: {reason}") for f in o.applied)
+    return FileOutcome(o.path, status, reason, o.diff, (), o.skipped + lost)
 
 
 def rewrite_findings(
@@ -240,12 +252,12 @@ def rewrite_findings(
         o = item.outcome
         if item.real in dirty:
             reason = f"{dirty[item.real]} (commit or stash it, or pass --allow-dirty)"
-            outcomes.append(FileOutcome(o.path, FileStatus.REFUSED, reason, o.diff, (), o.skipped))
+            outcomes.append(_not_written(o, FileStatus.REFUSED, reason))
             continue
         try:
             files.atomic_write(item.real, item.new, expected=item.original)
         except FileProblem as exc:
-            outcomes.append(FileOutcome(o.path, FileStatus.SKIPPED, str(exc), o.diff, (), o.skipped))
+            outcomes.append(_not_written(o, FileStatus.SKIPPED, str(exc)))
             continue
         outcomes.append(o)
     return tuple(outcomes)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from neuron_migrate.findings import Finding, FixClass
-from neuron_migrate.rewrite.api import FileOutcome, FileStatus, RewriteResult
+from neuron_migrate.rewrite.api import FileOutcome, FileStatus, RewriteResult, finding_key
 from neuron_migrate.rewrite.apply import applicable_fix
 
 
@@ -14,9 +14,9 @@ def _plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
-def _why_not_fixed(f: Finding, result: RewriteResult, skipped: dict[int, str]) -> str:
-    if id(f) in skipped:
-        return skipped[id(f)]
+def _why_not_fixed(f: Finding, result: RewriteResult, skipped: dict[tuple[object, ...], str]) -> str:
+    if finding_key(f) in skipped:
+        return skipped[finding_key(f)]
     fix = f.fix_for(result.target)
     if fix is None or fix.applicability in (FixClass.MANUAL, FixClass.NONE) or not fix.edits:
         return "no automatic fix" if f.fix_class is FixClass.NONE else "manual change"
@@ -65,9 +65,7 @@ def summary_text(result: RewriteResult) -> str:
             lines.append(f"{title} {_plural(len(by_status[status]), 'file')}:")
             lines.extend(f"  {o.path}: {o.reason}" for o in by_status[status])
 
-    skipped = {id(s.finding): s.reason for o in result.files for s in o.skipped}
-    refused = {id(f): "file refused" for o in by_status[FileStatus.REFUSED] for f in o.applied}
-    skipped.update(refused)
+    skipped = {finding_key(s.finding): s.reason for o in result.files for s in o.skipped}
     needs = result.needs_person
     if not needs:
         lines.append("Nothing left that needs a person.")

@@ -168,3 +168,38 @@ def test_files_outside_git_are_written(tmp_path: Path) -> None:
     (outcome,), path = _fix_file(tmp_path, "a.py", data, data.decode(), "'cuda'", "'neuron'")
     assert outcome.status is FileStatus.CHANGED
     assert path.read_bytes() == b"x = 'neuron'\n"
+
+
+def test_parallel_planning_keeps_the_fixed_and_remaining_findings_apart(tmp_path: Path) -> None:
+    from neuron_migrate.findings import FixClass
+    from neuron_migrate.rewrite.api import RewriteResult
+
+    text = "x = 'cuda'\ny = torch.cuda.memory_stats()\n"
+    found = []
+    for i in range(10):
+        (tmp_path / f"m{i}.py").write_text(text)
+        found.append(finding(text, "'cuda'", "'neuron'", path=f"m{i}.py"))
+        found.append(finding(text, "torch.cuda.memory_stats", "x", path=f"m{i}.py", code="NM208", fix_class=FixClass.MANUAL))
+    outcomes = rewrite_findings(tmp_path, found, target=Target.NEURON, unsafe=False, apply=True, jobs=2)
+    assert [o.status for o in outcomes] == [FileStatus.CHANGED] * 10
+    result = RewriteResult(str(tmp_path), Target.NEURON, True, False, outcomes, tuple(found))
+    assert len(result.fixed) == 10
+    assert [f.code for f in result.needs_person] == ["NM208"] * 10
+    assert all((tmp_path / f"m{i}.py").read_text() == text.replace("'cuda'", "'neuron'") for i in range(10))
+
+
+def test_refused_file_lists_its_fixes_as_not_applied(tmp_path: Path) -> None:
+    from neuron_migrate.rewrite.api import RewriteResult
+    from neuron_migrate.rewrite.summary import summary_text
+
+    _git(tmp_path, "init", "-q")
+    text = "x = 'cuda'\n"
+    (tmp_path / "m.py").write_text(text)
+    f = finding(text, "'cuda'", "'neuron'", path="m.py")
+    outcomes = rewrite_findings(tmp_path, [f], target=Target.NEURON, unsafe=False, apply=True)
+    result = RewriteResult(str(tmp_path), Target.NEURON, True, False, outcomes, (f,))
+    assert result.needs_person == (f,)
+    summary = summary_text(result)
+    assert "Refused 1 file:\n  m.py: untracked (commit or stash it, or pass --allow-dirty)" in summary
+    assert "NM101 (1, warning): file refused: untracked" in summary
+    assert "m.py: 1:5" in summary
