@@ -88,10 +88,12 @@ def _members(text: str, pos: int) -> list[tuple[str, int, int]]:
     return members
 
 
+_NON_ASCII_ESCAPE = re.compile(r"\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})")
+
+
 def _escapes_non_ascii(text: str) -> bool:
-    if re.search(r"\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})", text):
-        return True
-    return False
+    """Whether the file writes non-ASCII text as `\\uXXXX` (json.dump's ensure_ascii=True)."""
+    return _NON_ASCII_ESCAPE.search(text) is not None
 
 
 def _render_source(new: str, old_json: str, old_value: object, ensure_ascii: bool) -> str:
