@@ -61,40 +61,43 @@ def register() -> None:
 
 
 def _install_kernels(torch: Any) -> None:
+    # Registration goes by name: creating ~500 OpOverload objects up front would cost ~50 ms of
+    # activation; kernels resolve their op (and read its schema) on first call instead.
     from neuron_emu.ops import autocast, kernels
     from neuron_emu.ops.cpu import OpInfo
     from neuron_emu.ops.fallback import fallback
-    from neuron_emu.ops.registry import decomposes, resolve, runnable_on_cpu, table
+    from neuron_emu.ops.registry import decomposes, runnable_on_cpu, table
 
     aten = torch.library.Library("aten", "IMPL")
     glob = torch.library.Library("_", "IMPL")
     _libs.extend((aten, glob))
+    known = set(torch._C._dispatch_get_all_op_names())
     names = set(table().native) | set(kernels.RUNTIME_KERNELS) | set(kernels.METADATA_OPS)
     registered, decomposed, missing = 0, [], []
     for name in sorted(names):
-        op = resolve(name)
-        if op is None:
+        if name not in known:
             missing.append(name)
             continue
+        short = name.split("::", 1)[1]
         if name in kernels.RUNTIME_KERNELS:
             fn = kernels.RUNTIME_KERNELS[name]
         elif name in kernels.METADATA_OPS:
-            fn = kernels.metadata_kernel(op)
+            fn = kernels.metadata_kernel(name)
         elif name == "aten::contiguous":
-            aten.impl(op, kernels.contiguous_autograd, "AutogradPrivateUse1")
+            aten.impl(short, kernels.contiguous_autograd, "AutogradPrivateUse1")
             decomposed.append(name)
             continue
-        elif decomposes(op) or not runnable_on_cpu(op):
+        elif decomposes(name) or not runnable_on_cpu(name):
             decomposed.append(name)
             continue
         else:
-            info = OpInfo(op, "device", compiles=name not in kernels._COPIES,
+            info = OpInfo(name, "device", compiles=name not in kernels._COPIES,
                           record=name not in kernels.SILENT_OPS)
             factory = kernels.COPY_FACTORIES.get(name)
             fn = factory(info) if factory else kernels.make_device_kernel(info)
-        aten.impl(op, fn, "PrivateUse1")
+        aten.impl(short, fn, "PrivateUse1")
         registered += 1
     glob.fallback(fallback, "PrivateUse1")
     glob.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
     stats.update(kernels=registered, decomposed=decomposed, missing=missing,
-                 autocast=autocast.install(aten))
+                 autocast=autocast.install(aten, known))

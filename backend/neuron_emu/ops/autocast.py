@@ -84,19 +84,24 @@ def _tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor
     return out
 
 
-def _policy(op: Any, kind: str) -> Callable[..., Any]:
+def _policy(name: str, kind: str) -> Callable[..., Any]:
+    resolved: list[Any] = []
+
     def kernel(*args: Any, **kwargs: Any) -> Any:
         if kind == "banned":
             raise RuntimeError(_BCE_MESSAGE)
+        if not resolved:
+            resolved.append(resolve(name))
+        op = resolved[0]
         with torch._C._ExcludeDispatchKeyGuard(_EXCLUDE):
             if kind == "lower":
                 dt = torch.get_autocast_dtype(_BACKEND)
-            elif kind == "fp32":
-                dt = torch.float32
-            elif kind == "fp32_opt":
+            elif kind == "fp32_opt" and "dtype" in (a.name for a in op._schema.arguments):
                 if kwargs.get("dtype") is None and any(_eligible(t) for t in _tensors(args, {})[:1]):
                     kwargs = {**kwargs, "dtype": torch.float32}
                 return op(*args, **kwargs)
+            elif kind in ("fp32", "fp32_opt"):  # an fp32_opt op without a dtype argument
+                dt = torch.float32
             else:  # promote
                 floats = [t.dtype for t in _tensors(args, kwargs) if _eligible(t)]
                 if not floats:
@@ -109,21 +114,16 @@ def _policy(op: Any, kind: str) -> Callable[..., Any]:
     return kernel
 
 
-def install(lib: torch.library.Library) -> int:
-    """Register the fallthrough and the policy kernels on ``lib``; returns the number of kernels."""
+def install(lib: torch.library.Library, known: set[str]) -> int:
+    """Register the policy kernels on ``lib`` (ops in ``known`` only); returns how many."""
     n = 0
     for names, kind in (
         (LOWER_PRECISION, "lower"), (FP32, "fp32"), (FP32_SET_OPT_DTYPE, "fp32_opt"),
         (PROMOTE, "promote"), (BANNED, "banned"),
     ):
         for name in names:
-            op = resolve(f"aten::{name}")
-            if op is None:
+            if f"aten::{name}" not in known:
                 continue
-            if kind == "fp32_opt" and not any(a.name == "dtype" for a in op._schema.arguments):
-                kind_for_op = "fp32"
-            else:
-                kind_for_op = kind
-            lib.impl(op, _policy(op, kind_for_op), "AutocastPrivateUse1")
+            lib.impl(name, _policy(f"aten::{name}", kind), "AutocastPrivateUse1")
             n += 1
     return n

@@ -49,9 +49,10 @@ class OpInfo:
         "gen_pos", "gen_kw", "has_device", "returns_alias", "is_view",
     )
 
-    def __init__(self, op: OpOverload, kind: str, *, compiles: bool, record: bool) -> None:
-        self.op = op
-        self.name = op.name()  # aten::name.overload, default overload as aten::name (TorchNeuron's form)
+    def __init__(self, op: OpOverload | str, kind: str, *, compiles: bool, record: bool) -> None:
+        # ``op`` may be the qualified name; it is resolved (with the schema) on first use.
+        self.op = op  # type: ignore[assignment]
+        self.name = op if isinstance(op, str) else op.name()  # aten::name[.overload], TorchNeuron's form
         self.kind = kind  # "device" | "fallback"
         self.compiles = compiles
         self.record = record
@@ -59,6 +60,13 @@ class OpInfo:
 
     def prepare(self) -> OpInfo:
         """Read the schema (about 0.4 ms per op the first time, hence not at activation)."""
+        if isinstance(self.op, str):
+            from neuron_emu.ops.registry import resolve
+
+            op = resolve(self.op)
+            if op is None:
+                raise RuntimeError(f"neuron emulator: unknown operator {self.op}")
+            self.op = op
         schema = self.op._schema
         args = schema.arguments
         self.is_view = self.op.is_view

@@ -12,7 +12,7 @@ from torch._ops import OpOverload
 from neuron_emu import memory, record
 from neuron_emu.device import physical
 from neuron_emu.ops.cpu import CPU_KEYSET, OpInfo, execute
-from neuron_emu.ops.registry import table
+from neuron_emu.ops.registry import resolve, table
 from neuron_emu.runtime.storage import to_cpu, to_neuron
 
 Kernel = Callable[..., Any]
@@ -49,11 +49,15 @@ def empty_strided(size: Any, stride: Any, dtype: Any = None, layout: Any = None,
 
 
 # -- metadata: run the CPU kernel directly on the `neuron` tensor --------------------------------
-def metadata_kernel(op: OpOverload) -> Kernel:
-    redispatch = op.redispatch
+def metadata_kernel(name: str) -> Kernel:
+    resolved: list[OpOverload] = []
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        return redispatch(CPU_KEYSET, *args, **kwargs)
+        if not resolved:
+            op = resolve(name)
+            assert op is not None, name
+            resolved.append(op)
+        return resolved[0].redispatch(CPU_KEYSET, *args, **kwargs)
 
     return kernel
 

@@ -109,12 +109,12 @@ def resolve(name: str) -> OpOverload | None:
         return None
 
 
-def decomposes(op: OpOverload) -> bool:
-    return _has(op.name(), "CompositeImplicitAutograd")
+def decomposes(name: str) -> bool:
+    """``name`` (``aten::x.overload``) has a CompositeImplicitAutograd kernel in this torch."""
+    return _has(name, "CompositeImplicitAutograd")
 
 
-def runnable_on_cpu(op: OpOverload) -> bool:
-    n = op.name()
-    return _has(n, "CPU") or _has(n, "CompositeExplicitAutograd") or _has(
-        n, "CompositeExplicitAutogradNonFunctional"
+def runnable_on_cpu(name: str) -> bool:
+    return _has(name, "CPU") or _has(name, "CompositeExplicitAutograd") or _has(
+        name, "CompositeExplicitAutogradNonFunctional"
     )
