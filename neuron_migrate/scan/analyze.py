@@ -104,6 +104,7 @@ _NOT_CHILDREN = frozenset(
 )
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_LITERALS = (ast.Constant, ast.UnaryOp)  # what `arguments.literal_value` may evaluate
 _SCOPE_END = ast.Pass()  # pushed under a function's body: popping it closes the function's scope
 
 
@@ -205,8 +206,10 @@ class _Walker:
             if self.devices_on and dev_m.device_like(target):
                 self._device_literals(value)
             if target.__class__ is ast.Name:
-                if self.scopes:
-                    self._remember(self.scopes[-1], target.id, value)
+                # A local assignment shadows the module's constant of the same name, literal or not.
+                scope = self.scopes[-1] if self.scopes else None
+                if scope is not None and (value.__class__ in _LITERALS or target.id in scope or target.id in self.consts):
+                    self._remember(scope, target.id, value)
                 if self.env_on and value.__class__ is ast.Dict and env_m.env_like_name(target.id):
                     self._env_dict(value)
 
@@ -246,16 +249,17 @@ class _Walker:
         names = aliases.names
         implicit = aliases.implicit
         scope_end = _SCOPE_END
+        name_kind, case_kind = _NAME, _CASE
         while stack:
             node = pop()
             entry = dispatch.get(node.__class__)
             if entry is None:
                 entry = _dispatch_entry(node.__class__)
             kind, fields, handler, blocks = entry
-            if kind == _EXPR:
+            if not kind:  # an expression
                 if handler is not None and handler(self, node):
                     continue
-            elif kind == _NAME:  # the most common node: inlined
+            elif kind == name_kind:  # the most common node: inlined
                 ident = node.id
                 q = names.get(ident)
                 if q is not None:
@@ -272,7 +276,7 @@ class _Walker:
                     self.func_names.pop()
                     continue
                 self.stmt = node
-                self.stmt_line = node.pattern.lineno if kind == _CASE else node.lineno
+                self.stmt_line = node.pattern.lineno if kind == case_kind else node.lineno
                 if handler is not None:
                     handler(self, node)
                 for f in blocks:
@@ -313,6 +317,12 @@ class _Walker:
         return expr.__class__ is ast.Name and self.aliases.is_import(expr.id)  # type: ignore[attr-defined]
 
     def _attribute(self, node: ast.AST) -> bool:
+        self._chain(node)
+        return True
+
+    def _chain(self, node: ast.AST) -> str | None:
+        """Match a Name/Attribute chain once, at its outermost node (attributes on every link,
+        qualified names on its prefixes); walk a non-Name base. Returns the resolved name."""
         links: list[ast.Attribute] = []
         cur = node
         while cur.__class__ is ast.Attribute:
@@ -325,16 +335,21 @@ class _Walker:
                 if rules and not self._is_module_expr(link.value):
                     for rule in rules:
                         self._report(rule, "attributes", link, link.attr, pos=_attr_pos(link))
-        if cur.__class__ is ast.Name:
-            root = self.aliases.root(cur.id)  # type: ignore[attr-defined]
-            if root is not None:
-                links.reverse()
-                self._qualified(cur, root, links)
-            elif self.aliases.stars:
-                self._star(cur)
-        else:
+        if cur.__class__ is not ast.Name:
             self.stack.append(cur)
-        return True
+            return None
+        root = self.aliases.root(cur.id)  # type: ignore[attr-defined]
+        if root is None:
+            if self.aliases.stars:
+                self._star(cur)
+            return None
+        if not links:
+            if "." in root:
+                self._qualified(cur, root, [])
+            return root
+        links.reverse()
+        self._qualified(cur, root, links)
+        return root + "." + ".".join([link.attr for link in links])
 
     def _star(self, node: ast.AST) -> None:
         exact = self.cp.qualified.exact
@@ -347,29 +362,32 @@ class _Walker:
         table = self.cp.qualified
         if root.partition(".")[0] not in table.roots:
             return
-        names = [root]
-        for link in links:
-            names.append(names[-1] + "." + link.attr)
-        best = table.best(names)
+        best = table.best(root, [link.attr for link in links])
         if best is None:
             return
-        i, _, rules = best
+        i, name, rules = best
         node = root_node if i == 0 else links[i - 1]
         spec = self.aliases.specs.get(root_node.id, "")  # type: ignore[attr-defined]
         for rule in rules:
-            self._report(rule, "qualified_names", node, names[i], qualified=names[i], root_spec=spec)
+            self._report(rule, "qualified_names", node, name, qualified=name, root_spec=spec)
 
     def _call(self, node: ast.AST) -> bool:
         call: ast.Call = node  # type: ignore[assignment]
         func = call.func
         fcls = func.__class__
+        # The callee chain is matched here (not again by the walk): the call's children pushed
+        # below are its arguments only.
         if fcls is ast.Attribute:
             leaf: str | None = func.attr  # type: ignore[attr-defined]
+            qn = self._chain(func)
         elif fcls is ast.Name:
             leaf = func.id  # type: ignore[attr-defined]
+            qn = self._chain(func)
         else:
-            leaf = None
-        qn = self.resolve(func) if leaf is not None else None
+            leaf = qn = None
+            self.stack.append(func)
+        self.stack.extend(call.args)
+        self.stack.extend(call.keywords)
         cp = self.cp
         if fcls is ast.Attribute and cp.methods:
             rules = cp.methods.get(leaf)  # type: ignore[arg-type]
@@ -387,7 +405,7 @@ class _Walker:
             self._call_devices(call, fcls, leaf, qn)
         if self.env_on:
             self._call_env(call, fcls, leaf, qn)
-        return False
+        return True
 
     def _call_devices(self, call: ast.Call, fcls: type, leaf: str | None, qn: str | None) -> None:
         if qn is not None:
@@ -602,7 +620,7 @@ class _Walker:
 
 
 # Node class -> (kind, expression fields, handler, block fields in reverse order of visit).
-_EXPR, _NAME, _STMT, _CASE = 0, 1, 2, 3
+_EXPR, _NAME, _STMT, _CASE = 0, 1, 2, 3  # _EXPR must stay falsy (tested with `not kind`)
 _Entry = tuple[int, tuple[str, ...], "Callable[..., object] | None", tuple[str, ...]]
 _EXPR_HANDLERS: dict[type, Callable[[_Walker, ast.AST], bool]] = {
     ast.Attribute: _Walker._attribute,

@@ -257,6 +257,8 @@ def test_argument_values_literal_and_through_variables() -> None:
     via_argparse = base + "p.add_argument('--dist-backend', default='nccl')\ndist.init_process_group(args.dist_backend)\n"
     assert [c[0] for c in codes(via_argparse)] == ["NM401"]
     assert [c[0] for c in codes(base + "def setup(backend):\n    dist.init_process_group(backend)\nbackend = 'nccl'\n")] == []
+    shadowed = base + "BACKEND = 'nccl'\ndef setup():\n    BACKEND = pick()\n    dist.init_process_group(BACKEND)\n"
+    assert [c[0] for c in codes(shadowed)] == []
 
 
 def test_bool_values_do_not_match_numbers() -> None:

@@ -21,12 +21,12 @@ Candidate = tuple[Rule, ArgumentPattern]
 
 
 class ArgumentTable:
-    __slots__ = ("by_name", "by_qualified", "globs", "any_by_keyword", "any_positional")
+    __slots__ = ("by_name", "by_qualified", "globs", "any_by_keyword", "any_positional", "_glob_cache")
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.by_name: dict[str, list[Candidate]] = {}  # ".name" callees
         self.by_qualified: dict[str, list[Candidate]] = {}
-        self.globs: list[tuple[Any, list[Candidate], str]] = []
+        self.globs: list[tuple[Any, list[Candidate]]] = []
         self.any_by_keyword: dict[str, list[Candidate]] = {}  # "*" callees, found by keyword
         self.any_positional: list[Candidate] = []  # "*" callees without a keyword
         glob_map: dict[str, list[Candidate]] = {}
@@ -45,7 +45,8 @@ class ArgumentTable:
                         glob_map.setdefault(callee, []).append(cand)
                     else:
                         self.by_qualified.setdefault(callee, []).append(cand)
-        self.globs = [(compile_glob(g), c, g) for g, c in glob_map.items()]
+        self.globs = [(compile_glob(g), c) for g, c in glob_map.items()]
+        self._glob_cache: dict[str, list[Candidate]] = {}
 
     def __bool__(self) -> bool:
         return bool(self.by_name or self.by_qualified or self.globs or self.any_by_keyword or self.any_positional)
@@ -60,9 +61,11 @@ class ArgumentTable:
             c = self.by_qualified.get(qualified)
             if c:
                 found.extend(c)
-            for regex, cands, _ in self.globs:
-                if regex.match(qualified):
-                    found.extend(cands)
+            if self.globs:
+                hit = self._glob_cache.get(qualified)
+                if hit is None:
+                    hit = self._glob_cache[qualified] = [c for regex, cs in self.globs if regex.match(qualified) for c in cs]
+                found.extend(hit)
         if self.any_by_keyword:
             for kw in keywords:
                 c = self.any_by_keyword.get(kw.arg)  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from neuron_migrate.ruleset.model import Rule
 from neuron_migrate.scan.matchers.globs import compile_glob, is_glob, literal_prefix, specificity
 
-Best = tuple[int, str, tuple[Rule, ...]]  # (index of the matched prefix, pattern, rules)
+Best = tuple[int, str, tuple[Rule, ...]]  # (index of the matched prefix, its name, rules)
 
 
 class QualifiedNameTable:
@@ -33,14 +33,18 @@ class QualifiedNameTable:
         self.roots = frozenset(p.split(".")[0] for p in [*self.exact, *globs])
         self._cache: dict[tuple[str, int], Best | None] = {}
 
-    def best(self, names: Sequence[str]) -> Best | None:
-        """The winning (prefix index, pattern, rules) for a chain whose resolved prefixes are `names`
-        (shortest first), or None."""
-        key = (names[-1], len(names))
+    def best(self, root: str, attrs: Sequence[str]) -> Best | None:
+        """The winning (prefix index, name, rules) for a chain `root.attrs[0].attrs[1]...`; prefix 0
+        is the root alone. None when no pattern matches any prefix."""
+        full = root + "." + ".".join(attrs) if attrs else root
+        key = (full, len(attrs))
         try:
             return self._cache[key]
         except KeyError:
             pass
+        names = [root]
+        for attr in attrs:
+            names.append(names[-1] + "." + attr)
         best: Best | None = None
         score = (-1, -1, -1)
         for i in range(len(names) - 1, -1, -1):
@@ -51,11 +55,11 @@ class QualifiedNameTable:
                 if s > score:
                     score, best = s, (i, name, tuple(rules))
                 continue
-            for lit, regex, pattern, grules in self.globs:
+            for lit, regex, _pattern, grules in self.globs:
                 if name.startswith(lit) and regex.match(name):
                     s = (0, len(lit), i)
                     if s > score:
-                        score, best = s, (i, pattern, grules)
+                        score, best = s, (i, name, grules)
                     break  # globs are sorted: the first hit is the most specific for this name
         self._cache[key] = best
         return best

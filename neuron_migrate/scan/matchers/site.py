@@ -19,7 +19,7 @@ class LineIndex:
     __slots__ = ("lines",)
 
     def __init__(self, source: str) -> None:
-        self.lines = NEWLINE.split(source)
+        self.lines = NEWLINE.split(source) if "\r" in source else source.split("\n")
 
     def line(self, lineno: int) -> str:
         return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
