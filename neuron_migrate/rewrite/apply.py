@@ -171,14 +171,19 @@ def _splice(source: str, planned: Sequence[_Planned]) -> tuple[str, int]:
     return "".join(out), first_needing
 
 
-def _ast_error(source: str) -> str:
-    """'' when `source` parses with `ast`, else what went wrong."""
+class Rejected(ValueError):
+    """The rewritten file cannot be accepted (does not parse, a bad import entry...): why."""
+
+
+def _parse(source: str) -> ast.Module:
     try:
-        ast.parse(source)
+        return ast.parse(source)
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None)
-        return f"the rewritten code does not parse ({exc.__class__.__name__}{f' at line {line}' if line else ''})"
-    return ""
+        where = f" at line {line}" if line else ""
+        raise Rejected(f"the rewritten code does not parse ({exc.__class__.__name__}{where})") from None
+    except RecursionError:
+        raise Rejected("the rewritten code does not parse (nested too deeply)") from None
 
 
 def apply_fixes_to_source(
@@ -198,26 +203,27 @@ def apply_fixes_to_source(
     from neuron_migrate.rewrite import imports as import_tools
 
     context = imports or ImportContext()
-    new_source, first_needing = _splice(source, planned)
-    problem = _ast_error(new_source)
-    if not problem:
-        remove = [name for p in planned for name in p.fix.remove_imports]
-        add = [stmt for p in planned for stmt in p.fix.add_imports]
-        try:
-            # Add first: a new import then takes the place of the one it replaces.
-            if add:
-                new_source = import_tools.add_missing_imports(
-                    new_source, add, before_offset=first_needing, bound_elsewhere=context.bound_elsewhere
-                )
-            module = import_tools.parse_with_libcst(new_source)  # the one libcst parse of this file
-            if remove:
-                new_source = import_tools.remove_unused_imports(
-                    new_source, remove, module, add=add, used_elsewhere=context.used_elsewhere
-                )
-        except import_tools.ImportEditError as exc:
-            problem = str(exc)
-        else:
-            problem = _ast_error(new_source)
+    spliced, first_needing = _splice(source, planned)
+    remove = [name for p in planned for name in p.fix.remove_imports]
+    add = [stmt for p in planned for stmt in p.fix.add_imports]
+    problem = ""
+    new_source = spliced
+    try:
+        tree = _parse(spliced)
+        # Add first: a new import then takes the place of the one it replaces.
+        if add:
+            new_source = import_tools.add_missing_imports(
+                new_source, add, before_offset=first_needing, tree=tree, bound_elsewhere=context.bound_elsewhere
+            )
+        module = import_tools.parse_with_libcst(new_source)  # the one libcst parse of this file
+        if remove:
+            new_source = import_tools.remove_unused_imports(
+                new_source, remove, module, tree=tree, add=add, used_elsewhere=context.used_elsewhere
+            )
+        if new_source != spliced:
+            _parse(new_source)
+    except Rejected as exc:
+        problem = str(exc)
     if problem:
         reason = f"file left unchanged: {problem}"
         every = [SkippedFix(p.finding, reason) for p in planned]

@@ -15,10 +15,10 @@ import bisect
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from neuron_migrate.rewrite.apply import line_starts, newline_of
+from neuron_migrate.rewrite.apply import Rejected, line_starts, newline_of
 
 
-class ImportEditError(ValueError):
+class ImportEditError(Rejected):
     """An `add_imports`/`remove_imports` entry that cannot be applied to this file."""
 
 
@@ -83,9 +83,9 @@ def _module_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]
     return found
 
 
-def bound_imports(source: str) -> frozenset[str]:
-    """Every module-level import of `source` as normalised one-name statements."""
-    tree = ast.parse(source)
+def bound_imports(source: str | ast.Module) -> frozenset[str]:
+    """Every module-level import of `source` (text or its tree) as normalised one-name statements."""
+    tree = ast.parse(source) if isinstance(source, str) else source
     return frozenset(_render(k) for node in _module_level_imports(tree) for k in _keys_of(node))
 
 
@@ -129,14 +129,16 @@ def remove_unused_imports(
     entries: Sequence[str],
     module: Any = None,
     *,
+    tree: ast.Module | None = None,
     add: Sequence[str] = (),
     used_elsewhere: frozenset[str] = frozenset(),
 ) -> str:
     """Remove the imports named by `entries` ('module' or 'module.name') that nothing reads.
 
-    `module` is `source` already parsed by `parse_with_libcst` (parsed here when None).
+    `module` is `source` already parsed by `parse_with_libcst`, `tree` an `ast` tree holding the
+    same imports (each parsed here when None).
     """
-    tree = ast.parse(source)
+    tree = tree or ast.parse(source)
     present = [k for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom)) for k in _keys_of(node)]
     targets = [k for k in dict.fromkeys(present) if any(_matches(e, k) for e in entries)]
     if not targets:
@@ -171,11 +173,15 @@ def add_missing_imports(
     statements: Sequence[str],
     *,
     before_offset: int,
+    tree: ast.Module | None = None,
     bound_elsewhere: frozenset[str] = frozenset(),
 ) -> str:
-    """Insert the `statements` not already imported, before the code at `before_offset` needs them."""
-    tree = ast.parse(source)
-    present = bound_imports(source) | bound_elsewhere
+    """Insert the `statements` not already imported, before the code at `before_offset` needs them.
+
+    `tree` is `source` already parsed with `ast` (parsed here when None).
+    """
+    tree = tree or ast.parse(source)
+    present = bound_imports(tree) | bound_elsewhere
     missing = [k for k in parse_statements(statements) if not _satisfied(k, present)]
     if not missing:
         return source

@@ -142,3 +142,20 @@ def test_libcst_parse_failure_leaves_the_file_alone(monkeypatch) -> None:  # typ
     result = apply_fixes_to_source(src, [finding(src, "'cuda'", "'neuron'")], Target.NEURON, unsafe=False)
     assert result.new_source == src and result.applied == ()
     assert result.error == "libcst cannot parse the rewritten code (line 1)"
+
+
+def test_each_fixed_file_is_parsed_once_with_libcst(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import libcst
+
+    calls = []
+    real = libcst.parse_module
+    monkeypatch.setattr(libcst, "parse_module", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    src = "from torch.cuda.amp import autocast\n\nwith autocast():\n    x.to('cuda')\n"
+    fs = [
+        finding(src, "autocast()", "torch.autocast('neuron')", code="NM301", add=("import torch",),
+                remove=("torch.cuda.amp.autocast",)),
+        finding(src, "'cuda'", "'neuron'"),
+    ]
+    result = apply_fixes_to_source(src, fs, Target.NEURON, unsafe=False)
+    assert result.new_source == "import torch\n\nwith torch.autocast('neuron'):\n    x.to('neuron')\n"
+    assert len(calls) == 1
