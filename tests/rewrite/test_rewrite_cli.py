@@ -111,3 +111,40 @@ def test_rewrite_does_not_import_torch(project: Path) -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_config_gives_target_and_unsafe_defaults(project: Path) -> None:
+    (project / "pyproject.toml").write_text('[tool.neuron-migrate]\ntarget = "accelerator"\nunsafe-fixes = true\n')
+    (project / "seed.py").write_text("import torch\n\ntorch.cuda.manual_seed(0)\n")
+    code, out, _ = _run(str(project), "--no-cache", "--fail-on", "never")
+    assert code == 0
+    assert "+x = torch.zeros(3, device=torch.accelerator.current_accelerator().type)" in out
+    assert "+torch.manual_seed(0)" in out  # NM209 is unsafe: applied because the config opts in
+    code, out, _ = _run(str(project), "--no-cache", "--fail-on", "never", "--target", "neuron", "--no-unsafe-fixes")
+    assert '+x = torch.zeros(3, device="neuron")' in out
+    assert "manual_seed" not in out
+
+
+def test_diff_is_coloured_only_when_asked_or_on_a_terminal(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    _, out, _ = _run(str(project), "--no-cache", "--fail-on", "never")
+    assert "\x1b[31m-x = torch.zeros(3, device=\"cuda\")\x1b[0m\n" in out
+    assert "\x1b[32m+x = torch.zeros(3, device=\"neuron\")\x1b[0m\n" in out
+    monkeypatch.setenv("NO_COLOR", "1")
+    _, out, _ = _run(str(project), "--no-cache", "--fail-on", "never")
+    assert "\x1b[" not in out
+
+
+def test_apply_in_a_git_repo_refuses_uncommitted_files(project: Path) -> None:
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], cwd=project, check=True)
+    code, _, err = _run(str(project), "--apply", "--no-cache", "--fail-on", "never")
+    assert code == 0
+    assert "Refused 1 file:\n  train.py: untracked" in err
+    assert (project / "train.py").read_text() == SOURCE
+    subprocess.run([*git, "add", "."], cwd=project, check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=project, check=True)
+    code, _, err = _run(str(project), "--apply", "--no-cache", "--fail-on", "never")
+    assert "Changed 1 file" in err
+    assert (project / "train.py").read_text() != SOURCE
