@@ -84,3 +84,34 @@ def test_notebook_file_round_trip_on_disk(tmp_path: Path) -> None:
     # idempotent: the finding no longer matches the cell, so nothing changes
     again = rewrite_findings(tmp_path, [f], target=Target.NEURON, unsafe=False, apply=True)
     assert again[0].status is FileStatus.UNCHANGED and path.read_bytes() == new
+
+
+SAMPLE = Path(__file__).parents[2] / "sample_projects" / "notebook"
+
+
+@pytest.mark.skipif(not any(SAMPLE.glob("*.ipynb")), reason="no sample notebook")
+def test_sample_notebook_end_to_end_keeps_everything_but_sources(tmp_path: Path) -> None:
+    from neuron_migrate.config import Settings
+    from neuron_migrate.rewrite.api import rewrite_paths
+    from neuron_migrate.rewrite.notebook import _source_spans
+
+    (original,) = SAMPLE.glob("*.ipynb")
+    work = tmp_path / original.name
+    work.write_bytes(original.read_bytes())
+    result = rewrite_paths([tmp_path], Settings(), apply=True, unsafe=True, allow_dirty=True,
+                           target=Target.NEURON, use_cache=False)
+    assert [o.status for o in result.files] == [FileStatus.CHANGED]
+    old, new = original.read_text(encoding="utf-8"), work.read_text(encoding="utf-8")
+    old_spans, new_spans = _source_spans(old), _source_spans(new)
+
+    def outside(text: str, spans: dict[int, tuple[int, int]]) -> list[str]:
+        pieces, pos = [], 0
+        for start, end in sorted(spans.values()):
+            pieces.append(text[pos:start])
+            pos = end
+        return [*pieces, text[pos:]]
+
+    assert outside(old, old_spans) == outside(new, new_spans)  # outputs, metadata, layout: same bytes
+    changed = {i for i in old_spans if old[slice(*old_spans[i])] != new[slice(*new_spans[i])]}
+    assert changed == {f.cell for f in result.files[0].applied}
+    assert all(json.loads(old)["cells"][i]["cell_type"] == "code" for i in changed)
