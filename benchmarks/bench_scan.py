@@ -5,7 +5,7 @@
 Prints, from one run: the tree's size; reading every file + a regex; stdlib `ast` parse rate on
 one core; ruff (one rule, no cache); neuron-migrate cold (no cache, all cores) and warm (cache
 filled, nothing changed), both as the library call in a fresh process and as the full CLI
-(`neuron-migrate scan`, report to /dev/null); TorchFix on a subtree it can finish; and ratios
+(`neuron-migrate scan`, text report to /dev/null); TorchFix on a subtree it can finish; and ratios
 against ruff. Targets: cold <= 10x ruff, warm <= 1.5x ruff. The torch tree is located without
 importing torch; the cache goes to a temporary directory, never into site-packages.
 """
@@ -110,7 +110,7 @@ def main() -> None:
                    "r = scan([sys.argv[1]], use_cache=sys.argv[2] == '1'); "
                    "print(r.files_scanned, sum(f.finding_count for f in r.files))", str(tree)]
         cli = [sys.executable, "-m", "neuron_migrate", "scan", str(tree), "--quiet", "--exit-zero",
-               "--format", "json", "--output", os.devnull]
+               "--output", os.devnull]
         counted = subprocess.run([*library, "0"], capture_output=True, text=True, env=env, check=True)
         scanned, found = counted.stdout.split()
         rows.append(("neuron-migrate cold (library, no cache)", best([*library, "0"], 1, env), f"{scanned} files, {found} raw findings"))
@@ -118,7 +118,7 @@ def main() -> None:
         subprocess.run([*library, "1"], env=env, check=True, capture_output=True)  # fill the cache
         filled = {p: p.stat().st_mtime_ns for p in Path(cache).glob("scan-*")}
         rows.append(("neuron-migrate warm (library, cache)", best([*library, "1"], args.repeat, env), ""))
-        rows.append(("neuron-migrate warm (CLI, cache)", best(cli, args.repeat, env), "incl. pipeline + JSON report"))
+        rows.append(("neuron-migrate warm (CLI, cache)", best(cli, args.repeat, env), "incl. pipeline + text report"))
         if {p: p.stat().st_mtime_ns for p in Path(cache).glob("scan-*")} != filled:
             print("WARNING: the cache was rewritten during the warm runs (scan code edited meanwhile?): "
                   "warm times are not cache hits")
