@@ -206,7 +206,6 @@ def apply_fixes_to_source(
     spliced, first_needing = _splice(source, planned)
     remove = [name for p in planned for name in p.fix.remove_imports]
     add = [stmt for p in planned for stmt in p.fix.add_imports]
-    problem = ""
     new_source = spliced
     try:
         tree = _parse(spliced)
@@ -223,9 +222,6 @@ def apply_fixes_to_source(
         if new_source != spliced:
             _parse(new_source)
     except Rejected as exc:
-        problem = str(exc)
-    if problem:
-        reason = f"file left unchanged: {problem}"
-        every = [SkippedFix(p.finding, reason) for p in planned]
-        return ApplyResult(source, (), tuple(skipped + every), error=problem)
+        every = [SkippedFix(p.finding, f"file left unchanged: {exc}") for p in planned]
+        return ApplyResult(source, (), tuple(skipped + every), error=str(exc))
     return ApplyResult(new_source, tuple(p.finding for p in planned), tuple(skipped))
