@@ -9,6 +9,7 @@ has it committed and unchanged (modified, staged, untracked and ignored files ar
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import stat
@@ -103,10 +104,8 @@ def atomic_write(path: Path, data: bytes, *, expected: bytes) -> None:
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException as exc:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         if isinstance(exc, OSError):
             raise FileProblem(f"cannot write: {exc.strerror or exc}") from exc
         raise

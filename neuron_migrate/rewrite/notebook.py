@@ -43,7 +43,7 @@ class NotebookResult:
 def _source_spans(text: str) -> dict[int, tuple[int, int]]:
     """Character span of each cell's `source` value in the notebook's JSON text."""
     spans: dict[int, tuple[int, int]] = {}
-    for key, start, end in _members(text, _skip_ws(text, 0)):
+    for key, start, _end in _members(text, _skip_ws(text, 0)):
         if key != "cells":
             continue
         pos = _skip_ws(text, start)
