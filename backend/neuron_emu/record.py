@@ -136,7 +136,13 @@ def signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def observe(info: OpInfo, args: tuple[Any, ...], result: Any) -> None:
     """Count one execution of ``info`` (called after the op ran)."""
-    sig = signature(args)
+    sig = []
+    for a in args:
+        if isinstance(a, _Tensor):
+            sig.append((a.shape, a.dtype))
+        elif type(a) in (list, tuple) and a and any(isinstance(x, _Tensor) for x in a):
+            sig.append(tuple((x.shape, x.dtype) if isinstance(x, _Tensor) else None for x in a))
+    sig = tuple(sig)
     if not sig and isinstance(result, _Tensor):
         sig = ((result.shape, result.dtype),)  # factories: the output is what gets compiled
     node = _current_node()

@@ -18,8 +18,12 @@ from neuron_emu import memory
 from neuron_emu.device import physical
 from neuron_emu.runtime.generator import neuron_index
 from neuron_emu.runtime.storage import to_cpu, to_neuron
+from neuron_emu.runtime.storage import (  # the relabel, inlined on the fast path
+    _CAPSULE_PTR_OFFSET as _OFF, _CPU_WORD, _I64, _KDL_EXT_DEV as _EXT_WORD, _VP, _from_dlpack, _to_dlpack,
+)
 
 Tensor = torch.Tensor
+_track = memory.track
 CPU_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 _CPU = torch.device("cpu")
 _BACKEND = "neuron"
@@ -118,8 +122,52 @@ def _convert(info: OpInfo, name: str, a: Any, state: list[Any]) -> Any:
 
 def execute(info: OpInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``info.op`` on the CPU for `neuron` arguments and return `neuron` results."""
+    if info.arg_names is None:
+        info.prepare()
+    if not kwargs and not info.writes and info.gen_pos < 0 and not info.gen_kw:
+        fast = _execute_fast(info, args)
+        if fast is not _SLOW:
+            return fast
+    return _execute(info, args, kwargs)
+
+
+_SLOW = object()
+
+
+def _execute_fast(info: OpInfo, args: tuple[Any, ...]) -> Any:
+    """Functional ops whose tensor arguments are all `neuron` tensors of one device (most calls):
+    the general path's bookkeeping inlined. Returns _SLOW for anything else."""
+    dev = -1
+    cargs = list(args)
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            d = a.get_device()
+            if d < 0 or (dev >= 0 and d != dev):
+                return _SLOW
+            dev = d
+            try:
+                cap = _to_dlpack(a)
+            except RuntimeError:
+                return _SLOW
+            _I64.from_address(_VP.from_address(id(cap) + _OFF).value + 8).value = _CPU_WORD
+            cargs[i] = _from_dlpack(cap)
+        elif type(a) in (list, tuple):
+            return _SLOW
+    if dev < 0:
+        return _SLOW
+    result = info.op._op(*cargs)
+    if isinstance(result, Tensor):
+        cap = _to_dlpack(result)
+        _I64.from_address(_VP.from_address(id(cap) + _OFF).value + 8).value = _EXT_WORD | (dev << 32)
+        n = _from_dlpack(cap)
+        _track(n, dev, result.numel() * result.element_size())
+        return n
+    return _relabel(result, [], dev)
+
+
+def _execute(info: OpInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     state: list[Any] = [-1, None, []]
-    names = info.arg_names or info.prepare().arg_names
+    names = info.arg_names
     cargs = [_convert(info, names[i], a, state) for i, a in enumerate(args)]
     ckw = {k: _convert(info, k, v, state) for k, v in kwargs.items()} if kwargs else {}
     out_dev = state[0]

@@ -21,14 +21,24 @@ _capsule_ptr = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_ptr.restype = ctypes.c_void_p
 _capsule_ptr.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _I64 = ctypes.c_int64
+_VP = ctypes.c_void_p
 _NAME = b"dltensor"
 _CPU_WORD = _KDL_CPU  # DLDevice{device_type=1, device_id=0} read as one little-endian int64
+# PyCapsule is {PyObject_HEAD; void *pointer; ...}: reading the pointer field directly is several
+# times cheaper than a ctypes call to PyCapsule_GetPointer. self_test() checks the two agree.
+_CAPSULE_PTR_OFFSET = ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p)
+
+
+def capsule_pointer(cap: object) -> int:
+    return _VP.from_address(id(cap) + _CAPSULE_PTR_OFFSET).value  # type: ignore[return-value]
 
 
 def to_neuron(t: torch.Tensor, index: int = 0) -> torch.Tensor:
     """A `neuron:index` tensor sharing ``t``'s CPU memory."""
     cap = _to_dlpack(t)
-    _I64.from_address(_capsule_ptr(cap, _NAME) + 8).value = _KDL_EXT_DEV | (index << 32)
+    _I64.from_address(_VP.from_address(id(cap) + _CAPSULE_PTR_OFFSET).value + 8).value = (
+        _KDL_EXT_DEV | (index << 32)
+    )
     return _from_dlpack(cap)
 
 
@@ -38,7 +48,7 @@ def to_cpu(t: torch.Tensor) -> torch.Tensor:
         cap = _to_dlpack(t)
     except RuntimeError:
         return _to_cpu_slow(t)
-    _I64.from_address(_capsule_ptr(cap, _NAME) + 8).value = _CPU_WORD
+    _I64.from_address(_VP.from_address(id(cap) + _CAPSULE_PTR_OFFSET).value + 8).value = _CPU_WORD
     return _from_dlpack(cap)
 
 
@@ -53,6 +63,9 @@ def _to_cpu_slow(t: torch.Tensor) -> torch.Tensor:
 
 def self_test() -> None:
     """Fail fast if the DLPack relabel does not round-trip on this torch build."""
+    cap = _to_dlpack(torch.zeros(1))
+    if capsule_pointer(cap) != _capsule_ptr(cap, _NAME):
+        raise RuntimeError("unexpected PyCapsule layout")
     base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     n = to_neuron(base.t())
     if n.device.type != torch._C._get_privateuse1_backend_name() or n.stride() != (1, 4):
