@@ -2,8 +2,11 @@
 
 A call site's signatures for one op mix two things: several calls of the op on the same line
 (`fc2(relu(fc1(x)))` runs addmm twice with different weights: "slots") and the variation across
-executions that causes recompiles (the batch size). `split_variation` separates them by choosing
-the set of varying positions that explains the signatures most compactly.
+executions that causes recompiles (the batch size). When the compiles carry the pass of their site
+(check.passes), a recompile's varied dimensions are those where it differs from the closest
+signature compiled before it (`changed_positions`). Without passes, `split_variation` guesses from
+the shapes alone, choosing the set of varying positions that explains the signatures most
+compactly; two calls with fixed shapes can then look like variation.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ class Position:
     def label(self) -> str:
         inner = f"[{self.item}]" if self.item >= 0 else ""
         return f"input {self.input}{inner} dim {self.dim}"
+
+    def key(self) -> tuple[int, int, int]:
+        return (self.input, self.item, self.dim)
 
 
 def _dims(sig: list[Any]) -> dict[Position, int] | None:
@@ -66,6 +72,22 @@ class Variation:
     @property
     def recompiles(self) -> int:
         return self.signatures - self.slots
+
+
+def changed_positions(sig: list[Any], earlier: list[list[Any]]) -> dict[Position, tuple[int, int]]:
+    """Position -> (new size, earlier size) against the closest earlier signature of the same
+    structure (fewest differing dimensions; the latest on ties); {} when none has its structure
+    (a new rank or dtype: nothing to pad)."""
+    dims, structure = _dims(sig), _structure(sig)
+    best: dict[Position, tuple[int, int]] | None = None
+    for other in reversed(earlier):
+        if _structure(other) != structure:
+            continue
+        odims = _dims(other)
+        diff = {p: (n, odims[p]) for p, n in dims.items() if odims.get(p) != n}
+        if best is None or len(diff) < len(best):
+            best = diff
+    return best or {}
 
 
 def split_variation(signatures: list[list[Any]]) -> Variation:

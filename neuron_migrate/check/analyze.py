@@ -8,6 +8,27 @@ device copies repeated at one call site, NM909 float64 work narrowed on the devi
 mismatch with a hint, NM911 device use before init_process_group, NM912 the program's exception
 (or non-zero exit), NM913 timeout.
 
+Recompiles (NM903). The eager compile cache is keyed by (op, input shapes, dtypes) for the whole
+process, so a compile is a key seen for the first time anywhere; the backend records each one at
+its call site (the innermost user line; backward ops at the `backward()` line). What is reported
+per call site are the compiles that happen *after the site's first pass*, counted per slot:
+
+- a *pass* is one execution of the line in one calling context (check.passes: the chain of call
+  instructions of the user frames above it and the nn.Module whose method runs): the next step of
+  a training loop or the next token of a generate loop is a new pass; `rotate_half(q)` and
+  `rotate_half(k)` on one line, or two attention layers, are different contexts;
+- a *slot* is (site, op, context, the nn.Module the op ran in or right after on that line): two
+  Linear layers in one `model(x)`, four Adam parameters in one `step()`, the backward of several
+  layers at one `backward()` line, or a loop over blocks of different widths, are several calls
+  with fixed shapes, all compiled in the slot's first pass: no recompile;
+- a *recompile* is a compile in a later pass than its slot's first compile. `distinct_signatures`
+  is 1 + the number of passes that recompiled (a generate loop over lengths 8..19 gives 12), and
+  `varied` names only the dimensions where a recompile differs from the closest signature its
+  slot compiled before; bucket and pad advice uses those values.
+
+Records without passes (the pytest plugin's per-test scopes, a backend record alone) fall back to
+`advice.split_variation`, which guesses slots from the shapes (`details.method` says which).
+
 The `dynamo` part of a backend record is read as (keys optional)::
 
     {"graphs": int, "compiles": int,
@@ -167,45 +188,90 @@ def _ops(ctx: _Ctx, m: Merged, allow: set[str]) -> list[str]:
 
 
 # -- recompiles --------------------------------------------------------------------------------
+@dataclass
+class _SiteCompiles:
+    compiles: int  # compiles at the site (first and later passes)
+    recompiles: int  # compiles after the site's first pass
+    variants: int  # distinct signatures of the site's calls that needed compiles
+    ops: list[dict[str, Any]]  # per op: signatures, recompiles, varied positions -> values
+
+
+def _by_passes(sites: list[CompileSite]) -> _SiteCompiles:
+    """The definition (module docstring): a compile in a later pass than its slot's first compile."""
+    recompiling: set[int] = set()
+    per_op = []
+    for cs in sorted(sites, key=lambda c: c.op):
+        ordered = sorted(cs.signatures.items(), key=lambda kv: cs.passes[kv[0]][0])  # stable: compile order
+        first: dict[int, int] = {}  # slot -> its first pass
+        varied: dict[advice.Position, set[int]] = {}
+        recompiles = 0
+        for i, (key, sig) in enumerate(ordered):
+            n, slot = cs.passes[key]
+            if n <= first.setdefault(slot, n):
+                continue
+            recompiles += 1
+            recompiling.add(n)
+            # against the slot's earlier passes: the other calls of its own pass are not what changed
+            before = [s for k, s in ordered[:i] if cs.passes[k][1] == slot and cs.passes[k][0] < n]
+            for pos, values in advice.changed_positions(sig, before).items():
+                varied.setdefault(pos, set()).update(values)
+        per_op.append({
+            "op": cs.op, "phase": cs.phase, "signatures": len(ordered), "slots": len(first),
+            "recompiles": recompiles,
+            "varied": {p.label(): sorted(v) for p, v in sorted(varied.items(), key=lambda kv: kv[0].key())},
+        })
+    return _SiteCompiles(compiles=sum(o["signatures"] for o in per_op),
+                         recompiles=sum(o["recompiles"] for o in per_op), variants=1 + len(recompiling),
+                         ops=per_op)
+
+
+def _by_shapes(sites: list[CompileSite]) -> _SiteCompiles:
+    """Records without passes (the pytest plugin's scopes, a backend record alone): separate the
+    calls of an op on one line from variation by the shapes alone (`advice.split_variation`)."""
+    per_op = []
+    variants = 1
+    for cs in sorted(sites, key=lambda c: c.op):
+        v = advice.split_variation(list(cs.signatures.values()))
+        variants = max(variants, v.variants)
+        per_op.append({
+            "op": cs.op, "phase": cs.phase, "signatures": v.signatures, "slots": v.slots,
+            "recompiles": v.recompiles, "varied": {p.label(): vals for p, vals in v.varied.items()},
+        })
+    return _SiteCompiles(sum(o["signatures"] for o in per_op), sum(o["recompiles"] for o in per_op),
+                         variants, per_op)
+
+
 def _recompiles(ctx: _Ctx, m: Merged) -> int:
     by_site: dict[tuple[str, int], list[CompileSite]] = {}
     for cs in m.compile_sites.values():
         by_site.setdefault(site_key(cs.site), []).append(cs)
     total = 0
     for sites in by_site.values():
-        per_op = []
-        recompiles = 0
-        variants = 1
-        varied: dict[str, list[int]] = {}
+        stamped = all(len(cs.passes) == len(cs.signatures) for cs in sites)
+        result = _by_passes(sites) if stamped else _by_shapes(sites)
+        if result.recompiles == 0:
+            continue
+        total += result.recompiles
         value_sets: list[list[int]] = []
-        for cs in sorted(sites, key=lambda c: c.op):
-            sigs = list(cs.signatures.values())
-            v = advice.split_variation(sigs)
-            recompiles += v.recompiles
-            variants = max(variants, v.variants)
-            per_op.append({
-                "op": cs.op, "phase": cs.phase, "signatures": len(sigs), "calls_on_line": v.slots,
-                "recompiles": v.recompiles,
-                "varied": {p.label(): vals for p, vals in v.varied.items()},
-            })
-            for p, vals in v.varied.items():
-                varied[f"{cs.op} {p.label()}"] = vals
+        for op in result.ops:
+            for vals in op["varied"].values():
                 if vals not in value_sets:
                     value_sets.append(vals)
-        if recompiles == 0:
-            continue
-        total += recompiles
-        site = sites[0].site
-        dims = [{"values": vals, "positions": [k for k, v in varied.items() if v == vals],
+        value_sets.sort(key=lambda vals: -len(vals))  # the widest variation first: the headline
+        dims = [{"values": vals,
+                 "positions": [f"{op['op']} {label}" for op in result.ops for label, v in op["varied"].items()
+                               if v == vals],
                  "options": advice.bucket_advice(vals)} for vals in value_sets]
+        site = sites[0].site
         details = {
-            "site": site, "distinct_signatures": variants, "compiles": sum(p["signatures"] for p in per_op),
-            "recompiles": recompiles, "ops": per_op, "varied_dimensions": dims,
+            "site": site, "distinct_signatures": result.variants, "compiles": result.compiles,
+            "recompiles": result.recompiles, "ops": result.ops, "varied_dimensions": dims,
             "ranks": sorted(set().union(*(cs.ranks for cs in sites))),
+            "method": "passes" if stamped else "shapes",
         }
         if dims:
             first = dims[0]
-            note = f"{variants} distinct signatures; a size varied over {', '.join(map(str, first['values']))}"
+            note = f"{result.variants} distinct signatures; a size varied over {', '.join(map(str, first['values']))}"
             pad, *buckets = first["options"] or [None]
             if pad:
                 note += f"; pad to {pad['buckets'][0]} (1 compile)"
@@ -213,7 +279,7 @@ def _recompiles(ctx: _Ctx, m: Merged) -> int:
                 best = min(buckets, key=lambda o: (o["padding"], o["compiles"]))
                 note += f" or bucket to {', '.join(map(str, best['buckets']))} ({best['compiles']} compiles)"
         else:
-            note = f"{variants} distinct signatures (dtypes or ranks changed)"
+            note = f"{result.variants} distinct signatures (dtypes, ranks or ops changed)"
         ctx.add("NM903", site, _statement_symbol(ctx, site, sites[0].op), details, note)
     return total
 

@@ -2,8 +2,10 @@
 
 It activates the emulated device (unless the `torch.backends` entry point already did), watches
 what the backend's record cannot see (parameters left on the CPU, module transfers, the user's
-exception with its live frames), runs the program as `python FILE` / `python -m NAME` / `pytest`
-would, and writes its own record next to the backend's in `$NEURON_MIGRATE_RECORD_DIR`:
+exception with its live frames, the pass of its call site each compile happened in), runs the
+program as `python FILE` / `python -m NAME` / `pytest` would (a notebook `FILE.ipynb`: its code
+cells in order as one program, see check.notebook), and writes its own record next to the
+backend's in `$NEURON_MIGRATE_RECORD_DIR`:
 
     neuron-check-<pid>-rank<RANK|x>.json   (format "neuron-migrate-check-child", version 1)
     {
@@ -17,8 +19,10 @@ would, and writes its own record next to the backend's in `$NEURON_MIGRATE_RECOR
       "terminated": null | {"signal": str, "frames": [Frame]},   # where a timeout stopped it
       "cpu_params": [{"symbol": "Net.scale", "kind": "parameter"|"buffer", "shape": [int],
                       "dtype": str, "site": Site, "calls": int}],
-      "module_transfers": [{"site": Site, "calls": int}]   # module.to()/.neuron()/load_state_dict
-    }
+      "module_transfers": [{"site": Site, "calls": int}],  # module.to()/.neuron()/load_state_dict
+      "compile_passes": [{"site": Site, "op": str, "signatures": [[Input]], "passes": [int],
+                          "slots": [int]}]
+    }                       # the pass of its call site each compile happened in (check.passes)
     Frame = Site + {"source": str}; Hint = neuron_migrate.check.hints.diagnose(); Site as in
     neuron_emu.record.
 
@@ -36,10 +40,10 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any
 
-from neuron_migrate.check import frames, observe
+from neuron_migrate.check import frames, notebook, observe
 
 FORMAT = "neuron-migrate-check-child"
 VERSION = 1
@@ -63,9 +67,10 @@ class _State:
             "rank": int(rank) if rank.isdigit() else None, "mode": mode, "target": target,
             "target_file": None, "start_error": None, "wall_s": 0.0,
             "exit": {"status": "ok", "code": 0}, "exception": None, "terminated": None,
-            "cpu_params": [], "module_transfers": [],
+            "cpu_params": [], "module_transfers": [], "compile_passes": [],
         }
         self.observed = observe.Observations()
+        self.tracker: Any = None  # passes.PassTracker while a script or module runs
         self.started = 0.0
         self.directory = os.environ.get("NEURON_MIGRATE_RECORD_DIR")
 
@@ -75,6 +80,9 @@ class _State:
         if self.started:
             self.data["wall_s"] = round(time.perf_counter() - self.started, 3)
         self.data.update(self.observed.to_dict())
+        if self.tracker is not None:
+            self.tracker.stamp()
+            self.data["compile_passes"] = self.tracker.to_dict()
         path = Path(self.directory) / record_name("neuron-check")
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.data, indent=1, default=str), encoding="utf-8")
@@ -107,7 +115,10 @@ def _resolve(state: _State, mode: str, target: str) -> None:
         path = Path(target)
         if not path.is_file():
             raise FileNotFoundError(f"no such file: {target}")
-        compile(path.read_bytes(), str(path), "exec")
+        if notebook.is_notebook(path):
+            _notebook_code(str(path.resolve()))
+        else:
+            compile(path.read_bytes(), str(path), "exec")
         state.data["target_file"] = str(path.resolve())
     elif mode == "module":
         sys.path.insert(0, os.getcwd())
@@ -142,22 +153,66 @@ def _pytest_args(args: list[str]) -> list[str]:
     return [*args, *plugin, "--neuron-emulate"]
 
 
-def _run(mode: str, target: str, args: list[str]) -> int:
+def _notebook_code(filename: str) -> CodeType:
+    """The notebook's code cells as one code object named after the notebook (so call sites point
+    at it); its program text goes into linecache for tracebacks and source lines."""
+    import linecache
+
+    nb = notebook.load(filename)
+    try:
+        code = compile(nb.source, filename, "exec")
+    except SyntaxError as exc:
+        where = nb.locate(exc.lineno or 1)
+        cell = f"cell {where[0]}, line {where[1]}" if where else f"line {exc.lineno}"
+        raise SyntaxError(f"{exc.msg} ({Path(filename).name}, {cell})") from None
+    linecache.cache[filename] = (len(nb.source), None, nb.source.splitlines(True), filename)
+    return code
+
+
+def _run_notebook(filename: str) -> None:
+    """As Jupyter runs it: a fresh `__main__` namespace, the notebook's folder importable."""
+    import builtins
+    import types
+
+    code = _notebook_code(filename)
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = builtins
+    saved = sys.modules["__main__"]
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        sys.modules["__main__"] = saved
+
+
+def _run(state: _State, mode: str, target: str, args: list[str]) -> int:
     import runpy
 
-    if mode == "path":
-        sys.argv = [target, *args]
-        sys.path[0] = os.path.dirname(os.path.abspath(target))
-        runpy.run_path(os.path.abspath(target), run_name="__main__")
-        return 0
-    if mode == "module":
-        sys.argv = [target, *args]
-        sys.path[0] = os.getcwd()
-        runpy.run_module(target, run_name="__main__", alter_sys=True)
-        return 0
-    import pytest
+    if mode == "pytest":
+        import pytest
 
-    return int(pytest.main(_pytest_args(args)))
+        return int(pytest.main(_pytest_args(args)))
+    import neuron_emu
+
+    from neuron_migrate.check.passes import PassTracker
+
+    sys.argv = [target, *args]
+    with neuron_emu.recording() as recorder:
+        state.tracker = PassTracker(recorder)
+        state.tracker.start()
+        try:
+            if mode == "module":
+                sys.path[0] = os.getcwd()
+                runpy.run_module(target, run_name="__main__", alter_sys=True)
+            elif notebook.is_notebook(target):
+                sys.path[0] = os.path.dirname(os.path.abspath(target))
+                _run_notebook(os.path.abspath(target))
+            else:
+                sys.path[0] = os.path.dirname(os.path.abspath(target))
+                runpy.run_path(os.path.abspath(target), run_name="__main__")
+        finally:
+            state.tracker.stop()
+    return 0
 
 
 def _exception_info(exc: BaseException) -> dict[str, Any]:
@@ -201,7 +256,7 @@ def main(argv: list[str]) -> int:
     state.started = time.perf_counter()
     code = 0
     try:
-        code = _run(mode, target, args)
+        code = _run(state, mode, target, args)
         if code:
             state.data["exit"] = {"status": "exit", "code": code}
     except SystemExit as exc:

@@ -89,6 +89,9 @@ class CompileSite:
     phase: str
     signatures: dict[str, Any] = field(default_factory=dict)  # key -> inputs, first seen first
     ranks: set[int] = field(default_factory=set)
+    # key -> (the pass of this site the signature compiled in, its slot) (check.passes; the first
+    # rank's); absent for signatures no child record stamped
+    passes: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -147,4 +150,14 @@ def merge(records: Records) -> Merged:
             m.dynamo.append((rank, rec["dynamo"]))
         if rec.get("exception"):
             m.exceptions.append((rank, rec["exception"]))
+    for child in records.child:
+        for entry in child.get("compile_passes", ()):
+            cs = m.compile_sites.get((*site_key(entry["site"]), entry["op"]))
+            if cs is None:
+                continue
+            stamps = zip(entry.get("signatures", ()), entry.get("passes", ()), entry.get("slots", ()), strict=False)
+            for sig, n, slot in stamps:
+                key = _sig_key(sig)
+                if int(n) > 0 and key in cs.signatures:
+                    cs.passes.setdefault(key, (int(n), int(slot)))
     return m

@@ -1,0 +1,204 @@
+"""Passes through user lines: which execution of its call site each eager compile happened in.
+
+The backend's record lists, per (call site, op), the input signatures that compiled there (its
+compile cache is keyed by op + shapes + dtypes, globally). That alone cannot tell two calls of an
+op with fixed, different shapes on one line (two Linear layers in `model(x)`) from one call whose
+shape changes between iterations. So the checked process counts *passes*: each execution of a
+user line in one *calling context* (the chain of call instructions of the user frames above it,
+and the nn.Module whose method runs: `rotate_half(q)` and `rotate_half(k)` on one line, or two
+layers running the same `forward`, are different contexts) is one pass, and each new compile is
+stamped with the pass its site was in. analyze calls a compile in pass 1 of its site and context
+a first compile, and one in a later pass (the training loop's next step, the next token of a
+generate loop) a recompile. Compiles are also stamped with a *slot*: (site, op, context, the
+nn.Module it ran in or after): only a compile in a later pass than its slot's first compile is a
+recompile (not a loop over layers of different widths, nor a new op such as gradient
+accumulation's add_ on the second step).
+
+Tracing costs one Python call per function call in the main thread (library frames get no line
+events); compile detection is a comparison of the recorder's compile count per user line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from types import CodeType, FrameType
+from typing import Any
+
+from neuron_migrate.check import frames
+
+
+def render_signature(sig: tuple[Any, ...]) -> list[Any]:
+    """A backend signature tuple in the record's `Input` form (schema in `neuron_emu.record`)."""
+    import torch
+
+    def one(item: Any) -> Any:
+        if item is None:
+            return None
+        if isinstance(item[0], torch.Size):
+            return [list(item[0]), str(item[1]).removeprefix("torch.")]
+        return [one(x) for x in item]
+
+    return [one(i) for i in sig]
+
+
+class PassTracker:
+    """Counts passes through user lines per calling context and stamps the compiles of `recorder`
+    (a `neuron_emu.Recorder`) with the pass of their site."""
+
+    def __init__(self, recorder: Any) -> None:
+        import torch
+
+        self.recorder = recorder
+        self.passes: dict[tuple[int, int], int] = {}  # (context, line) -> passes so far
+        # (site, op info) -> (pass, slot) per signature; a slot is (site, op, context, module)
+        self.stamped: dict[tuple[Any, Any], list[tuple[int, int]]] = {}
+        # (module id, the user frame that called it) of each nn.Module forward running now
+        self.modules: list[tuple[int, _FrameTracer | None]] = []
+        self._slots: dict[tuple[Any, ...], int] = {}
+        self._on = False
+        self.current: _FrameTracer | None = None  # the innermost user frame running now
+        self._contexts: dict[tuple[int, int, CodeType, int], int] = {}
+        self._seen_compiles = 0
+        self._user: dict[CodeType, bool] = {}
+        self._module = torch.nn.Module
+        self._previous: Any = None
+
+    def context(self, parent: _FrameTracer | None, frame: FrameType) -> int:
+        """A small id for (the caller's context, the call instruction, this code, the module whose
+        method this is): two calls from one line, or of two modules, are different slots."""
+        code = frame.f_code
+        module = 0
+        if code.co_argcount and code.co_varnames[0] == "self":
+            this = frame.f_locals.get("self")
+            module = id(this) if isinstance(this, self._module) else 0
+        key = (parent.ctx if parent else 0, parent.frame.f_lasti if parent else -1, code, module)
+        ctx = self._contexts.get(key)
+        if ctx is None:
+            ctx = self._contexts[key] = len(self._contexts) + 1
+        return ctx
+
+    # -- tracing -------------------------------------------------------------------------------
+    def _global(self, frame: FrameType, event: str, arg: Any) -> Any:
+        code = frame.f_code
+        user = self._user.get(code)
+        if user is None:
+            user = self._user[code] = not frames.is_library(code)
+        if not user:
+            return None
+        if self.recorder.compiles != self._seen_compiles:
+            self.stamp()
+        tracer = _FrameTracer(self, frame, self.current)
+        self.current = tracer
+        return tracer
+
+    def _pre_hook(self, module: Any, args: Any) -> None:
+        if self._on:
+            self.stamp()
+            self.modules.append((id(module), self.current))
+
+    def _post_hook(self, module: Any, args: Any, output: Any) -> None:
+        if self._on and self.modules:
+            self.stamp()  # what compiled since the last event ran inside this module
+            _, caller = self.modules.pop()
+            if caller is not None:
+                caller.last_module = (caller.runs, caller.line, id(module))
+
+    def start(self) -> None:
+        from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+        register_module_forward_pre_hook(self._pre_hook)
+        register_module_forward_hook(self._post_hook, always_call=True)
+        self._on = True
+        self._previous = sys.gettrace()
+        sys.settrace(self._global)
+        os.register_at_fork(after_in_child=lambda: sys.settrace(None))  # DataLoader workers
+
+    def stop(self) -> None:
+        sys.settrace(self._previous)
+        self.stamp()
+        self._on = False
+
+    # -- compiles ------------------------------------------------------------------------------
+    def stamp(self) -> None:
+        """Give every compile not seen yet the current pass of its site and its slot. Called before
+        any user frame starts a line, calls or returns and around every module forward, so the
+        compiles since the last call happened in `current` at its current line, inside the module
+        on top of `modules`; a site elsewhere (a user thread) gets pass 0: unknown."""
+        self._seen_compiles = self.recorder.compiles
+        cur = self.current
+        here = (cur.frame.f_code.co_filename, cur.line) if cur is not None else None
+        for key, sigs in list(self.recorder.compile_sites.items()):
+            stamped = self.stamped.setdefault(key, [])
+            if len(sigs) < len(stamped):  # clear_op_tracking() emptied the lists
+                del stamped[:]
+            if len(sigs) == len(stamped):
+                continue
+            site = key[0]
+            known = cur is not None and here == (site[0], site[1])
+            n = self.passes.get((cur.ctx, cur.line), 0) if known and cur is not None else 0
+            slot_key = (key, cur.ctx if known and cur is not None else 0, self._module_of(cur))
+            slot = self._slots.get(slot_key)
+            if slot is None:
+                slot = self._slots[slot_key] = len(self._slots) + 1
+            stamped.extend([(n, slot)] * (len(sigs) - len(stamped)))
+
+    def _module_of(self, cur: _FrameTracer | None) -> int:
+        """The module a compile belongs to: the one `cur` is calling now, else the last one it
+        called in this execution of the line (`for block in blocks: x = block(x).relu()`: each
+        relu follows its own block)."""
+        if self.modules and self.modules[-1][1] is cur:
+            return self.modules[-1][0]
+        if cur is not None and cur.last_module[:2] == (cur.runs, cur.line):
+            return cur.last_module[2]
+        return 0
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        """The child record's `compile_passes` (schema in child.py)."""
+        out = []
+        for (site, info), stamped in self.stamped.items():
+            sigs = self.recorder.compile_sites.get((site, info), [])
+            out.append({
+                "site": {"file": site[0], "line": site[1], "function": site[2], "autograd_node": site[3]},
+                "op": info.name,
+                "signatures": [render_signature(s) for s in sigs[: len(stamped)]],
+                "passes": [n for n, _ in stamped[: len(sigs)]],
+                "slots": [slot for _, slot in stamped[: len(sigs)]],
+            })
+        return out
+
+
+class _FrameTracer:
+    """One user frame's events. A pass of a line is one execution of it in one calling context. A
+    statement spread over several lines produces events 1, 2, 1 (arguments, then the call) within
+    one execution, so a line counts once per *run*: the events between two backward jumps (a loop
+    coming back always jumps backward)."""
+
+    __slots__ = ("tracker", "frame", "parent", "ctx", "line", "last", "seen", "runs", "last_module")
+
+    def __init__(self, tracker: PassTracker, frame: FrameType, parent: _FrameTracer | None) -> None:
+        self.tracker, self.frame, self.parent = tracker, frame, parent
+        self.ctx = tracker.context(parent, frame)
+        self.line = 0
+        self.last = -1
+        self.seen: set[int] = set()
+        self.runs = 0
+        self.last_module = (-1, 0, 0)  # (run, line, module id) of the last module it called
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> Any:
+        t = self.tracker
+        if t.recorder.compiles != t._seen_compiles:
+            t.stamp()
+        if event == "line":
+            if frame.f_lasti <= self.last:
+                self.seen = set()
+                self.runs += 1
+            self.last = frame.f_lasti
+            self.line = line = frame.f_lineno
+            if line not in self.seen:
+                self.seen.add(line)
+                key = (self.ctx, line)
+                t.passes[key] = t.passes.get(key, 0) + 1
+        elif event == "return":
+            t.current = self.parent
+        return self

@@ -1,0 +1,44 @@
+"""Recompile scenarios; `python recompiles.py SCENARIO...` (tests/check/test_check_recompiles.py)."""
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def train(batches):
+    model = MLP().to("neuron")
+    opt = torch.optim.Adam(model.parameters())
+    for batch in batches:
+        x = torch.ones(batch, 8, device="neuron")
+        loss = F.mse_loss(model(x), torch.zeros(batch, 4, device="neuron"))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def same_line():
+    for _ in range(3):
+        a = torch.ones(3, 5, device="neuron").sum(); b = torch.ones(7, 2, device="neuron").sum()  # noqa: E702
+
+
+def generate():
+    tokens = torch.zeros(1, 4, device="neuron")
+    for _ in range(6):
+        tokens = torch.cat([tokens, torch.ones(1, 1, device="neuron")], dim=1)
+
+
+SCENARIOS = {"fixed": lambda: train([32] * 5), "batches": lambda: train([16, 16, 24, 32, 24, 16]),
+             "same_line": same_line, "generate": generate}
+for name in sys.argv[1:]:
+    SCENARIOS[name]()
