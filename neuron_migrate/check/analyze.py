@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from neuron_migrate.check import advice
+from neuron_migrate.check import advice, notebook
 from neuron_migrate.check.records import (
     CompileSite,
     Merged,
@@ -106,7 +106,7 @@ class _Ctx:
         rule = self.pack.get(code)
         if rule is None:  # an older pack without this code: nothing to attach the finding to
             return
-        path, line, source = self.locate(site)
+        path, line, source, cell = self.locate(site)
         message = rule.render_message(symbol) + (f": {note}" if note else "")
         if len(message) > MAX_MESSAGE:
             message = message[: MAX_MESSAGE - 1] + "…"
@@ -114,14 +114,23 @@ class _Ctx:
         self.findings.append(Finding(
             code=rule.code, severity=rule.severity, fix_class=rule.fix.fix_class, category=rule.category,
             path=path, span=Span(line, indent, line, max(len(source), indent)), message=message,
-            source_line=source, symbol=symbol, details=details,
+            source_line=source, symbol=symbol, details=details, cell=cell,
         ))
 
-    def locate(self, site: dict[str, Any] | None) -> tuple[str, int, str]:
+    def locate(self, site: dict[str, Any] | None) -> tuple[str, int, str, int | None]:
+        """(path, line, source line, notebook cell): a notebook's program line becomes the cell and
+        the line in it (check.notebook), as scan locates notebook findings."""
         file, line = (site["file"], int(site["line"])) if site and site.get("line") else (self.fallback_file, 1)
         if not file:
-            return "<program>", 1, ""
-        return self.relative(file), max(line, 1), linecache.getline(file, max(line, 1)).rstrip("\r\n")
+            return "<program>", 1, "", None
+        line = max(line, 1)
+        if notebook.is_notebook(file):
+            nb = notebook.cached(os.path.abspath(file))
+            where = nb.locate(line) if nb is not None else None
+            if nb is not None and where is not None:
+                return self.relative(file), where[1], nb.line_text(line), where[0]
+            return self.relative(file), line, "", None
+        return self.relative(file), line, linecache.getline(file, line).rstrip("\r\n"), None
 
     def relative(self, file: str) -> str:
         absolute = Path(os.path.abspath(file))

@@ -6,7 +6,7 @@ pack); `rewrite --apply --unsafe-fixes` fixes what it can, a second run changes 
 scan of the result reports exactly what needs a person. Where the expected file names them, the
 person's edits for the remaining blocking findings are made, then `check` runs the program on the
 emulated device: it must run to completion with the expected CPU-fallback ops and recompile sites.
-The notebook's code cells are run as one script (check runs .py files).
+`check` runs the notebook itself (its code cells in order as one program).
 
 One workflow per (project, target) is run once per module and shared by the tests that look at
 its steps. Known defects of the tool are `xfail(strict=True)` with the precise reason (KNOWN).
@@ -52,18 +52,7 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("gpt_train", "neuron", "check"): _AUTOCAST,
     ("vision_cnn", "neuron", "check"): _AUTOCAST,
     ("custom_kernels", "neuron", "check"): _AUTOCAST,
-    ("hf_inference", "neuron", "recompiles"): (
-        "check/analyze.py `_recompiles` counts 13 distinct signatures at modeling.py:106 (SDPA) where the call "
-        "sees 12 ((q 8, k 8) then (q 1, k 9..19)): variants of its two aten::mul.Scalar calls on the line "
-        "(14 signatures over 2 slots) are counted as 13"),
 }
-KNOWN[("hf_inference", "accelerator", "recompiles")] = KNOWN[("hf_inference", "neuron", "recompiles")]
-for _target in ("neuron", "accelerator"):
-    KNOWN[("notebook", _target, "recompiles")] = (
-        "check/analyze.py `_recompiles` reports NM903 on the training loop (cells script: forward line 48, "
-        "loss.backward() line 50 with 3 signatures, optimizer.step() line 51) although every step has the same "
-        "shapes (batch 128): one op called per step with several fixed shapes on one line (the two Linear "
-        "layers, the four Adam parameters) is counted as recompiling")
 KNOWN[("hf_inference", "accelerator", "check")] = (
     "backend: torch.Event(enable_timing=True).elapsed_time() on the emulated neuron device raises 'Backend "
     "doesn't support elapsedTime' (generate.py:59), while torch.neuron.Event times fine (neuron target)")
@@ -103,18 +92,6 @@ class Workflow:
 _RUNS: dict[tuple[str, str], Workflow] = {}
 
 
-def _script_for(root: Path, script: str) -> str:
-    """A notebook becomes one script of its code cells (IPython lines blanked, as scan reads them)."""
-    if not script.endswith(".ipynb"):
-        return script
-    from neuron_migrate.scan.notebook import code_cells
-
-    cells = code_cells((root / script).read_text(encoding="utf-8"))
-    out = root / (Path(script).stem + "_cells.py")
-    out.write_text("\n\n".join(c.source for c in cells) + "\n", encoding="utf-8")
-    return out.name
-
-
 def workflow(project: str, target: str, tmp_root: Path) -> Workflow:
     key = (project, target)
     if key in _RUNS:
@@ -143,7 +120,7 @@ def workflow(project: str, target: str, tmp_root: Path) -> Workflow:
     for run in expected.get("check", ()):
         if target not in run["targets"]:
             continue
-        script = _script_for(root, run["script"])
+        script = run["script"]
         output = root.parent / f"{project}-{target}-{run['name']}.check.json"
         launcher = ["--launcher", run["launcher"][0], "--nproc-per-node", str(run["launcher"][1])] \
             if run.get("launcher") else []
