@@ -7,6 +7,14 @@ import pytest
 pytest_plugins = ["pytester"]
 PLUGIN = "neuron_migrate.check.pytest_plugin"
 
+
+def _load_plugin() -> list[str]:
+    """`-p PLUGIN` unless the installed `pytest11` entry point already loads it (pluggy refuses the
+    same module registered under two names)."""
+    from importlib.metadata import entry_points
+
+    return [] if any(ep.value == PLUGIN for ep in entry_points(group="pytest11")) else ["-p", PLUGIN]
+
 TESTS = '''
 import pytest
 import torch
@@ -37,7 +45,7 @@ def test_recompile():
 def test_gates_per_test_with_marker_and_reports(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_model=TESTS)
     result = pytester.runpytest_subprocess(
-        "-p", PLUGIN, "--neuron-emulate", "--neuron-fail-on", "fallback,recompile", "-p", "no:cacheprovider",
+        *_load_plugin(), "--neuron-emulate", "--neuron-fail-on", "fallback,recompile", "-p", "no:cacheprovider",
     )
     result.assert_outcomes(passed=2, failed=2)
     out = result.stdout.str()
@@ -60,6 +68,6 @@ import sys
 def test_no_torch():
     assert "torch" not in sys.modules
 ''')
-    result = pytester.runpytest_subprocess("-p", PLUGIN, "-p", "no:cacheprovider", "--markers")
+    result = pytester.runpytest_subprocess(*_load_plugin(), "-p", "no:cacheprovider", "--markers")
     assert "neuron_allow_ops" in result.stdout.str()
-    pytester.runpytest_subprocess("-p", PLUGIN, "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    pytester.runpytest_subprocess(*_load_plugin(), "-p", "no:cacheprovider").assert_outcomes(passed=1)
