@@ -136,9 +136,8 @@ def main(argv: list[str] | None = None) -> int:
               f"activate() itself {act:.3f} s (target <= +0.20 s)")
 
     sys.path.insert(0, str(BACKEND))
-    import torch
-
     import neuron_emu
+    import torch
 
     neuron_emu.activate()
     torch.set_num_threads(1)

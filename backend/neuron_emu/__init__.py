@@ -24,15 +24,15 @@ import warnings
 from typing import Any
 
 __all__ = [
+    "EmulatorUnavailable",
     "activate",
-    "is_active",
-    "get_fallback_ops",
-    "get_executed_ops",
     "clear_op_tracking",
+    "get_executed_ops",
+    "get_fallback_ops",
+    "is_active",
     "recording",
     "snapshot",
     "write_record",
-    "EmulatorUnavailable",
 ]
 __version__ = "0.1.0"
 

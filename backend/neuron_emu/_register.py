@@ -29,10 +29,10 @@ def register() -> None:
             from neuron_emu import EmulatorUnavailable
 
             raise EmulatorUnavailable(f"PrivateUse1 is already registered as {owner!r} in this process")
+        from torch.utils import backend_registration as br
+
         from neuron_emu import _dynamo_skip, record
         from neuron_emu.runtime import generator, patches, storage
-
-        from torch.utils import backend_registration as br
 
         # The steps of br._setup_privateuseone_for_python_backend, with the rename first so the
         # device module can create `neuron` generators while it is built.

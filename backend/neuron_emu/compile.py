@@ -253,6 +253,6 @@ def register() -> None:
 # Static shapes only, as the real backend forces; automatic dynamic would hand us SymInts.
 torch._dynamo.config.automatic_dynamic_shapes = False
 record.dynamo_stats = _stats
-from neuron_emu import _dynamo_skip  # noqa: E402 - after the module's code objects exist
+from neuron_emu import _dynamo_skip
 
 _dynamo_skip.register_loaded()

@@ -106,7 +106,7 @@ def synchronize(device: Any = None) -> None:
         _index(device)
 
 
-class device:  # noqa: N801 - mirrors torch.cuda.device
+class device:
     """Context manager that changes the current `neuron` device."""
 
     def __init__(self, device: Any) -> None:
@@ -123,7 +123,7 @@ class device:  # noqa: N801 - mirrors torch.cuda.device
             set_device(self.prev)
 
 
-class device_of(device):  # noqa: N801
+class device_of(device):
     def __init__(self, obj: torch.Tensor) -> None:
         super().__init__(obj.get_device() if obj.device.type == BACKEND else None)
 

@@ -17,7 +17,7 @@ from neuron_emu import device as _device
 
 
 class _Counters:
-    __slots__ = ("current", "peak", "requests", "frees")
+    __slots__ = ("current", "frees", "peak", "requests")
 
     def __init__(self) -> None:
         self.current = 0
@@ -46,8 +46,7 @@ def track(t: torch.Tensor, index: int, nbytes: int) -> None:
     c = _counters[index]
     c.requests += 1
     c.current += nbytes
-    if c.current > c.peak:
-        c.peak = c.current
+    c.peak = max(c.peak, c.current)
     _live[weakref.ref(t, _on_free)] = (index, nbytes)
     if alloc_hook is not None:
         alloc_hook(nbytes)

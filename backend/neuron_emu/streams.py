@@ -94,7 +94,7 @@ def set_stream(stream: Stream | None) -> None:
         _current[stream.device.index or 0] = stream
 
 
-class stream:  # noqa: N801 - mirrors torch.cuda.stream
+class stream:
     def __init__(self, stream: Stream | None) -> None:
         self.stream = stream
         self.prev: Stream | None = None

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["Run", "Pending", "run_python", "run_script", "child_env", "is_error", "REPO", "BACKEND"]
+__all__ = ["BACKEND", "REPO", "Pending", "Run", "child_env", "is_error", "run_python", "run_script"]
 
 REPO = Path(__file__).resolve().parents[2]
 BACKEND = REPO / "backend"
@@ -85,7 +85,7 @@ class Pending:
     def _run(self) -> None:
         try:
             with _SLOTS:
-                proc = subprocess.run(self.argv, capture_output=True, text=True, env=self.env,
+                proc = subprocess.run(self.argv, check=False, capture_output=True, text=True, env=self.env,
                                       cwd=self.cwd, timeout=self.timeout)
             self._out = (proc.stdout, proc.stderr, proc.returncode)
         except subprocess.TimeoutExpired as exc:

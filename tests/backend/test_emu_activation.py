@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from _emulated import BACKEND, Pending, is_error, run_script
 
 STATE = """
@@ -87,9 +86,8 @@ def runs() -> dict[str, Any]:
 
 
 def test_autoload_is_a_noop_without_the_variable_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    import torch
-
     import neuron_emu
+    import torch
 
     monkeypatch.delenv("NEURON_MIGRATE_EMULATE", raising=False)
     before = torch._C._get_privateuse1_backend_name()

@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from _emulated import Pending, is_error
+from _emulated import Pending
 
 CODE = """
 import torch.nn as nn

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from _emulated import Pending
 
 SCRIPT = '''\

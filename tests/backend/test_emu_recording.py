@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from _emulated import run_script
 
 USER_SCRIPT = '''\

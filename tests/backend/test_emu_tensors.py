@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from _emulated import Pending, is_error
 
 CODE = """

@@ -17,9 +17,20 @@ from torch._ops import OpOverload
 from neuron_emu import memory
 from neuron_emu.device import physical
 from neuron_emu.runtime.generator import neuron_index
-from neuron_emu.runtime.storage import to_cpu, to_neuron
 from neuron_emu.runtime.storage import (  # the relabel, inlined on the fast path
-    _CAPSULE_PTR_OFFSET as _OFF, _CPU_WORD, _I64, _KDL_EXT_DEV as _EXT_WORD, _VP, _from_dlpack, _to_dlpack,
+    _CAPSULE_PTR_OFFSET as _OFF,
+)
+from neuron_emu.runtime.storage import (
+    _CPU_WORD,
+    _I64,
+    _VP,
+    _from_dlpack,
+    _to_dlpack,
+    to_cpu,
+    to_neuron,
+)
+from neuron_emu.runtime.storage import (
+    _KDL_EXT_DEV as _EXT_WORD,
 )
 
 Tensor = torch.Tensor
@@ -49,8 +60,19 @@ class OpInfo:
     """Facts about one overload, computed once."""
 
     __slots__ = (
-        "op", "name", "kind", "compiles", "record", "arg_names", "cpu_ok", "writes",
-        "gen_pos", "gen_kw", "has_device", "returns_alias", "is_view",
+        "arg_names",
+        "compiles",
+        "cpu_ok",
+        "gen_kw",
+        "gen_pos",
+        "has_device",
+        "is_view",
+        "kind",
+        "name",
+        "op",
+        "record",
+        "returns_alias",
+        "writes",
     )
 
     def __init__(self, op: OpOverload | str, kind: str, *, compiles: bool, record: bool) -> None:

@@ -24,7 +24,7 @@ _has = torch._C._dispatch_has_kernel_for_dispatch_key
 class Table:
     """The parts of ops.yaml the emulator uses."""
 
-    __slots__ = ("source", "native", "silent_views", "memory_format_message")
+    __slots__ = ("memory_format_message", "native", "silent_views", "source")
 
     def __init__(self, source: dict[str, Any], native: tuple[str, ...], silent_views: frozenset[str],
                  memory_format_message: str) -> None:
@@ -48,7 +48,7 @@ def table_path() -> Path:
 
 
 def _section(text: str, key: str) -> str | None:
-    m = re.search(rf"^{key}:\n((?:[ -].*\n?)*)", text, re.M)
+    m = re.search(rf"^{key}:\n((?:[ -].*\n?)*)", text, re.MULTILINE)
     return m.group(1) if m else None
 
 
@@ -60,15 +60,15 @@ def parse_fast(text: str) -> Table | None:
     native, views, source, formats = (_section(text, k) for k in ("native", "silent_views", "source", "memory_formats"))
     if not (native and views and source and formats):
         return None
-    msg = re.search(r"^  message: (.+)$", formats, re.M)
+    msg = re.search(r"^  message: (.+)$", formats, re.MULTILINE)
     if msg is None:
         return None
     source = source.replace("\n    ", " ")  # folded continuation lines
-    src = {k: v.strip().strip("'\"") for k, v in re.findall(r"^  (\w+): (.+)$", source, re.M)}
+    src = {k: v.strip().strip("'\"") for k, v in re.findall(r"^  (\w+): (.+)$", source, re.MULTILINE)}
     return Table(
         source=src,
-        native=tuple(re.findall(r"^- name: (\S+)$", native, re.M)),
-        silent_views=frozenset(re.findall(r"^- (\S+)$", views, re.M)),
+        native=tuple(re.findall(r"^- name: (\S+)$", native, re.MULTILINE)),
+        silent_views=frozenset(re.findall(r"^- (\S+)$", views, re.MULTILINE)),
         memory_format_message=msg.group(1).strip(),
     )
 
@@ -76,7 +76,7 @@ def parse_fast(text: str) -> Table | None:
 def parse_yaml(text: str) -> Table:
     import yaml
 
-    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - safe loader
+    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     return Table(
         source={k: str(v) for k, v in (data.get("source") or {}).items()},
         native=tuple(e["name"] for e in data["native"]),

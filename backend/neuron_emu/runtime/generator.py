@@ -10,7 +10,7 @@ library code (``generator.device.type`` checks, ``manual_seed`` chaining) cannot
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 import torch
 
@@ -51,7 +51,7 @@ class NeuronGenerator(_CGenerator):
 
     __slots__ = ("_neuron_device",)
 
-    def __new__(cls, index: int = 0) -> NeuronGenerator:
+    def __new__(cls, index: int = 0) -> Self:
         g = _CGenerator.__new__(cls, "cpu")
         g._neuron_device = torch.device(_BACKEND, index)
         _capture(g, index)
@@ -85,7 +85,7 @@ class _GeneratorMeta(type(_CGenerator)):  # type: ignore[misc]
 class Generator(_CGenerator, metaclass=_GeneratorMeta):
     """Drop-in for ``torch.Generator`` that understands ``device='neuron'``."""
 
-    def __new__(cls, device: Any = "cpu") -> Any:  # noqa: D102
+    def __new__(cls, device: Any = "cpu") -> Any:
         dev = torch.device(device) if not isinstance(device, torch.device) else device
         if dev.type == _BACKEND:
             from neuron_emu.device import physical
