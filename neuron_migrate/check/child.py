@@ -180,7 +180,7 @@ def _run_notebook(filename: str) -> None:
     saved = sys.modules["__main__"]
     sys.modules["__main__"] = main
     try:
-        exec(code, main.__dict__)
+        exec(code, main.__dict__)  # noqa: S102 - running the user's notebook is the point
     finally:
         sys.modules["__main__"] = saved
 

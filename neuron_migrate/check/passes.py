@@ -105,7 +105,10 @@ class PassTracker:
                 caller.last_module = (caller.runs, caller.line, id(module))
 
     def start(self) -> None:
-        from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+        from torch.nn.modules.module import (
+            register_module_forward_hook,
+            register_module_forward_pre_hook,
+        )
 
         register_module_forward_pre_hook(self._pre_hook)
         register_module_forward_hook(self._post_hook, always_call=True)
@@ -174,7 +177,7 @@ class _FrameTracer:
     one execution, so a line counts once per *run*: the events between two backward jumps (a loop
     coming back always jumps backward)."""
 
-    __slots__ = ("tracker", "frame", "parent", "ctx", "line", "last", "seen", "runs", "last_module")
+    __slots__ = ("ctx", "frame", "last", "last_module", "line", "parent", "runs", "seen", "tracker")
 
     def __init__(self, tracker: PassTracker, frame: FrameType, parent: _FrameTracer | None) -> None:
         self.tracker, self.frame, self.parent = tracker, frame, parent

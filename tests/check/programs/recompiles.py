@@ -29,7 +29,7 @@ def train(batches):
 
 def same_line():
     for _ in range(3):
-        a = torch.ones(3, 5, device="neuron").sum(); b = torch.ones(7, 2, device="neuron").sum()  # noqa: E702
+        torch.ones(3, 5, device="neuron").sum(); torch.ones(7, 2, device="neuron").sum()
 
 
 def generate():
