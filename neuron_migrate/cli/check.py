@@ -2,6 +2,7 @@
 placement leaks; gate CI.
 
     neuron-migrate check train.py -- --epochs 1
+    neuron-migrate check explore.ipynb             (code cells in order as one program; findings per cell)
     neuron-migrate check -m package.module
     neuron-migrate check --launcher torchrun --nproc-per-node 2 train.py
     neuron-migrate check --pytest tests/
