@@ -1,10 +1,11 @@
 """Source text in, raw findings out: one stdlib `ast` parse and one walk per file.
 
 The pack is compiled once per process into lookup tables (`CompiledPack`, cached by pack
-digest). The walk visits statements recursively (so every expression knows its enclosing
-statement, for `statement_line` and statement-level fixes) and expressions with an explicit stack,
-dispatching node types to the matchers (ruff's `analyze/` shape). Fixes are computed only for the
-sites that matched, after the walk, when the file's imports are all known.
+digest). The walk is one loop over an explicit stack with one dispatch table by node type
+(ruff's `analyze/` shape); statements push their blocks beneath their own expressions, so every
+expression is visited while its enclosing statement is current (for `statement_line` and
+statement-level fixes). Fixes are computed only for the sites that matched, after the walk, when
+the file's imports are all known.
 
 Never imports torch or libcst.
 """

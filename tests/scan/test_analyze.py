@@ -343,3 +343,19 @@ def test_findings_are_sorted_and_carry_the_source_line() -> None:
     found = scan("import torch\ntorch.cuda.synchronize(); x.to('cuda')\n")
     assert [(f.code, f.span.col) for f in found] == [("NM206", 0), ("NM101", 31)]
     assert all(f.source_line == "torch.cuda.synchronize(); x.to('cuda')" for f in found)
+
+
+def test_analysis_with_fixes_imports_neither_torch_nor_libcst() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from neuron_migrate.ruleset.load import load_pack\n"
+        "from neuron_migrate.scan.analyze import analyze_source\n"
+        "src = 'import torch\\nx = torch.zeros(1).cuda()\\nwith torch.cuda.amp.autocast():\\n    pass\\n'\n"
+        "assert all(f.fixes for f in analyze_source(src, 'a.py', load_pack()) if f.code in ('NM102', 'NM301'))\n"
+        "print(sorted(m for m in ('torch', 'libcst') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
