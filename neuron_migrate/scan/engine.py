@@ -9,11 +9,13 @@ finding: files the gate rejects are never parsed.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -148,9 +150,10 @@ def _analyze(todo: list[Candidate], context: _Context, jobs: int | None,
     workers = jobs if jobs is not None else _usable_cpus()
     if workers <= 1 or len(todo) < 2 or sum(c.size for c in todo) < POOL_MIN_BYTES:
         out = []
-        for c in todo:
-            out.append(analyze_file(c, context))
-            advance(1)
+        with _gc_paused():
+            for c in todo:
+                out.append(analyze_file(c, context))
+                advance(1)
         return out
     import concurrent.futures as cf  # only when there is enough work for a pool
     import multiprocessing
@@ -194,6 +197,21 @@ def _chunks(todo: list[Candidate], workers: int) -> list[list[tuple[int, Candida
 def _init_worker(context: _Context) -> None:
     global _WORKER
     _WORKER = context
+    # Syntax trees are acyclic: reference counting frees them, and the cyclic collector only
+    # re-walks every live node (measured: ~20% of a cold scan). Workers are short-lived.
+    gc.freeze()
+    gc.disable()
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _analyze_chunk(chunk: list[Candidate]) -> list[tuple[tuple[Row, ...], tuple[Row, ...]]]:
