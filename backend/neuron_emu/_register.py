@@ -31,7 +31,7 @@ def register() -> None:
             raise EmulatorUnavailable(f"PrivateUse1 is already registered as {owner!r} in this process")
         from torch.utils import backend_registration as br
 
-        from neuron_emu import _dynamo_skip, record
+        from neuron_emu import _dynamo_skip, record, streams
         from neuron_emu.runtime import generator, patches, storage
 
         # The steps of br._setup_privateuseone_for_python_backend, with the rename first so the
@@ -49,6 +49,7 @@ def register() -> None:
             warnings.filterwarnings("ignore", message=".*Warning only once for all operators.*")
             _install_kernels(torch)
             patches.install()
+        streams.install()
         generator.install()
         from neuron_emu import distributed
 

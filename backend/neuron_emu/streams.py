@@ -1,5 +1,16 @@
 """``torch.neuron`` streams and events. Emulated execution is synchronous, so they only keep order
-bookkeeping and timing; every wait returns immediately."""
+bookkeeping and timing; every wait returns immediately.
+
+Events are ``torch.Event`` subclasses timed on the host clock. The generic ``torch.Event`` is
+replaced by such a subclass too (:func:`install`): the Python device guard torch offers a Python
+backend implements no ``elapsedTime``/``synchronizeEvent`` (they raise "Backend doesn't support
+..."), and ``torch.Event`` is an immutable C++ type. The replacement is what ``torch.Event(...)``
+creates, so ``torch.Event(enable_timing=True)``/``record``/``elapsed_time``/``synchronize`` work;
+``isinstance(e, torch.Event)`` still holds for events C++ creates. Those (``torch.Stream
+.record_event()`` on the generic ``torch.accelerator.current_stream()``) keep the guard's behaviour:
+``query``/``wait`` work, ``synchronize``/``elapsed_time`` raise the guard's "Backend doesn't support"
+errors, as for any backend whose guard lacks them.
+"""
 
 from __future__ import annotations
 
@@ -46,31 +57,76 @@ class Stream:
         return f"<torch.neuron.Stream device={self.device} stream_id={self.stream_id}>"
 
 
-class Event:
-    """A `neuron` event; ``elapsed_time`` measures host wall time between records."""
+_TorchEvent = torch.Event  # the C++ class; install() rebinds the name torch.Event
 
-    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
+
+class _GenericEventType(type):
+    # Events created in C++ are instances of the C++ class only; they are still torch.Events.
+    def __instancecheck__(cls, obj: object) -> bool:
+        return type.__instancecheck__(cls, obj) or (cls is GenericEvent and isinstance(obj, _TorchEvent))
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return type.__subclasscheck__(cls, sub) or (cls is GenericEvent and issubclass(sub, _TorchEvent))
+
+
+class GenericEvent(_TorchEvent, metaclass=_GenericEventType):
+    """``torch.Event`` once the emulator is active: `neuron` events are timed on the host clock
+    (execution is synchronous, so host time is device time); other devices' events are untouched."""
+
+    def __init__(self, device: Any = None, *, enable_timing: bool = False, blocking: bool = False,
+                 interprocess: bool = False) -> None:
         self.enable_timing = enable_timing
         self._t: float | None = None
 
-    def record(self, stream: Stream | None = None) -> None:
+    def _emulated(self) -> bool:
+        return self.device.type == _device.BACKEND
+
+    def record(self, stream: Any = None) -> None:
+        if not self._emulated():
+            return super().record(stream) if stream is not None else super().record()
         self._t = time.perf_counter()
 
     def query(self) -> bool:
-        return True
+        return True if self._emulated() else super().query()
 
-    def wait(self, stream: Stream | None = None) -> None:
+    def wait(self, stream: Any = None) -> None:
+        if not self._emulated():
+            return super().wait(stream) if stream is not None else super().wait()
         return None
 
     def synchronize(self) -> None:
-        return None
+        return None if self._emulated() else super().synchronize()
 
-    def elapsed_time(self, end_event: Event) -> float:
-        if not (self.enable_timing and end_event.enable_timing):
+    def elapsed_time(self, end_event: Any) -> float:
+        if not self._emulated():
+            return super().elapsed_time(end_event)
+        if not (self.enable_timing and getattr(end_event, "enable_timing", False)):
             raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
-        if self._t is None or end_event._t is None:
+        if self._t is None or getattr(end_event, "_t", None) is None:
             raise RuntimeError("Both events must be recorded before calculating elapsed time.")
         return (end_event._t - self._t) * 1000.0
+
+
+GenericEvent.__module__, GenericEvent.__name__, GenericEvent.__qualname__ = "torch", "Event", "Event"
+GenericEvent.__doc__ = f"{_TorchEvent.__doc__}\n{GenericEvent.__doc__}"
+
+
+class Event(GenericEvent):
+    """A `neuron` event (``torch.neuron.Event``, ``torch.cuda.Event``'s signature);
+    ``elapsed_time`` measures host wall time between records."""
+
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> Event:
+        return super().__new__(cls, _device.BACKEND, enable_timing=enable_timing, blocking=blocking,
+                               interprocess=interprocess)
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
+        super().__init__(_device.BACKEND, enable_timing=enable_timing)
+
+
+
+def install() -> None:
+    """Make ``torch.Event`` the host-timed subclass (see the module docstring)."""
+    torch.Event = GenericEvent  # type: ignore[misc]
 
 
 _default: dict[int, Stream] = {}

@@ -52,6 +52,36 @@ def streams():
     return [cur, n.current_stream() == n.default_stream(), s.query(), e1.query(),
             e1.elapsed_time(e2) >= 0, isinstance(n.record_event(), n.Event)]
 check("streams", streams)
+import time
+def generic_events():  # torch.accelerator's documented timing pattern, unchanged
+    start, end = torch.Event(enable_timing=True), torch.Event(enable_timing=True)
+    start.record()
+    time.sleep(0.02)
+    end.record()
+    torch.accelerator.synchronize()
+    end.synchronize()
+    ms = start.elapsed_time(end)
+    cpp_made = torch.accelerator.current_stream().record_event()  # created by C++, not timed
+    later = n.Event(enable_timing=True)
+    later.record()
+    return [start.device.type, 15 <= ms < 5000, start.query(), end.wait(), isinstance(cpp_made, torch.Event),
+            isinstance(n.Event(), torch.Event), str(torch.Event(device="cpu").device),
+            start.elapsed_time(later) >= ms]
+check("generic_events", generic_events)
+check("event_untimed", lambda: torch.Event().elapsed_time(torch.Event()))
+check("event_unrecorded", lambda: torch.Event(enable_timing=True).elapsed_time(torch.Event(enable_timing=True)))
+check("cpp_event_synchronize", lambda: torch.accelerator.current_stream().record_event().synchronize())
+def generic_streams():
+    s = torch.Stream(device="neuron")
+    cur = torch.accelerator.current_stream()
+    with s:
+        inside = torch.accelerator.current_stream().device.type
+    ev = cur.record_event()
+    s.wait_event(ev); s.wait_stream(cur); s.synchronize()
+    torch.accelerator.set_stream(s)
+    return [cur.device.type, inside, s.query(), ev.query(), torch.accelerator.current_stream().device.type,
+            torch.accelerator.synchronize()]
+check("generic_streams", generic_streams)
 def memory():
     n.reset_peak_memory_stats()
     base = n.memory_allocated()
@@ -113,6 +143,18 @@ def test_torch_neuron_device_functions(r: dict[str, Any]) -> None:
 
 def test_torch_neuron_streams_and_events(r: dict[str, Any]) -> None:
     assert r["streams"] == [True, True, True, True, True, True]
+
+
+def test_generic_torch_event_times_on_the_device(r: dict[str, Any]) -> None:
+    assert r["generic_events"] == ["neuron", True, True, None, True, True, "cpu", True]
+    assert r["event_untimed"]["message"] == "Both events must be created with argument 'enable_timing=True'."
+    assert r["event_unrecorded"]["message"] == "Both events must be recorded before calculating elapsed time."
+    # Events C++ creates keep the Python device guard's behaviour (documented in neuron_emu.streams).
+    assert r["cpp_event_synchronize"]["message"] == "Backend doesn't support synchronizing events."
+
+
+def test_generic_torch_stream_and_accelerator_streams(r: dict[str, Any]) -> None:
+    assert r["generic_streams"] == ["neuron", "neuron", True, True, "neuron", None]
 
 
 def test_torch_neuron_memory_counters(r: dict[str, Any]) -> None:
