@@ -2,9 +2,10 @@
 
 Steady state costs one dict update per op: the key is (op, input signature, backward?). Only a new
 key takes the slow path, which simulates the eager compile cache (keyed like TorchNeuron's: op +
-input shapes + dtypes), looks up the call site (first frame outside torch, the emulator and the
-stdlib; for backward ops the autograd node plus the user's ``backward()`` line), and warns once per
-fallback op.
+input shapes + dtypes), looks up the call site (first frame outside library code: torch, the
+emulator, neuron_migrate, the stdlib and any site-packages/dist-packages directory; a script in a
+temporary directory or a project tree is user code; for backward ops the autograd node plus the
+user's ``backward()`` line), and warns once per fallback op.
 
 JSON record, one file per process, ``<NEURON_MIGRATE_RECORD_DIR>/neuron-emu-<pid>-rank<RANK|x>.json``,
 written at exit (schema_version 1)::
@@ -16,7 +17,11 @@ written at exit (schema_version 1)::
       "process": {"pid": int, "rank": int|null, "local_rank": int|null, "world_size": int|null,
                   "argv": [str]},
       "ops": [{"name": "aten::addmm",            # TorchNeuron form: aten::name[.overload]
-               "kind": "device" | "fallback",   # own kernel on the real backend | boxed CPU fallback
+               "kind": "device" | "fallback" | "host_sync",
+                                        # own kernel on the real backend | boxed CPU fallback |
+                                        # a device->host sync: aten::_local_scalar_dense (.item(),
+                                        # bool(t), int(t), ...); never compiles, and is in
+                                        # neither get_executed_ops() nor get_fallback_ops()
                "count": int,
                "phases": {"fwd": int, "bwd": int},
                "signatures": [{"inputs": [Input], "count": int}],
@@ -26,22 +31,36 @@ written at exit (schema_version 1)::
                               "signatures": [[Input]], "recompiles": int}]},
       "downcasts": [{"op": str, "dtype": "float64" | "int64", "to": "float32" | "int32",
                      "count": int}],
-      "host_to_device": [{"site": Site, "count": int, "bytes": int}],
+      "host_to_device": [{"site": Site, "count": int, "bytes": int,
+                          "distinct_sources": int}],  # distinct source contents, capped at 1024:
+                          # 1 with count > 1 = the same data copied again each time (a constant);
+                          # == count = new data each copy (a batch). Content is hashed whole up to
+                          # 4 KiB, else as 16 evenly spaced 256-byte windows; with shape, strides, dtype.
       "pre_init_allocations": {"watched": bool, "count": int, "bytes": int,
                                "first_site": Site | null, "process_group_initialized": bool},
       "dynamo": null | {...},     # torch.compile(backend="neuron") stats, see neuron_emu.compile
-      "exception": null | {"type": str, "message": str, "site": Site | null, "traceback": [Site]}
+      "device_mismatch": null | {"op": str, "argument": str, "argument_device": str,
+                                 "device": str, "message": str, "site": Site},
+                                 # the last CPU/`neuron` mismatch the emulator raised, e.g. op
+                                 # "aten::addmm", argument "mat1", argument_device "cpu", device
+                                 # "neuron:0" (recorded even if the program caught it)
+      "exception": null | {"type": str, "message": str, "site": Site | null, "traceback": [Site],
+                           # the uncaught exception; when it is that mismatch, also:
+                           "op": str, "argument": str, "argument_device": str}
     }
     Site  = {"file": str, "line": int, "function": str, "autograd_node": str | null}
     Input = [[int, ...], "float32"]  (a tensor: shape, dtype) | [Input, ...] (a tensor list) | null
 
-Views and metadata ops (view, as_strided, set_, empty, resize_, item) are never recorded; copies
-(copy_, _to_copy, clone) are recorded as device ops but never compile.
+Views and metadata ops (view, as_strided, set_, empty, resize_) are never recorded; copies
+(copy_, _to_copy, clone) are recorded as device ops but never compile. Keys are only ever added
+within a schema_version; readers ignore keys they do not know.
 """
 
 from __future__ import annotations
 
 import atexit
+import ctypes
+import importlib.util
 import json
 import os
 import sys
@@ -77,6 +96,7 @@ class Recorder:
         self.compiles = 0
         self.recompiles = 0
         self.h2d: dict[Site, list[int]] = {}
+        self.h2d_sources: dict[Site, set[int]] = {}
         self.pre_init = [0, 0]
         self.pre_init_site: Site | None = None
 
@@ -103,6 +123,12 @@ class Recorder:
             acc = self.h2d.setdefault(site, [0, 0])
             acc[0] += n
             acc[1] += b
+        for site, keys in other.h2d_sources.items():
+            mine = self.h2d_sources.setdefault(site, set())
+            for k in keys:
+                if len(mine) >= _MAX_SOURCES:
+                    break
+                mine.add(k)
         self.pre_init[0] += other.pre_init[0]
         self.pre_init[1] += other.pre_init[1]
         self.pre_init_site = self.pre_init_site or other.pre_init_site
@@ -121,6 +147,10 @@ dynamo_stats: dict[str, Any] | None = None
 process_group_initialized = False
 watch_pre_init = False
 _exception: dict[str, Any] | None = None
+_mismatch: dict[str, Any] | None = None
+_MAX_SOURCES = 1024  # distinct host->device source contents remembered per call site
+_WHOLE = 4096  # sources up to this many bytes are hashed whole
+_WINDOWS, _WINDOW = 16, 256  # larger ones: this many evenly spaced windows of this many bytes
 
 
 # -- hot path ----------------------------------------------------------------------------------
@@ -184,12 +214,42 @@ def _first(info: OpInfo, sig: tuple[Any, ...], node: Any, key: Any) -> None:
         )
 
 
-def host_to_device(nbytes: int) -> None:
+def _content_key(src: _Tensor) -> int:
+    """A cheap hash of a CPU tensor's content (whole up to 4 KiB, sampled above) and layout."""
+    nbytes = src.numel() * src.element_size()
+    if nbytes == 0 or src.device.type != "cpu" or src.layout != torch.strided:
+        return hash((src.shape, src.dtype, src.device.type))
+    if src.is_contiguous():
+        ptr, span = src.data_ptr(), nbytes
+    else:  # hash the storage range the view covers
+        extent = 1 + sum((n - 1) * st for n, st in zip(src.shape, src.stride(), strict=True) if n > 0)
+        ptr, span = src.data_ptr(), extent * src.element_size()
+    if span <= _WHOLE:
+        data = ctypes.string_at(ptr, span)
+    else:
+        step = (span - _WINDOW) // (_WINDOWS - 1)
+        data = b"".join(ctypes.string_at(ptr + i * step, _WINDOW) for i in range(_WINDOWS))
+    return hash((data, src.shape, src.stride(), src.dtype))
+
+
+def host_to_device(src: _Tensor) -> None:
+    """Record one copy of the CPU tensor ``src`` to the device."""
     site = current_site(None)
+    key = _content_key(src)
     with _lock:
         acc = SINK.h2d.setdefault(site, [0, 0])
         acc[0] += 1
-        acc[1] += nbytes
+        acc[1] += src.numel() * src.element_size()
+        keys = SINK.h2d_sources.setdefault(site, set())
+        if len(keys) < _MAX_SOURCES:
+            keys.add(key)
+
+
+def device_mismatch(op: str, argument: str, argument_device: str, device: str, message: str) -> None:
+    """Remember the device-mismatch error about to be raised (see neuron_emu.ops.mismatch)."""
+    global _mismatch
+    _mismatch = {"op": op, "argument": argument, "argument_device": argument_device, "device": device,
+                 "message": message, "site": _site(current_site(None))}
 
 
 def pre_init_allocation(nbytes: int) -> None:
@@ -202,24 +262,38 @@ def pre_init_allocation(nbytes: int) -> None:
 
 
 # -- call sites --------------------------------------------------------------------------------
+def _package_dir(name: str) -> str | None:
+    try:  # finds the package without importing it
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return locations[0] if locations else None
+
+
 _LIB_DIRS = tuple(
     os.path.normcase(os.path.realpath(p)) + os.sep
     for p in {
         os.path.dirname(torch.__file__),
         os.path.dirname(os.path.abspath(__file__)),
-        sysconfig.get_paths()["stdlib"],
+        _package_dir("neuron_migrate"),  # the check command's own frames
+        *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")),
     }
+    if p
 )
-_is_lib: dict[CodeType, bool] = {}
+# installed third-party code wherever the environment lives (venvs, --user, Debian's dist-packages)
+_LIB_PARTS = tuple(os.path.normcase(f"{os.sep}{d}{os.sep}") for d in ("site-packages", "dist-packages"))
+_is_lib: dict[str, bool] = {}  # by file name: equal code objects of different files compare equal
 _main_ident = threading.main_thread().ident
 
 
 def _library(code: CodeType) -> bool:
-    lib = _is_lib.get(code)
+    f = code.co_filename
+    lib = _is_lib.get(f)
     if lib is None:
-        f = code.co_filename
-        lib = f.startswith("<frozen") or os.path.normcase(os.path.realpath(f)).startswith(_LIB_DIRS)
-        _is_lib[code] = lib
+        real = os.path.normcase(os.path.realpath(f))
+        lib = f.startswith("<frozen") or real.startswith(_LIB_DIRS) or any(p in real for p in _LIB_PARTS)
+        _is_lib[f] = lib
     return lib
 
 
@@ -381,7 +455,8 @@ def _render(rec: Recorder) -> dict[str, Any]:
             for (name, dt), n in sorted(down.items(), key=lambda kv: (kv[0][0], str(kv[0][1])))
         ],
         "host_to_device": [
-            {"site": _site(s), "count": n, "bytes": b} for s, (n, b) in rec.h2d.items()
+            {"site": _site(s), "count": n, "bytes": b, "distinct_sources": len(rec.h2d_sources.get(s, ()))}
+            for s, (n, b) in rec.h2d.items()
         ],
         "pre_init_allocations": {
             "watched": watch_pre_init, "count": rec.pre_init[0], "bytes": rec.pre_init[1],
@@ -415,6 +490,7 @@ def snapshot() -> dict[str, Any]:
         },
         **body,
         "dynamo": dynamo_stats,
+        "device_mismatch": _mismatch,
         "exception": _exception,
     }
 
@@ -447,6 +523,8 @@ def _excepthook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> N
         "site": _site(frames[-1]) if frames else None,
         "traceback": [_site(s) for s in frames],
     }
+    if _mismatch is not None and _mismatch["message"] == _exception["message"]:
+        _exception.update({k: _mismatch[k] for k in ("op", "argument", "argument_device")})
     _prev_hook(exc_type, exc, tb)
 
 

@@ -15,7 +15,7 @@ errors, as for any backend whose guard lacks them.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Self
 
 import torch
 
@@ -115,7 +115,7 @@ class Event(GenericEvent):
     """A `neuron` event (``torch.neuron.Event``, ``torch.cuda.Event``'s signature);
     ``elapsed_time`` measures host wall time between records."""
 
-    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> Event:
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> Self:
         return super().__new__(cls, _device.BACKEND, enable_timing=enable_timing, blocking=blocking,
                                interprocess=interprocess)
 

@@ -1,16 +1,18 @@
 """What the emulator records: device vs CPU-fallback ops (TorchNeuron's API names), warn-once,
 silent views, the eager compile-cache simulation with call sites, backward attribution, scoping,
-downcasts, host-to-device copies, and the per-process JSON record."""
+downcasts, host-to-device copies (with distinct sources), host syncs (``.item()``), call sites
+seen through site-packages code, and the per-process JSON record."""
 
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _emulated import run_script
+from _emulated import BACKEND, run_script
 
 USER_SCRIPT = '''\
 import json, sys, warnings
@@ -33,6 +35,12 @@ with warnings.catch_warnings(record=True) as caught:
     loss.backward()                                 # line 18
     d = torch.ones(4, dtype=torch.float64, device="neuron") + 1
     h = torch.ones(16).to("neuron")                 # line 20: 64 bytes host -> device
+    for step in range(3):
+        torch.arange(4.).to("neuron")               # line 22: the same constant every step
+        torch.randn(4).to("neuron")                 # line 23: new data every step
+        torch.randn(3000).to("neuron")              # line 24: new data, over 4 KiB
+    syncs = [torch.ones(2, device="neuron").sum().item(), bool(torch.ones((), device="neuron"))]  # 25
+    from_lib = __import__("helperlib").tanh_it(torch.ones(2, device="neuron"))  # line 26
     with neuron_emu.recording() as rec:
         torch.ones(2, device="neuron").neg()
     scoped = {"ops": rec.ops(), "counts": rec.op_counts()}
@@ -50,15 +58,27 @@ raise SystemExit(0) if len(sys.argv) < 2 else ValueError("boom")
 '''
 
 
+HELPER_LIB = '''\
+import torch
+
+def tanh_it(t):
+    return torch.tanh(t)                            # library code: never the reported site
+'''
+
+
 def _start() -> dict[str, Any]:
     d = Path(tempfile.mkdtemp(prefix="neuron-emu-recording-"))
     script = d / "user_train.py"
     script.write_text(USER_SCRIPT)
+    site = d / "venv" / "lib" / "python3.11" / "site-packages"  # a third-party package, as installed
+    site.mkdir(parents=True)
+    (site / "helperlib.py").write_text(HELPER_LIB)
+    path = {"PYTHONPATH": os.pathsep.join([str(BACKEND), str(site)])}
     return {
         "script": script, "dir": d,
-        "main": run_script(script, env={"NEURON_MIGRATE_RECORD_DIR": str(d / "a")}),
+        "main": run_script(script, env={"NEURON_MIGRATE_RECORD_DIR": str(d / "a"), **path}),
         "fail": run_script(script, "fail", env={"NEURON_MIGRATE_RECORD_DIR": str(d / "b"), "RANK": "3",
-                                                "WORLD_SIZE": "4", "LOCAL_RANK": "1"}),
+                                                "WORLD_SIZE": "4", "LOCAL_RANK": "1", **path}),
     }
 
 
@@ -150,7 +170,29 @@ def test_downcasts_and_host_to_device_copies(run: dict[str, Any]) -> None:
     assert {"op": "aten::add.Tensor", "dtype": "float64", "to": "float32", "count": 1} in snap["downcasts"]
     h2d = [h for h in snap["host_to_device"] if h["site"]["line"] == 20]
     assert h2d == [{"site": {"file": run["script"], "line": 20, "function": "<module>", "autograd_node": None},
-                    "count": 1, "bytes": 64}]
+                    "count": 1, "bytes": 64, "distinct_sources": 1}]
+
+
+def test_host_to_device_copies_count_distinct_sources(run: dict[str, Any]) -> None:
+    by_line = {h["site"]["line"]: h for h in run["main"]["snap"]["host_to_device"]}
+    assert by_line[22] | {"site": None} == {"site": None, "count": 3, "bytes": 48, "distinct_sources": 1}
+    assert by_line[23] | {"site": None} == {"site": None, "count": 3, "bytes": 48, "distinct_sources": 3}
+    assert by_line[24] | {"site": None} == {"site": None, "count": 3, "bytes": 36000, "distinct_sources": 3}
+
+
+def test_item_is_recorded_as_a_host_sync(run: dict[str, Any]) -> None:
+    m = run["main"]
+    item = _op(m["snap"], "aten::_local_scalar_dense")
+    assert item["kind"] == "host_sync" and item["count"] == 2
+    assert item["first_site"] == {"file": run["script"], "line": 25, "function": "<module>", "autograd_node": None}
+    assert item["signatures"] == [{"inputs": [[[], "float32"]], "count": 2}]
+    assert "aten::_local_scalar_dense" not in m["executed"] + m["fallback"]
+    assert not [s for s in m["snap"]["compiles"]["sites"] if s["op"] == "aten::_local_scalar_dense"]
+
+
+def test_ops_in_site_packages_are_attributed_to_the_user_line(run: dict[str, Any]) -> None:
+    tanh = _op(run["main"]["snap"], "aten::tanh")
+    assert tanh["first_site"] == {"file": run["script"], "line": 26, "function": "<module>", "autograd_node": None}
 
 
 def test_json_record_written_at_exit(run: dict[str, Any]) -> None:
@@ -160,7 +202,7 @@ def test_json_record_written_at_exit(run: dict[str, Any]) -> None:
     assert name == f"neuron-emu-{rec['process']['pid']}-rankx.json"
     assert rec["schema_version"] == 1
     assert set(rec) == {"schema_version", "emulator", "process", "ops", "compiles", "downcasts",
-                        "host_to_device", "pre_init_allocations", "dynamo", "exception"}
+                        "host_to_device", "pre_init_allocations", "dynamo", "device_mismatch", "exception"}
     assert rec["emulator"]["ops_table"]["commit"] == "98154b867aa24562a3213e520d9ad7fd41032291"
     assert rec["process"]["rank"] is None and rec["exception"] is None
     assert rec["pre_init_allocations"]["watched"] is False
@@ -174,7 +216,29 @@ def test_json_record_has_rank_exception_and_pre_init_allocations(run: dict[str, 
     assert rec["process"] | {"pid": 0, "argv": []} == {"pid": 0, "rank": 3, "local_rank": 1, "world_size": 4,
                                                        "argv": []}
     assert rec["exception"]["type"] == "ValueError" and rec["exception"]["message"] == "boom"
-    assert rec["exception"]["site"]["line"] == 34
+    assert rec["exception"]["site"]["line"] == 40
+    assert "op" not in rec["exception"] and rec["device_mismatch"] is None
     pre = rec["pre_init_allocations"]
     assert pre["watched"] is True and pre["count"] > 0 and pre["bytes"] > 0
     assert pre["process_group_initialized"] is False and pre["first_site"]["line"] == 10
+
+
+def test_library_code_is_skipped_but_user_scripts_anywhere_are_not(tmp_path: Path) -> None:
+    # In process: record._library only classifies code objects (nothing is activated).
+    import importlib.util
+
+    from neuron_emu import record
+
+    def lib(path: Path | str) -> bool:
+        return record._library(compile("pass", str(path), "exec"))
+
+    tool = importlib.util.find_spec("neuron_migrate")
+    assert tool is not None and tool.submodule_search_locations
+    tool_dir = Path(next(iter(tool.submodule_search_locations)))
+    assert lib(tool_dir / "check" / "child.py")
+    assert lib(tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "pkg" / "m.py")
+    assert lib("/usr/lib/python3/dist-packages/pkg/m.py")
+    assert lib(Path(record.__file__))
+    assert not lib(tmp_path / "train.py")
+    assert not lib(BACKEND.parent / "sample_projects" / "demo" / "train.py")
+    assert not lib(tool_dir.parent / "tests" / "backend" / "user_script.py")

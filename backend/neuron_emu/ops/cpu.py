@@ -112,15 +112,6 @@ class OpInfo:
         return self
 
 
-def mismatch_error(info: OpInfo, arg: str, bad: torch.device, dev: int) -> RuntimeError:
-    base = info.name.split("::", 1)[1].replace(".", "_")
-    return RuntimeError(
-        "Expected all tensors to be on the same device, but got "
-        f"{arg} is on {bad}, different from other tensors on {_BACKEND}:{dev} "
-        f"(when checking argument in method wrapper_NEURON_{base})"
-    )
-
-
 def _convert(info: OpInfo, name: str, a: Any, state: list[Any]) -> Any:
     """Convert one argument; ``state`` is [device index, first bad (name, device), aliases]."""
     if isinstance(a, Tensor):
@@ -205,7 +196,9 @@ def _execute(info: OpInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any
                 out_dev = -1
             ckw["device"] = _CPU
     if state[1] is not None and state[0] >= 0:
-        raise mismatch_error(info, state[1][0], state[1][1], state[0])
+        from neuron_emu.ops import mismatch  # the error path only
+
+        raise mismatch.error(info, state[1][0], state[1][1], state[0])
     if info.gen_pos >= 0 or info.gen_kw:
         _generator(info, cargs, ckw, max(state[0], 0))
     try:

@@ -79,8 +79,14 @@ def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.T
     return torch.ops.aten.resize_.default.redispatch(CPU_KEYSET, self, size, memory_format=memory_format)
 
 
+# ``.item()``, ``bool(t)``, ``int(t)``...: a device->host sync on the real device, recorded as such.
+_ITEM = OpInfo("aten::_local_scalar_dense", "host_sync", compiles=False, record=True)
+
+
 def local_scalar_dense(self: torch.Tensor) -> Any:
-    return to_cpu(self).item()
+    out = to_cpu(self).item()
+    record.observe(_ITEM, (self,), None)
+    return out
 
 
 def record_stream(self: torch.Tensor, s: Any) -> None:
@@ -94,7 +100,7 @@ def _cpu_view(t: torch.Tensor) -> torch.Tensor:
 
 def copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
     if self.get_device() < 0 and dst.get_device() >= 0:
-        record.host_to_device(self.numel() * self.element_size())
+        record.host_to_device(self)
     _cpu_view(dst).copy_(_cpu_view(self))
     return dst
 
@@ -108,7 +114,7 @@ def copy_from_and_resize(self: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
 def make_copy_(info: OpInfo) -> Kernel:
     def copy_(self: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
         if src.get_device() < 0 and self.get_device() >= 0 and src.dim() != 0:
-            record.host_to_device(src.numel() * src.element_size())
+            record.host_to_device(src)
         _cpu_view(self).copy_(_cpu_view(src))
         record.observe(info, (self, src), self)
         return self
@@ -121,7 +127,7 @@ def make_to_copy(info: OpInfo) -> Kernel:
         check_memory_format(kwargs.get("memory_format"))
         dev = kwargs.get("device")
         if self.get_device() < 0 and dev is not None and torch.device(dev).type == _BACKEND:
-            record.host_to_device(self.numel() * self.element_size())
+            record.host_to_device(self)
         out = execute(info, (self,), kwargs)
         record.observe(info, (self,), out)
         return out
