@@ -226,9 +226,10 @@ def _content_key(src: _Tensor) -> int:
         ptr, span = src.data_ptr(), extent * src.element_size()
     if span <= _WHOLE:
         data = ctypes.string_at(ptr, span)
-    else:
+    else:  # one ctypes view, sliced (a string_at per window costs ~5x more)
+        mem = memoryview((ctypes.c_ubyte * span).from_address(ptr))
         step = (span - _WINDOW) // (_WINDOWS - 1)
-        data = b"".join(ctypes.string_at(ptr + i * step, _WINDOW) for i in range(_WINDOWS))
+        data = b"".join(mem[i * step:i * step + _WINDOW] for i in range(_WINDOWS))
     return hash((data, src.shape, src.stride(), src.dtype))
 
 

@@ -5,7 +5,6 @@ the allocations made before init_process_group."""
 from __future__ import annotations
 
 import json
-import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -59,18 +58,14 @@ print("@@" + json.dumps(out))
 '''
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _start() -> dict[str, Any]:
     d = Path(tempfile.mkdtemp(prefix="neuron-emu-ddp-"))
     script = d / "train_ddp.py"
     script.write_text(SCRIPT)
-    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-            "--master-addr", "127.0.0.1", "--master-port", str(_free_port()), str(script)]
+    # --standalone: torchrun binds a free port itself (a port picked here could be taken meanwhile
+    # by a concurrently running suite)
+    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+            str(script)]
     return {"dir": d, "script": script,
             "run": Pending(argv=argv, env={"NEURON_MIGRATE_RECORD_DIR": str(d / "records")}, timeout=300)}
 
