@@ -175,9 +175,13 @@ def _path(base: Path) -> Callable[[Any], Path]:
 
 def _per_file(base: Path) -> Callable[[Any], tuple[PerFileIgnore, ...]]:
     def parse(value: Any) -> tuple[PerFileIgnore, ...]:
-        return tuple(
-            PerFileIgnore(glob, _selectors(codes), base) for glob, codes in _table(value).items()
-        )
+        out = []
+        for glob, codes in _table(value).items():
+            try:
+                out.append(PerFileIgnore(glob, _selectors(codes), base))
+            except _Bad as e:
+                raise _Bad(f"{glob!r}: {e}") from None
+        return tuple(out)
 
     return parse
 
@@ -261,6 +265,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        line = e.object[: e.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 text (line {line})") from None
     except OSError as e:
         raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
 

@@ -186,7 +186,7 @@ class Finding:
             source_line=str(d.get("source_line", "")),
             symbol=str(d.get("symbol", "")),
             fixes=tuple(Fix.from_dict(f) for f in d.get("fixes", ())),
-            cell=d.get("cell"),
+            cell=None if d.get("cell") is None else int(d["cell"]),
             statement_line=int(d.get("statement_line", 0)),
             details=dict(d.get("details", {})),
             fingerprint=str(d.get("fingerprint", "")),

@@ -208,20 +208,11 @@ def _copy_project(project: Path, dest: Path) -> Path:
 
 
 def _scan(project: Path, settings: Settings, pack: RulePack, use_cache: bool) -> Report:
+    from neuron_migrate.api import scan_with_settings
     from neuron_migrate.pipeline import build_report
-    from neuron_migrate.scan.engine import scan_paths
 
     root = project if project.is_dir() else project.parent
-    result = scan_paths(
-        [project],
-        pack,
-        include=settings.include,
-        exclude=settings.exclude,
-        respect_gitignore=settings.respect_gitignore,
-        use_cache=use_cache,
-        cache_dir=settings.cache_dir,
-        root=root,
-    )
+    result = scan_with_settings([project], settings, pack, use_cache=use_cache, root=root)
     return build_report(result, settings, pack)
 
 
@@ -315,7 +306,7 @@ def build_record(
 
 # --- reading --------------------------------------------------------------------------------------
 
-_REQUIRED = ("created", "project", "target", "versions", "commands", "scan", "rewrite", "check")
+_REQUIRED = ("created", "project", "target", "versions", "commands", "scan", "rewrite", "check", "headline")
 
 
 def validate(data: Any, source: str) -> dict[str, Any]:
@@ -331,12 +322,22 @@ def validate(data: Any, source: str) -> dict[str, Any]:
     missing = [k for k in _REQUIRED if k not in data]
     if missing:
         raise RecordError(f"{source}: record is missing {', '.join(repr(k) for k in missing)}")
+    for key, kinds, expected in (("versions", dict, "an object"), ("headline", dict, "an object"),
+                                 ("check", (dict, type(None)), "an object or null")):
+        if not isinstance(data[key], kinds):
+            raise RecordError(f"{source}: malformed record: {key!r} must be {expected}, not {type(data[key]).__name__}")
     try:
+        # Everything `diff` reads, so that a damaged record is this error and never a crash later.
         Report.from_dict(data["scan"])
-        [Finding.from_dict(f) for f in data["rewrite"]["remaining"]]
+        remaining_findings(data)
         if data["check"] is not None and data["check"].get("report") is not None:
             Report.from_dict(data["check"]["report"])
-    except (KeyError, TypeError, ValueError) as exc:
+        version_summary(data)
+        fallback_ops(data)
+        recompile_sites(data)
+    except KeyError as exc:
+        raise RecordError(f"{source}: malformed record: missing key {exc}") from None
+    except (TypeError, ValueError, AttributeError) as exc:
         raise RecordError(f"{source}: malformed record: {exc.__class__.__name__}: {exc}") from None
     return data
 
@@ -368,6 +369,21 @@ def scan_findings(record: Mapping[str, Any]) -> list[Finding]:
 
 def remaining_findings(record: Mapping[str, Any]) -> list[Finding]:
     return [Finding.from_dict(f) for f in record["rewrite"]["remaining"]]
+
+
+def version_summary(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What a record was made with, by label: tool, rule pack, torch, Python, target."""
+    v = record["versions"]
+    pack = v["rule_pack"]
+    return {
+        "neuron-migrate": v["tool"],
+        "rule pack version": pack["version"],
+        "rule pack digest": pack["digest"],
+        "Neuron SDK (rule pack)": pack["neuron_sdk"],
+        "torch": v["torch"],
+        "Python": v["python"],
+        "target": record["target"],
+    }
 
 
 def check_findings(record: Mapping[str, Any]) -> list[Finding]:

@@ -20,6 +20,7 @@ from neuron_migrate.record import (
     fallback_ops,
     recompile_sites,
     scan_findings,
+    version_summary,
 )
 
 _REGRESSION_SEVERITY = Severity.ERROR
@@ -68,20 +69,7 @@ def _multiset_delta(a: list[Finding], b: list[Finding]) -> list[tuple[Finding, i
 
 
 def _version_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
-    def flat(r: Mapping[str, Any]) -> dict[str, Any]:
-        v = r["versions"]
-        pack = v["rule_pack"]
-        return {
-            "neuron-migrate": v["tool"],
-            "rule pack version": pack["version"],
-            "rule pack digest": pack["digest"],
-            "Neuron SDK (rule pack)": pack["neuron_sdk"],
-            "torch": v["torch"],
-            "Python": v["python"],
-            "target": r["target"],
-        }
-
-    a, b = flat(old), flat(new)
+    a, b = version_summary(old), version_summary(new)
     return [Change(k, a[k], b[k]) for k in a if a[k] != b[k]]
 
 

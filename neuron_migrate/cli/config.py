@@ -31,6 +31,8 @@ def show(path: Path, config_file: Path | None, fmt: str) -> int:
 
     if fmt not in ("text", "json"):
         raise NeuronMigrateError(f"--format: expected text or json, got {fmt!r}")
+    if not path.exists():
+        raise NeuronMigrateError(f"{path}: no such file or directory")
     settings = load_settings(path, config_file=config_file)
     values = settings.to_dict()
     if fmt == "json":

@@ -6,12 +6,11 @@ is not a record of a supported schema version.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
 
-from neuron_migrate.cli.output import fail_on_errors, note, write_atomic
+from neuron_migrate.cli.output import fail_on_errors, write_outputs
 
 _FORMATS = ("text", "markdown")
 
@@ -25,12 +24,8 @@ def _run(old: Path, new: Path, output_format: str, output: Path | None) -> int:
         raise ConfigError(f"--format: expected one of {', '.join(_FORMATS)}, got {output_format!r}")
     result = compare(load_record(old), load_record(new), str(old), str(new))
     text = render_markdown(result) if output_format == "markdown" else render_text(result)
-    if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        write_atomic(output, text)
-        note(f"wrote {output}" + (f"; regression: {'; '.join(result.reasons)}" if result.regression else ""))
+    regression = f"; regression: {'; '.join(result.reasons)}" if result.regression else ""
+    write_outputs([(output, text, f"wrote {output}{regression}")])
     return 1 if result.regression else 0
 
 

@@ -9,12 +9,11 @@ once the record is written (whatever it holds: `neuron-migrate diff` is the gate
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
 
-from neuron_migrate.cli.output import fail_on_errors, note, write_atomic
+from neuron_migrate.cli.output import check_destinations, fail_on_errors, note, write_outputs
 
 
 def _headline_text(record: dict) -> str:  # type: ignore[type-arg]
@@ -84,6 +83,7 @@ def _run(
         raise ConfigError("program arguments, --launcher, --nproc-per-node and --timeout need --run SCRIPT")
     if nproc_per_node is not None and not launcher:
         raise ConfigError("--nproc-per-node needs --launcher (e.g. --launcher torchrun)")
+    check_destinations((output_json, output_markdown, output_html))
     settings = load_settings(path, {"target": target, "unsafe-fixes": unsafe_fixes}, config_file=config)
     run = None
     if script is not None:
@@ -100,14 +100,7 @@ def _run(
         rendered.append((output_markdown, record_markdown.render(record, pack)))
     if output_html is not None:
         rendered.append((output_html, record_html.render(record, pack)))
-    for dest, text in rendered:
-        if dest is None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        else:
-            write_atomic(dest, text)
-            if not quiet:
-                note(f"wrote {dest}")
+    write_outputs([(dest, text, None if quiet else f"wrote {dest}") for dest, text in rendered])
     if not quiet:
         note(_headline_text(record))
     return 0

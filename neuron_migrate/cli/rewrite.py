@@ -14,6 +14,8 @@ from pathlib import Path
 
 import typer
 
+from neuron_migrate.cli.output import fail_on_errors
+
 _FORMATS = ("text", "json")
 
 
@@ -53,14 +55,10 @@ def rewrite(
     config: Path | None = typer.Option(None, "--config", help="Use this config file instead of discovering one."),
 ) -> None:
     """Rewrite CUDA code for Neuron: show the diff, or write it with --apply."""
-    from neuron_migrate.errors import NeuronMigrateError
-
-    try:
-        code = _run(paths, apply, target, unsafe_fixes, allow_dirty, select, ignore, fail_on, diff,
-                    output_format, no_cache, config)
-    except NeuronMigrateError as exc:
-        typer.echo(f"neuron-migrate: error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    code = fail_on_errors(
+        lambda: _run(paths, apply, target, unsafe_fixes, allow_dirty, select, ignore, fail_on, diff,
+                     output_format, no_cache, config)
+    )
     raise typer.Exit(code)
 
 

@@ -7,6 +7,7 @@ Both read the shipped pack plus a team's own rule files (`--extra-rules`, the co
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,8 +79,12 @@ def _explain(code: str, fmt: str, extra_rules: list[Path] | None, config_file: P
     from neuron_migrate.ruleset.docs import render_rule, rule_to_dict
 
     pack = _pack(extra_rules, config_file)
-    rule = pack.get(code.strip().upper())
+    wanted = code.strip().upper()
+    rule = pack.get(wanted)
     if rule is None:
+        if re.fullmatch(r"NM\d{0,2}", wanted) and any(c.startswith(wanted) for c in pack.rules):
+            raise NeuronMigrateError(
+                f"{code!r} is a prefix, not a rule code: `neuron-migrate rules {wanted}` lists its rules")
         raise NeuronMigrateError(f"unknown rule code {code!r} (see `neuron-migrate rules`)")
     if fmt == "json":
         sys.stdout.write(json.dumps(rule_to_dict(rule, full=True), indent=2) + "\n")

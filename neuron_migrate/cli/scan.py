@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from neuron_migrate.cli.output import fail_on_errors, note, write_atomic
+from neuron_migrate.cli.output import check_destinations, fail_on_errors, note, write_atomic, write_outputs
 
 if TYPE_CHECKING:
     from neuron_migrate.config import Settings
@@ -110,15 +110,10 @@ def render_outputs(
         junit_grouping=junit_group or JUnitGrouping.RULE,
         information_uri=_information_uri(),
     )
-    rendered = [(fmt, dest, FORMATS[fmt](report, options)) for fmt, dest in outputs]
-    for fmt, dest, text in rendered:
-        if dest is None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        else:
-            write_atomic(dest, text)
-            if not quiet:
-                note(f"wrote {fmt} report to {dest}")
+    write_outputs([
+        (dest, FORMATS[fmt](report, options), None if quiet else f"wrote {fmt} report to {dest}")
+        for fmt, dest in outputs
+    ])
 
 
 def run_scan(
@@ -135,12 +130,12 @@ def run_scan(
     junit_group: str = "rule",
 ) -> int:
     from neuron_migrate import baseline, gate
+    from neuron_migrate.api import scan_with_settings
     from neuron_migrate.config import load_settings
     from neuron_migrate.emit import JUnitGrouping
     from neuron_migrate.errors import NeuronMigrateError
     from neuron_migrate.pipeline import build_report
     from neuron_migrate.ruleset.load import load_pack
-    from neuron_migrate.scan.engine import scan_paths
 
     try:
         grouping = JUnitGrouping(junit_group)
@@ -155,24 +150,15 @@ def run_scan(
     if missing:
         raise NeuronMigrateError(f"no such file or directory: {', '.join(missing)}")
     settings = load_settings(paths[0], overrides, config_file=config_file)
+    check_destinations([settings.write_baseline, output, *(dest for _, dest in extra_outputs)])
     if settings.write_baseline is not None:
         if settings.diff_against is not None:
             raise NeuronMigrateError("--write-baseline records every finding: drop --diff-against/--changed-only")
         settings = replace(settings, baseline=None)  # record everything, even what an old baseline hides
     pack = load_pack(settings.extra_rules)
     with _progress(not quiet) as progress:
-        result = scan_paths(
-            paths,
-            pack,
-            include=settings.include,
-            exclude=settings.exclude,
-            respect_gitignore=settings.respect_gitignore,
-            use_cache=use_cache,
-            cache_dir=settings.cache_dir,
-            jobs=jobs,
-            progress=progress,
-            root=_display_root(paths),
-        )
+        result = scan_with_settings(paths, settings, pack, use_cache=use_cache, jobs=jobs, progress=progress,
+                                    root=_display_root(paths))
     for warning in result.warnings:
         note(f"warning: {warning}")
     report = build_report(result, settings, pack)

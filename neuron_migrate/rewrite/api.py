@@ -280,23 +280,13 @@ def rewrite_paths(
 ) -> RewriteResult:
     """Scan `paths` with `settings`, then fix what the resulting report holds (after selection,
     per-file ignores, inline suppressions, baseline and diff filter: what `scan` would show)."""
+    from neuron_migrate.api import scan_with_settings
     from neuron_migrate.pipeline import build_report
     from neuron_migrate.ruleset.load import load_pack
-    from neuron_migrate.scan.engine import scan_paths
 
     start = time.perf_counter()
     pack = load_pack(settings.extra_rules)
-    scan = scan_paths(
-        paths,
-        pack,
-        include=settings.include,
-        exclude=settings.exclude,
-        respect_gitignore=settings.respect_gitignore,
-        use_cache=use_cache,
-        cache_dir=settings.cache_dir,
-        jobs=jobs,
-        progress=progress,
-    )
+    scan = scan_with_settings(paths, settings, pack, use_cache=use_cache, jobs=jobs, progress=progress)
     report = build_report(scan, settings, pack)
     outcomes = rewrite_findings(
         Path(scan.root), report.findings, target=target, unsafe=unsafe, apply=apply, allow_dirty=allow_dirty, jobs=jobs

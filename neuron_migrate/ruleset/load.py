@@ -279,7 +279,10 @@ def _parse(file: str, data: bytes) -> Any:
 def parse_rule_file(file: str, data: bytes, *, fixers: frozenset[str] | None, family_from_name: bool) -> list[Rule]:
     """Parse one rule file. `family_from_name`: the file is `nm<d>-*.yaml` and holds only that family."""
     ctx = _Ctx(file)
-    doc = _mapping(ctx, _parse(file, data), None, frozenset({"rules"}))
+    parsed = _parse(file, data)
+    if parsed is None:
+        raise ctx.error(None, "the file is empty; expected a mapping with a `rules:` list")
+    doc = _mapping(ctx, parsed, None, frozenset({"rules"}))
     rules_raw = doc.get("rules")
     if not isinstance(rules_raw, list):
         raise ctx.error("rules", "expected a list of rules")

@@ -45,7 +45,7 @@ def cache_key(pack_digest: str, max_file_size: int) -> str:
 class ScanCache:
     def __init__(self, root: str, cache_dir: Path, key: str) -> None:
         self.dir = cache_dir
-        self.file = cache_dir / f"scan-{hashlib.sha256(root.encode()).hexdigest()[:16]}.marshal"
+        self.file = cache_dir / f"scan-{hashlib.sha256(os.fsencode(root)).hexdigest()[:16]}.marshal"
         self.key = key
         self.entries: dict[str, Entry] = {}
         self.warnings: list[str] = []

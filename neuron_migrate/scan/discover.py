@@ -138,7 +138,7 @@ class _Walker:
             with os.scandir(directory) as it:
                 entries = list(it)  # unsorted: discover() sorts the result once
         except OSError as exc:
-            self.result.problems.append((rel_dir or ".", _os_problem(exc)))
+            self.result.problems.append((_printable(rel_dir or "."), _os_problem(exc)))
             return
         if self.respect_gitignore and any(e.name == ".gitignore" for e in entries):
             own = _Ignore.load(os.path.join(directory, ".gitignore"), directory)
@@ -184,8 +184,9 @@ class _Walker:
         target = os.path.realpath(path)
         if target in ancestors and rel not in self.reported_loops:
             self.reported_loops.add(rel)
+            shown = _printable(rel)
             self.result.problems.append(
-                (rel, Diagnosis(UNREADABLE, f"symlink loop: {rel} -> {os.readlink(path)}")))
+                (shown, Diagnosis(UNREADABLE, f"symlink loop: {shown} -> {_printable(os.readlink(path))}")))
 
     def _add(self, path: str, rel: str, kind: str, file_level: bool) -> None:
         if rel in self.seen:  # the same file reached twice (a path given twice, or nested paths)
@@ -194,11 +195,12 @@ class _Walker:
         try:
             st = os.stat(path)
         except OSError as exc:
-            self.result.problems.append((rel, _os_problem(exc)))
+            self.result.problems.append((_printable(rel), _os_problem(exc)))
             return
         if not stat_mod.S_ISREG(st.st_mode):
             return  # fifo, socket, device: never read
-        self.result.files.append(Candidate(rel, path, kind, file_level, st.st_mtime_ns, st.st_size, st.st_mode))
+        self.result.files.append(
+            Candidate(_printable(rel), path, kind, file_level, st.st_mtime_ns, st.st_size, st.st_mode))
 
     def _ignored(self, path: str, rel: str, ignores: list[_Ignore], *, is_dir: bool) -> bool:
         if self.exclude is not None and self.exclude.match_file(rel + "/" if is_dir else rel):
@@ -290,6 +292,16 @@ def _os_problem(exc: OSError) -> Diagnosis:
 def _rel(path: str, root: str) -> str:
     rel = os.path.relpath(path, root)
     return "" if rel == "." else rel.replace(os.sep, "/")
+
+
+def _printable(rel: str) -> str:
+    """`rel` as valid Unicode: a file name that is not UTF-8 (its bytes became lone surrogates)
+    shows them as `\\xff` escapes, so reports, fingerprints and stdout can encode it."""
+    try:
+        rel.encode("utf-8")
+        return rel
+    except UnicodeEncodeError:
+        return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _is_within(path: str, directory: str) -> bool:
