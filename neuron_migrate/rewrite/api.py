@@ -73,6 +73,9 @@ class RewriteResult:
     duration_s: float = 0.0
     warnings: tuple[str, ...] = field(default_factory=tuple)
     pack_version: str = ""
+    # After --apply: what a fresh scan of the written files reports. One fix can remove another
+    # finding too (NM401 rewrites the `default="nccl"` that NM402 also names), so this is exact.
+    rescanned: tuple[Finding, ...] | None = None
 
     @property
     def fixed(self) -> tuple[Finding, ...]:
@@ -88,7 +91,9 @@ class RewriteResult:
     @property
     def remaining(self) -> tuple[Finding, ...]:
         """Findings still in the code on disk after this run (all of them in a dry run)."""
-        return self.needs_person if self.apply else self.findings
+        if not self.apply:
+            return self.findings
+        return self.rescanned if self.rescanned is not None else self.needs_person
 
     def report(self) -> Report:
         from neuron_migrate import __version__
@@ -291,6 +296,11 @@ def rewrite_paths(
     outcomes = rewrite_findings(
         Path(scan.root), report.findings, target=target, unsafe=unsafe, apply=apply, allow_dirty=allow_dirty, jobs=jobs
     )
+    rescanned = None
+    if apply and any(o.status is FileStatus.CHANGED for o in outcomes):
+        # Only the written files miss the cache, so this costs one analysis of each of them.
+        after = scan_with_settings(paths, settings, pack, use_cache=use_cache, jobs=jobs)
+        rescanned = build_report(after, settings, pack).findings
     return RewriteResult(
         root=scan.root,
         target=target,
@@ -302,4 +312,5 @@ def rewrite_paths(
         duration_s=time.perf_counter() - start,
         warnings=tuple(scan.warnings),
         pack_version=pack.version,
+        rescanned=rescanned,
     )

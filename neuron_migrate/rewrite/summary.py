@@ -66,7 +66,7 @@ def summary_text(result: RewriteResult) -> str:
             lines.extend(f"  {o.path}: {o.reason}" for o in by_status[status])
 
     skipped = {finding_key(s.finding): s.reason for o in result.files for s in o.skipped}
-    needs = result.needs_person
+    needs = result.remaining if result.apply else result.needs_person
     if not needs:
         lines.append("Nothing left that needs a person.")
         return "\n".join(lines) + "\n"

@@ -148,3 +148,22 @@ def test_apply_in_a_git_repo_refuses_uncommitted_files(project: Path) -> None:
     code, _, err = _run(str(project), "--apply", "--no-cache", "--fail-on", "never")
     assert "Changed 1 file" in err
     assert (project / "train.py").read_text() != SOURCE
+
+
+def test_after_apply_the_remaining_list_comes_from_a_fresh_scan(tmp_path: Path) -> None:
+    # NM401 rewrites the argparse default that NM402 (manual) also names: once applied, NM402 is gone.
+    (tmp_path / "train.py").write_text(
+        "import argparse\n"
+        "import torch.distributed as dist\n"
+        "\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument(\"--backend\", default=\"nccl\")\n"
+        "args = p.parse_args()\n"
+        "dist.init_process_group(backend=args.backend)\n"
+    )
+    code, dry_out, dry_err = _run(str(tmp_path), "--no-cache", "--fail-on", "never")
+    assert code == 0 and "NM402" in dry_err
+    code, out, err = _run(str(tmp_path), "--apply", "--allow-dirty", "--format", "json", "--fail-on", "never")
+    assert code == 0
+    assert 'default="neuron"' in (tmp_path / "train.py").read_text()
+    assert [f["code"] for f in json.loads(out)["findings"]] == []
