@@ -1,10 +1,12 @@
 """Merged run records -> NM9xx findings at user source lines, plus the run summary (`Report.extras`).
 
 Codes (texts in rules/nm9-runtime.yaml): NM901 CPU fallback of an op without a device kernel,
-NM902 expected host work (`.item()`, data-dependent shapes), NM903 eager recompiles per call site
+NM902 expected host work (`.item()` and other value reads the backend records as `host_sync`,
+data-dependent shapes), NM903 eager recompiles per call site
 (with the dimensions that varied and bucket advice), NM904/NM905/NM906 torch.compile graph breaks,
-recompile reasons and the recompile limit, NM907 parameter or buffer left on the CPU, NM908 host to
-device copies repeated at one call site, NM909 float64 work narrowed on the device, NM910 device
+recompile reasons and the recompile limit, NM907 parameter or buffer left on the CPU, NM908 the same
+host data copied to the device again at one call site (a new batch each step is input feeding, not a
+finding), NM909 float64 work narrowed on the device, NM910 device
 mismatch with a hint, NM911 device use before init_process_group, NM912 the program's exception
 (or non-zero exit), NM913 timeout.
 
@@ -68,6 +70,7 @@ DATA_DEPENDENT = re.compile(
 )
 _HOST_SYNC_CONDITION = re.compile(r"host syncs|host sync\b|data-dependent|what \.item\(\) does", re.IGNORECASE)
 ITEM_OP = "aten::_local_scalar_dense"
+HOST_SYNC = "host_sync"  # the record's op kind for a device->host value read; neither device nor fallback
 NARROWED_FLOAT = "float64"
 MAX_SYMBOL = 80
 MAX_MESSAGE = 300
@@ -173,7 +176,7 @@ def _shapes(inputs: Any) -> str:
 def _ops(ctx: _Ctx, m: Merged, allow: set[str]) -> list[str]:
     allowed = []
     for op in sorted(m.ops.values(), key=lambda o: o.name):
-        host = is_host_work(op.name)
+        host = op.kind == HOST_SYNC or is_host_work(op.name)
         if op.kind != "fallback" and not host:
             continue
         if op.name in allow:
@@ -183,12 +186,16 @@ def _ops(ctx: _Ctx, m: Merged, allow: set[str]) -> list[str]:
         details = {
             "op": op.name, "count": op.count, "phases": {"fwd": op.fwd, "bwd": op.bwd},
             "signatures": [{"inputs": i, "shapes": _shapes(i), "count": n} for i, n in sigs],
-            "first_site": op.first_site, "ranks": sorted(op.ranks),
+            "first_site": op.first_site, "ranks": sorted(op.ranks), "kind": op.kind,
             "device_kernel": op.kind != "fallback",
         }
         phase = "forward and backward" if op.fwd and op.bwd else ("backward" if op.bwd else "forward")
-        note = f"{op.count} call{'s' if op.count != 1 else ''}, {phase}, {len(sigs)} input signature" + (
-            "s" if len(sigs) != 1 else "")
+        if op.kind == HOST_SYNC:
+            note = (f"expected host work: {op.count} value read{'s' if op.count != 1 else ''} back to the host, "
+                    "first here")
+        else:
+            note = f"{op.count} call{'s' if op.count != 1 else ''}, {phase}, {len(sigs)} input signature" + (
+                "s" if len(sigs) != 1 else "")
         if op.first_site and op.first_site.get("autograd_node"):
             note += f", in {op.first_site['autograd_node']}"
         symbol = op.name + (" (.item())" if op.name == ITEM_OP else "")
@@ -338,13 +345,21 @@ def _placement(ctx: _Ctx, m: Merged, children: Iterable[dict[str, Any]]) -> None
     for key, h in sorted(m.h2d.items()):
         if _ours(h["site"]) or key in transfers:
             continue  # module transfers: one call copies many tensors
-        if h["count"] < 2:
+        distinct = h["distinct_sources"]
+        # Each process copied one content again and again (a constant re-uploaded every step); new
+        # content each time is input feeding. A record without `distinct_sources`: any repetition.
+        if distinct is None:
+            repeated, note = h["count"] >= 2, f"{h['count']} copies, {h['bytes']} bytes in all"
+        else:
+            repeated = distinct == h["processes"] and h["count"] > distinct
+            note = (f"{h['count']} copies of the same data, {h['bytes']} bytes in all: create it on the "
+                    "device once (device=...) or keep the device copy")
+        if not repeated:
             continue
-        per = h["bytes"] // h["count"]
-        details = {"site": h["site"], "count": h["count"], "bytes": h["bytes"], "bytes_per_copy": per,
+        details = {"site": h["site"], "count": h["count"], "bytes": h["bytes"],
+                   "bytes_per_copy": h["bytes"] // h["count"], "distinct_sources": distinct,
                    "ranks": sorted(h["ranks"])}
-        ctx.add("NM908", h["site"], _statement_symbol(ctx, h["site"], "copy"), details,
-                f"{h['count']} copies, {h['bytes']} bytes in all")
+        ctx.add("NM908", h["site"], _statement_symbol(ctx, h["site"], "copy"), details, note)
     for t in sorted(transfers.values(), key=lambda t: site_key(t["site"])):
         if t["calls"] >= 2:
             ctx.add("NM908", t["site"], _statement_symbol(ctx, t["site"], "module transfer"),
@@ -407,11 +422,12 @@ def _outcome(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], timeout: dict
             site = frames[-1] if frames else None
             details = {**exc, "ranks": sorted(r for ch in children if (r := ch.get("rank")) is not None
                                               and (ch.get("exception") or {}).get("message") == exc["message"])}
-            hint = exc.get("mismatch")
+            recorded = _recorded_mismatch(m, c.get("pid"), exc)
+            hint = _with_record(exc.get("mismatch"), recorded)
             if hint:
-                what = (f"`{hint['argument']}` of {_op_label(hint.get('op'))} is on {hint['argument_device']}"
-                        if hint.get("argument") else f"a tensor is on {hint.get('argument_device') or 'the CPU'}")
-                ctx.add("NM910", site, what, details, hint.get("hint", ""))
+                details["mismatch"] = hint
+                ctx.add("NM910", site or (recorded or {}).get("site"), _mismatch_symbol(hint), details,
+                        hint.get("hint", ""))
             else:
                 first = exc["message"].strip().splitlines()[0] if exc["message"].strip() else ""
                 ctx.add("NM912", site, f"{exc['type']}: {first}" if first else exc["type"], details)
@@ -422,6 +438,10 @@ def _outcome(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], timeout: dict
     if not children:
         for rank, exc in m.exceptions:  # records written without the child (e.g. --from-records)
             site = exc.get("site")
+            if exc.get("argument_device"):  # the backend's own mismatch: no live frames, no cause
+                hint = _with_record(None, exc)
+                ctx.add("NM910", site, _mismatch_symbol(hint), {**exc, "rank": rank, "mismatch": hint}, hint["hint"])
+                continue
             ctx.add("NM912", site, f"{exc['type']}: {exc['message'].splitlines()[0] if exc['message'] else ''}",
                     {**exc, "rank": rank})
     if crash is not None and not seen:
@@ -434,11 +454,43 @@ def _outcome(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], timeout: dict
                 "stopped here" if site else "no record of where it was")
 
 
+def _recorded_mismatch(m: Merged, pid: Any, exc: dict[str, Any]) -> dict[str, Any] | None:
+    """The backend's record of the mismatch that `exc` (the child's uncaught exception) is: same
+    process, same message; None if the process's last mismatch was another (caught) one."""
+    recorded = m.mismatches.get(pid)
+    if recorded is None or recorded.get("message") != exc.get("message"):
+        return None
+    frames = exc.get("frames") or []
+    if frames and recorded.get("site") and site_key(recorded["site"]) != site_key(frames[-1]):
+        return None
+    return recorded
+
+
+def _with_record(hint: dict[str, Any] | None, recorded: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The child's hint (cause from the live frames; op and argument parsed from the message) with
+    op, argument and devices taken from the backend's record, which knows them even when the
+    message does not name them (TensorIterator's "found at least two devices")."""
+    if recorded is None:
+        return hint
+    out = dict(hint) if hint else {"cause": "unknown", "values": [], "created_at": None, "device_map_at": None,
+                                   "hint": "Put the model and every input on the same device."}
+    out.update({k: recorded[k] for k in ("op", "argument", "argument_device", "device") if recorded.get(k)})
+    return out
+
+
+def _mismatch_symbol(hint: dict[str, Any]) -> str:
+    if hint.get("argument"):
+        return f"`{hint['argument']}` of {_op_label(hint.get('op'))} is on {hint.get('argument_device') or 'the CPU'}"
+    return f"a tensor is on {hint.get('argument_device') or 'the CPU'}"
+
+
 def _op_label(op: str | None) -> str:
-    """`add_Tensor` (the error's method name) -> `aten::add.Tensor`."""
+    """`add_Tensor` (an older message's method name) -> `aten::add.Tensor`; a qualified name as is."""
     if not op:
         return "an op"
     name = op.removeprefix("aten::")
+    if "." in name:
+        return f"aten::{name}"
     base, _, last = name.rpartition("_")
     if base and last[:1].isupper():
         name = f"{base}.{last}"
@@ -468,9 +520,15 @@ def analyze(
     narrowed = _downcasts(ctx, m)
     _pre_init(ctx, m)
     _outcome(ctx, m, children, timeout, crash)
-    device = sum(o.count for o in m.ops.values() if o.kind != "fallback")
+    device = sum(o.count for o in m.ops.values() if o.kind == "device")
     fallback = sum(o.count for o in m.ops.values() if o.kind == "fallback")
+    host_syncs = {o.name: o.count for o in m.ops.values() if o.kind == HOST_SYNC}
     host_compute = {o.name: o.count for o in m.ops.values() if o.name in _op_table()[1]}
+    uncaught = {e["message"] for e in (*(c.get("exception") or {} for c in children), *(e for _, e in m.exceptions))
+                if e.get("message")}
+    # a mismatch the program caught (a try/except falling back to another path) ran no finding
+    caught = [{k: mm.get(k) for k in ("op", "argument", "argument_device", "device", "site")}
+              for mm in m.mismatches.values() if mm.get("message") not in uncaught]
     ranks = sorted({r for rec in records.emu if (r := rank_of(rec)) is not None})
     summary = {
         "processes": len(records.emu),
@@ -480,9 +538,11 @@ def analyze(
             "device_share": round(device / (device + fallback), 4) if device + fallback else None,
             "distinct_fallback_ops": sorted(o.name for o in m.ops.values() if o.kind == "fallback"),
             "host_compute": host_compute,
+            "host_syncs": sum(host_syncs.values()), "host_sync_ops": host_syncs,
         },
         "compiles": {"eager": m.compiles, "eager_recompiles": recompiles, **{f"dynamo_{k}": v for k, v in dyn.items()}},
         "narrowed_64bit": narrowed,
+        "caught_device_mismatches": caught,
         "allowed_ops": allowed,
         "wall_s": max((float(c.get("wall_s", 0.0)) for c in children), default=0.0),
         "exit": [{"rank": c.get("rank"), **c.get("exit", {})} for c in children],

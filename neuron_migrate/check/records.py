@@ -99,11 +99,15 @@ class Merged:
     ops: dict[str, Op]
     compile_sites: dict[tuple[str, int, str], CompileSite]
     compiles: int
-    h2d: dict[tuple[str, int], dict[str, Any]]  # {site, count, bytes, ranks}
+    # {site, count, bytes, ranks, processes, distinct_sources}: distinct_sources sums each process's
+    # count of distinct contents copied (hashes are per process); None if a record predates the key
+    h2d: dict[tuple[str, int], dict[str, Any]]
     downcasts: dict[tuple[str, str], dict[str, Any]]  # (op, dtype) -> {to, count}
     pre_init: list[tuple[int | None, dict[str, Any]]]
     dynamo: list[tuple[int | None, dict[str, Any]]]
     exceptions: list[tuple[int | None, dict[str, Any]]]  # the backend's, for processes without a child record
+    # pid -> the last device mismatch the backend raised in that process (caught or not)
+    mismatches: dict[int | None, dict[str, Any]] = field(default_factory=dict)
 
 
 def merge(records: Records) -> Merged:
@@ -136,9 +140,14 @@ def merge(records: Records) -> Merged:
             if rank is not None:
                 cs.ranks.add(rank)
         for h in rec.get("host_to_device", ()):
-            entry = m.h2d.setdefault(site_key(h["site"]), {"site": h["site"], "count": 0, "bytes": 0, "ranks": set()})
+            entry = m.h2d.setdefault(site_key(h["site"]), {"site": h["site"], "count": 0, "bytes": 0, "ranks": set(),
+                                                           "processes": 0, "distinct_sources": 0})
             entry["count"] += int(h["count"])
             entry["bytes"] += int(h["bytes"])
+            entry["processes"] += 1
+            distinct = h.get("distinct_sources")
+            entry["distinct_sources"] = (None if distinct is None or entry["distinct_sources"] is None
+                                         else entry["distinct_sources"] + int(distinct))
             if rank is not None:
                 entry["ranks"].add(rank)
         for d in rec.get("downcasts", ()):
@@ -150,6 +159,8 @@ def merge(records: Records) -> Merged:
             m.dynamo.append((rank, rec["dynamo"]))
         if rec.get("exception"):
             m.exceptions.append((rank, rec["exception"]))
+        if rec.get("device_mismatch"):
+            m.mismatches[rec.get("process", {}).get("pid")] = rec["device_mismatch"]
     for child in records.child:
         for entry in child.get("compile_passes", ()):
             cs = m.compile_sites.get((*site_key(entry["site"]), entry["op"]))

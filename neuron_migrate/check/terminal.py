@@ -73,11 +73,16 @@ def summary_lines(report: Report) -> list[str]:
     lines.append(f"Exit: {exits}; user code ran {s.get('wall_s', 0.0):.2f} s, check took {report.duration_s:.2f} s")
     if share is not None:
         lines.append(f"Ops: {ops['device']} on the device, {ops['cpu_fallback']} on the CPU "
-                     f"({share:.1%} on the device)")
+                     f"({share:.1%} on the device)"
+                     + (f"; {ops['host_syncs']} host syncs (value reads)" if ops.get("host_syncs") else ""))
     c = s.get("compiles", {})
     lines.append(f"Compiles: {c.get('eager', 0)} eager ({c.get('eager_recompiles', 0)} recompiles); "
                  f"torch.compile: {c.get('dynamo_graphs', 0)} graphs, {c.get('dynamo_graph_breaks', 0)} "
                  f"graph breaks, {c.get('dynamo_recompiles', 0)} recompiles")
+    for mm in s.get("caught_device_mismatches", []):
+        where = f" at {mm['site']['file']}:{mm['site']['line']}" if mm.get("site") else ""
+        lines.append(f"Device mismatch caught by the program: {mm.get('op')} argument {mm.get('argument')} "
+                     f"on {mm.get('argument_device')}{where}")
     if s.get("allowed_ops"):
         lines.append(f"Allowed fallbacks (not reported): {', '.join(s['allowed_ops'])}")
     int64 = {k: v for k, v in s.get("narrowed_64bit", {}).items() if k.endswith("int64")}

@@ -36,7 +36,7 @@ def _record(root: Path, rank: int, batch: int) -> dict[str, Any]:
             {"site": _site(root, 4), "op": "aten::addmm", "phase": "fwd",
              "signatures": [sig, [[[4], "float32"], [[batch * 2, 16], "float32"], [[16, 4], "float32"]]],
              "recompiles": 1}]},
-        "downcasts": [], "host_to_device": [{"site": _site(root, 2), "count": 4, "bytes": 32}],
+        "downcasts": [], "host_to_device": [{"site": _site(root, 2), "count": 4, "bytes": 32, "distinct_sources": 1}],
         "pre_init_allocations": {"watched": True, "count": 1, "bytes": 8, "first_site": _site(root, 2),
                                  "process_group_initialized": True},
         "dynamo": None, "exception": None,
@@ -62,6 +62,7 @@ def test_merge_two_ranks(two_ranks: Path) -> None:
     assert len(site.signatures) == 4 and site.ranks == {0, 1}  # batches 3, 6, 5, 10
     (h2d,) = m.h2d.values()
     assert (h2d["count"], h2d["bytes"], h2d["ranks"]) == (8, 64, {0, 1})
+    assert (h2d["processes"], h2d["distinct_sources"]) == (2, 2)  # one constant per rank
     assert m.compiles == 4
 
 
@@ -127,3 +128,63 @@ def test_bucket_advice_fits_observed_sizes() -> None:
     assert options == {"pad": ([120], 1), "powers_of_two": ([8, 16, 32, 64, 128], 5),
                        "fitted": ([9, 33, 64, 120], 4)}
     assert bucket_advice([5]) == []
+
+
+def _single(root: Path, **keys: Any) -> Path:
+    """A one-process backend record (no child record, as --from-records reads a bare backend run)."""
+    rec = {**_record(root, 0, 3), "process": {"pid": 7, "rank": None, "local_rank": None, "world_size": None,
+                                              "argv": ["train.py"]}, "pre_init_allocations": None, **keys}
+    records = root / "records"
+    records.mkdir()
+    (records / "neuron-emu-7-rankx.json").write_text(json.dumps(rec))
+    return records
+
+
+def _from_records(root: Path, records: Path) -> dict[str, Any]:
+    out = root / "r.json"
+    run_cli(["--from-records", str(records), "--root", str(root), "--output-json", str(out), "-q"])
+    return json.loads(out.read_text())
+
+
+def test_host_to_device_new_data_each_copy_is_not_reported(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(PROGRAM)
+    copies = [{"site": _site(tmp_path, 2), "count": 5, "bytes": 80, "distinct_sources": 5},  # batches
+              {"site": _site(tmp_path, 3), "count": 5, "bytes": 80, "distinct_sources": 2}]  # neither
+    report = _from_records(tmp_path, _single(tmp_path, host_to_device=copies))
+    assert [f for f in report["findings"] if f["code"] == "NM908"] == []
+
+
+def test_backend_mismatch_without_child_record_and_a_caught_one(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(PROGRAM)
+    mismatch = {"op": "aten::addmm", "argument": "mat1", "argument_device": "cpu", "device": "neuron:0",
+                "message": "Expected all tensors to be on the same device, but got mat1 is on cpu, different "
+                           "from other tensors on neuron:0 (when checking argument in method wrapper_NEURON_addmm)",
+                "site": _site(tmp_path, 4)}
+    exception = {"type": "RuntimeError", "message": mismatch["message"], "site": _site(tmp_path, 4),
+                 "traceback": [_site(tmp_path, 4)], "op": "aten::addmm", "argument": "mat1", "argument_device": "cpu"}
+    report = _from_records(tmp_path, _single(tmp_path, device_mismatch=mismatch, exception=exception))
+    (f,) = [f for f in report["findings"] if f["code"] == "NM910"]
+    assert (f["symbol"], f["span"]["line"]) == ("`mat1` of aten::addmm is on cpu", 4)
+    assert [f for f in report["findings"] if f["code"] == "NM912"] == []
+    assert report["extras"]["check"]["caught_device_mismatches"] == []
+
+    caught = tmp_path / "caught"
+    caught.mkdir()
+    (caught / "train.py").write_text(PROGRAM)
+    mismatch["site"] = _site(caught, 4)
+    report = _from_records(caught, _single(caught, device_mismatch=mismatch, exception=None))
+    assert not [f for f in report["findings"] if f["code"] in ("NM910", "NM912")]
+    assert report["extras"]["check"]["caught_device_mismatches"] == [
+        {"op": "aten::addmm", "argument": "mat1", "argument_device": "cpu", "device": "neuron:0",
+         "site": _site(caught, 4)}]
+
+
+def test_mismatch_message_parse_is_the_fallback_without_a_record() -> None:
+    from neuron_migrate.check import hints
+
+    named = ("Expected all tensors to be on the same device, but got mat1 is on cpu, different from other tensors "
+             "on neuron:0 (when checking argument in method wrapper_NEURON_addmm)")
+    assert hints._parse(named) == {"op": "aten::addmm", "argument": "mat1", "argument_device": "cpu",
+                                   "device": "neuron:0"}
+    iterator = "Expected all tensors to be on the same device, but found at least two devices, neuron:0 and cpu!"
+    assert hints._parse(iterator) == {"op": None, "argument": None, "argument_device": "cpu", "device": "neuron:0"}

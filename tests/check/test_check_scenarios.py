@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.check.conftest import CheckRun
+from tests.check.conftest import CheckRun, check_program
 
 # Line numbers of programs/scenarios.py.
 FORWARD, PARAM_CALL, INPUT_COPY, QR, F64_ONES, F64_MUL, NONZERO, MASK, ADD = 11, 18, 17, 19, 20, 21, 22, 23, 24
@@ -15,7 +15,7 @@ def codes(run: CheckRun) -> list[str]:
 
 
 def test_exactly_the_expected_findings(scenarios: CheckRun) -> None:
-    assert codes(scenarios) == ["NM901", "NM902", "NM903", "NM907", "NM908", "NM908", "NM909", "NM909", "NM910"]
+    assert codes(scenarios) == ["NM901", "NM902", "NM903", "NM907", "NM908", "NM909", "NM909", "NM910"]
     assert scenarios.exit_code == 1  # NM907 and NM910 are errors
     assert {f["path"] for f in scenarios.report["findings"]} == {"scenarios.py"}
 
@@ -57,11 +57,37 @@ def test_parameter_left_on_cpu(scenarios: CheckRun) -> None:
     assert (f["details"]["kind"], f["details"]["calls"], f["details"]["shape"]) == ("parameter", 3, [4])
 
 
-def test_repeated_host_to_device_copies_but_not_the_model_transfer(scenarios: CheckRun) -> None:
+def test_repeated_host_to_device_copies_but_not_inputs_or_the_model_transfer(scenarios: CheckRun) -> None:
+    # the CPU parameter is uploaded again in every forward; each step's new input batch is not a finding
     found = {f["span"]["line"]: f["details"] for f in scenarios.findings("NM908")}
-    assert {line: (d["count"], d["bytes"]) for line, d in found.items()} == {
-        FORWARD: (3, 3 * 4 * 4), INPUT_COPY: (3, (3 + 5 + 8) * 16 * 4),
+    assert {line: (d["count"], d["bytes"], d["distinct_sources"]) for line, d in found.items()} == {
+        FORWARD: (3, 3 * 4 * 4, 1),
     }
+    assert INPUT_COPY not in found
+
+
+@pytest.fixture(scope="module")
+def copies(tmp_path_factory: pytest.TempPathFactory) -> CheckRun:
+    return check_program(tmp_path_factory.mktemp("copies"), "copies.py")
+
+
+def test_constant_uploaded_every_step_but_not_a_new_batch(copies: CheckRun) -> None:
+    (f,) = copies.findings("NM908")  # line 7's fresh batch per step is input feeding
+    assert (f["span"]["line"], f["severity"]) == (8, "warning")
+    d = f["details"]
+    assert (d["count"], d["distinct_sources"], d["bytes"], d["bytes_per_copy"]) == (5, 1, 5 * 16, 16)
+    assert "same data" in f["message"] and "device once" in f["message"]
+
+
+def test_item_is_a_host_sync_not_a_device_or_fallback_op(copies: CheckRun) -> None:
+    assert codes(copies) == ["NM902", "NM908"]
+    (f,) = copies.findings("NM902")
+    assert (f["span"]["line"], f["severity"], f["details"]["count"], f["details"]["kind"]) == (9, "info", 2, "host_sync")
+    assert "expected host work: 2 value reads" in f["message"]
+    ops = copies.report["extras"]["check"]["ops"]
+    assert (ops["cpu_fallback"], ops["device_share"], ops["host_syncs"]) == (0, 1.0, 2)
+    assert ops["host_sync_ops"] == {"aten::_local_scalar_dense": 2}
+    assert copies.exit_code == 0
 
 
 def test_float64_downcast_per_site(scenarios: CheckRun) -> None:
@@ -74,10 +100,13 @@ def test_device_mismatch_hint_and_trimmed_traceback(scenarios: CheckRun) -> None
     d = f["details"]
     assert f["span"]["line"] == ADD
     assert [(fr["line"], fr["source"]) for fr in d["frames"]] == [(ADD, "z = y + mask")]
-    hint = d["mismatch"]
-    assert (hint["argument"], hint["argument_device"], hint["cause"], hint["created_at"]) == (
-        "other", "cpu", "tensor_without_device", MASK)
+    hint = d["mismatch"]  # op and argument from the backend's record: the message names neither
+    assert (hint["op"], hint["argument"], hint["argument_device"], hint["device"]) == (
+        "aten::add.Tensor", "other", "cpu", "neuron:0")
+    assert (hint["cause"], hint["created_at"]) == ("tensor_without_device", MASK)
+    assert f["symbol"] == "`other` of aten::add.Tensor is on cpu"
     assert "`mask`" in f["message"] and "device=" in f["message"]
+    assert scenarios.report["extras"]["check"]["caught_device_mismatches"] == []
 
 
 def test_summary(scenarios: CheckRun) -> None:
