@@ -65,6 +65,12 @@ def _emit(report: Any, settings: Any, pack: Any, outputs: list[tuple[str, Path |
                 note(f"wrote {fmt} report to {dest}")
 
 
+def _program_args(args: list[str]) -> tuple[str, ...]:
+    """The program's own arguments: `check train.py -- --steps 6` separates them with `--`, which
+    click keeps once the script name has been seen (interspersed options are off)."""
+    return tuple(args[1:] if args[:1] == ["--"] else args)
+
+
 def run_check(
     args: list[str],
     *,
@@ -96,15 +102,15 @@ def run_check(
     if modes > 1:
         raise NeuronMigrateError("use only one of -m/--module, --pytest and --from-records")
     if module:
-        program = Program("module", module, tuple(args))
+        program = Program("module", module, _program_args(args))
     elif pytest_mode:
-        program = Program("pytest", "pytest", tuple(args))
+        program = Program("pytest", "pytest", _program_args(args))
     elif from_records:
         if args:
             raise NeuronMigrateError("--from-records reports existing records: give no program")
         program = None
     elif args:
-        program = Program("path", args[0], tuple(args[1:]))
+        program = Program("path", args[0], _program_args(args[1:]))
     else:
         raise NeuronMigrateError("nothing to check: give a script, -m MODULE, --pytest or --from-records DIR")
     if launcher is None and nproc_per_node != 1:

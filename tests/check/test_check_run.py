@@ -29,7 +29,8 @@ def test_exit_status_and_gate(tmp_path: Path) -> None:
     assert ok.exit_code == 0
     ops = ok.report["extras"]["check"]["ops"]
     assert (ops["cpu_fallback"], ops["device_share"], ops["host_syncs"]) == (0, 1.0, 1)
-    failed = check_program(tmp_path / "exit", "clean.py", args=("3",))
+    # `--` separates the program's arguments from check's own; the program must not see it
+    failed = check_program(tmp_path / "exit", "clean.py", args=("--", "3"))
     assert sorted((f["code"], f["symbol"]) for f in failed.report["findings"]) == [
         ("NM902", "aten::_local_scalar_dense (.item())"), ("NM912", "SystemExit(3)")]
     assert failed.exit_code == 1
