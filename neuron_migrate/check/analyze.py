@@ -310,20 +310,51 @@ def _dynamo(ctx: _Ctx, m: Merged) -> dict[str, int]:
             key = (str(b.get("reason", "")), site_key(b.get("site")))
             entry = breaks.setdefault(key, {"reason": key[0], "site": b.get("site"), "count": 0})
             entry["count"] += int(b.get("count", 1))
-        for r in d.get("recompiles", ()):
-            totals["recompiles"] += 1
-            reason = str(r.get("reason", "")).strip()
-            ctx.add("NM905", r.get("site"), reason.splitlines()[0] if reason else "guard failed",
-                    {"reason": reason, "function": r.get("function")})
+        recompiles = list(d.get("recompiles", ()))
         for r in d.get("recompile_limit", ()):
             totals["recompile_limit"] += 1
+            attempt = _limit_attempt(recompiles, r)
+            guards = _guard_failures(str(attempt.get("reason", ""))) if attempt else []
+            head = _LIMIT_HEAD.match(str(r.get("reason") or ""))
+            note = (f"limit {head.group(1)}; " if head else "") + (f"last guard failure: {guards[0]}" if guards else "")
             ctx.add("NM906", r.get("site"), str(r.get("function") or "a function"),
-                    {"reason": r.get("reason"), "function": r.get("function")})
+                    {"reason": r.get("reason"), "function": r.get("function"), "guard_failures": guards},
+                    note.rstrip("; "))
+        for r in recompiles:
+            totals["recompiles"] += 1
+            reason = str(r.get("reason", "")).strip()
+            guards = _guard_failures(reason)
+            ctx.add("NM905", r.get("site"), str(r.get("function") or "a function"),
+                    {"reason": reason, "function": r.get("function"), "guard_failures": guards},
+                    guards[0] if guards else (reason.splitlines()[0] if reason else "guard failed"))
     for entry in breaks.values():
         totals["graph_breaks"] += entry["count"]
         reason = entry["reason"].splitlines()[0] if entry["reason"] else "unknown reason"
         ctx.add("NM904", entry["site"], reason, entry, f"{entry['count']}x")
     return totals
+
+
+_GUARD_FAILURE = re.compile(r"^\s*- (?:\d+/\d+: )?(.+)$")
+_LIMIT_HEAD = re.compile(r"^torch\._dynamo hit config\.\w+ \((\d+)\):")
+
+
+def _guard_failures(reason: str) -> list[str]:
+    """The guard failures of a recompile reason ("- 2/1: tensor 'x' size mismatch ..."), newest
+    cache entry first, without Dynamo's frame/compile ids."""
+    return [m.group(1).strip() for line in reason.splitlines() if (m := _GUARD_FAILURE.match(line))]
+
+
+def _limit_attempt(recompiles: list[dict[str, Any]], limit: dict[str, Any]) -> dict[str, Any] | None:
+    """Dynamo logs "Recompiling function ..." before it checks the recompile limit, so the call
+    that hit the limit also left a recompile entry, though nothing was compiled: remove it from
+    `recompiles` (the last one of that function and site naming the limit's last guard failure)."""
+    last = _LIMIT_HEAD.sub("", str(limit.get("reason") or "")).strip()
+    for i in range(len(recompiles) - 1, -1, -1):
+        r = recompiles[i]
+        if (r.get("function") == limit.get("function") and site_key(r.get("site")) == site_key(limit.get("site"))
+                and last in str(r.get("reason", ""))):
+            return recompiles.pop(i)
+    return None
 
 
 # -- placement and dtype -----------------------------------------------------------------------

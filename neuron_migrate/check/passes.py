@@ -105,13 +105,28 @@ class PassTracker:
                 caller.last_module = (caller.runs, caller.line, id(module))
 
     def start(self) -> None:
+        import torch
         from torch.nn.modules.module import (
             register_module_forward_hook,
             register_module_forward_pre_hook,
         )
 
-        register_module_forward_pre_hook(self._pre_hook)
-        register_module_forward_hook(self._post_hook, always_call=True)
+        # Dynamo inlines global module hooks into the graphs it traces: traced, ours would guard on
+        # the tracker's state, which changes at every line ("Guard failed on the same frame it was
+        # created" at a graph break). is_compiling() folds to True while tracing, so compiled
+        # regions skip them (their ops are not eager compiles anyway).
+        compiling = torch.compiler.is_compiling
+
+        def pre_hook(module: Any, args: Any) -> None:
+            if not compiling():
+                self._pre_hook(module, args)
+
+        def post_hook(module: Any, args: Any, output: Any) -> None:
+            if not compiling():
+                self._post_hook(module, args, output)
+
+        register_module_forward_pre_hook(pre_hook)
+        register_module_forward_hook(post_hook, always_call=True)
         self._on = True
         self._previous = sys.gettrace()
         sys.settrace(self._global)
