@@ -13,7 +13,9 @@ from neuron_migrate import __version__
 app = typer.Typer(
     name="neuron-migrate",
     help="Move PyTorch CUDA code to AWS Trainium (TorchNeuron): scan, rewrite, check.",
-    rich_markup_mode="rich",
+    # Plain click help: typer's rich help imports rich.markdown and friends (~0.3 s), and
+    # `--help` must answer in well under half a second.
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
     no_args_is_help=True,
     add_completion=False,
