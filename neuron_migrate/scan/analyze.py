@@ -573,7 +573,13 @@ class _Walker:
         display = qn or (f".{leaf}" if call.func.__class__ is ast.Attribute else leaf) or "call"
         if pat.missing:
             if arg is None and not args_m.may_be_present(call, pat):
-                self._report(rule, "arguments", call, f"{display}()", call=call, qualified=qn or "")
+                # A method on any receiver (`x.cuda()`) is located at its name, not at the start of
+                # a receiver that may span many lines (`nn.Sequential(\n...\n).cuda()`).
+                pos = None
+                if qn is None and call.func.__class__ is ast.Attribute:
+                    a = _attr_pos(call.func)  # type: ignore[arg-type]
+                    pos = (a[0], a[1], call.end_lineno or call.lineno, call.end_col_offset or 0)
+                self._report(rule, "arguments", call, f"{display}()", call=call, qualified=qn or "", pos=pos)
             return
         if arg is None:
             return

@@ -40,9 +40,6 @@ NOT_FINISHED = {"NM910", "NM912", "NM913"}  # device-mismatch error, exception, 
 
 # (project, target, step) -> the defect that makes the step's test fail today.
 KNOWN: dict[tuple[str, str, str], str] = {
-    ("notebook", "neuron", "locations"): (
-        "NM102 on a multi-line receiver `nn.Sequential(...).cuda()` (cell 6) is located at the receiver's first "
-        "line (cell[6]:1, source_line 'model = nn.Sequential(') instead of the `.cuda()` on line 7"),
     ("vision_cnn", "neuron", "recompiles"): (
         "check/analyze.py NM903 counts passes per calling context (check.passes): `model(images)` in evaluate() "
         "(batch 16) is a different context from the training loop's `model(images)` (batch 8), so its batch-16 "
