@@ -24,7 +24,7 @@ from typing import Any
 
 import typer
 
-from neuron_migrate.cli.output import fail_on_errors, note, write_atomic
+from neuron_migrate.cli.output import fail_on_errors, note, write_atomic, write_outputs
 
 FORMAT_NAMES = ("text", "json", "sarif", "junit", "github", "markdown")
 EXTRA_OUTPUTS = ("json", "sarif", "junit", "github", "markdown")
@@ -55,14 +55,7 @@ def _emit(report: Any, settings: Any, pack: Any, outputs: list[tuple[str, Path |
             rendered.append((fmt, dest, render(report, color=color, summary=not quiet)))
         else:
             rendered.append((fmt, dest, FORMATS[fmt](report, options)))
-    for fmt, dest, text in rendered:
-        if dest is None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        else:
-            write_atomic(dest, text)
-            if not quiet:
-                note(f"wrote {fmt} report to {dest}")
+    write_outputs([(dest, text, None if quiet else f"wrote {fmt} report to {dest}") for fmt, dest, text in rendered])
 
 
 def _program_args(args: list[str]) -> tuple[str, ...]:
