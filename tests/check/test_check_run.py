@@ -60,3 +60,13 @@ def test_torchrun_two_ranks_merged(tmp_path: Path) -> None:
     assert (qr["symbol"], qr["details"]["count"], qr["details"]["ranks"]) == ("aten::linalg_qr.out", 2, [0, 1])
     assert run.exit_code == 0
     assert len(list(run.records.glob("neuron-emu-*-rank*.json"))) == 2
+
+
+@pytest.mark.slow
+def test_device_use_before_init_process_group(tmp_path: Path) -> None:
+    # preinit.py allocates on `neuron` before init_process_group: one NM911 per rank, at that line
+    run = check_program(tmp_path, "preinit.py", "--launcher", "torchrun", "--nproc-per-node", "2")
+    found = sorted((f["details"]["rank"], f["span"]["line"], f["details"]["count"], f["details"]["bytes"])
+                   for f in run.report["findings"] if f["code"] == "NM911")
+    assert found == [(0, 4, 1, 32), (1, 4, 1, 32)]
+    assert run.exit_code == 1  # NM911 is an error: the real runtime refuses this
