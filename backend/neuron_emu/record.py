@@ -154,19 +154,9 @@ _WINDOWS, _WINDOW = 16, 256  # larger ones: this many evenly spaced windows of t
 
 
 # -- hot path ----------------------------------------------------------------------------------
-def signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
-    sig = []
-    for a in args:
-        if isinstance(a, _Tensor):
-            sig.append((a.shape, a.dtype))
-        elif type(a) in (list, tuple) and a and any(isinstance(x, _Tensor) for x in a):
-            sig.append(tuple((x.shape, x.dtype) if isinstance(x, _Tensor) else None for x in a))
-    return tuple(sig)
-
-
 def observe(info: OpInfo, args: tuple[Any, ...], result: Any) -> None:
     """Count one execution of ``info`` (called after the op ran)."""
-    sig = []
+    sig = []  # the input signature, built inline: this runs for every op
     for a in args:
         if isinstance(a, _Tensor):
             sig.append((a.shape, a.dtype))
