@@ -9,6 +9,7 @@ once the record is written (whatever it holds: `neuron-migrate diff` is the gate
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -23,85 +24,75 @@ def _headline_text(record: dict) -> str:  # type: ignore[type-arg]
     return "\n".join(f"{k:<{width}}  {v}" for k, v in headline_rows(record))
 
 
-def _command_line(
-    path: Path,
-    target: str | None,
-    unsafe_fixes: bool | None,
-    script: str | None,
-    script_args: list[str],
-    launcher: str | None,
-    nproc_per_node: int | None,
-    timeout: float | None,
-    output_json: Path | None,
-    output_markdown: Path | None,
-    output_html: Path | None,
-    use_cache: bool,
-    config: Path | None,
-) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class _Options:
+    """The parsed options of one `report` invocation."""
+
+    path: Path
+    target: str | None
+    unsafe_fixes: bool | None
+    script: str | None
+    script_args: tuple[str, ...]
+    launcher: str | None
+    nproc_per_node: int | None
+    timeout: float | None
+    output_json: Path | None
+    output_markdown: Path | None
+    output_html: Path | None
+    use_cache: bool
+    config: Path | None
+    quiet: bool
+
+
+def _command_line(o: _Options) -> list[str]:
     """This invocation, rebuilt from the parsed options (the same in-process and from a shell)."""
-    argv = ["neuron-migrate", "report", str(path)]
+    argv = ["neuron-migrate", "report", str(o.path)]
     flags: list[tuple[str, object]] = [
-        ("--target", target), ("--config", config), ("--run", script), ("--launcher", launcher),
-        ("--nproc-per-node", nproc_per_node), ("--timeout", timeout), ("--output-json", output_json),
-        ("--output-markdown", output_markdown), ("--output-html", output_html),
+        ("--target", o.target), ("--config", o.config), ("--run", o.script), ("--launcher", o.launcher),
+        ("--nproc-per-node", o.nproc_per_node), ("--timeout", o.timeout), ("--output-json", o.output_json),
+        ("--output-markdown", o.output_markdown), ("--output-html", o.output_html),
     ]
-    if unsafe_fixes is not None:
-        argv.append("--unsafe-fixes" if unsafe_fixes else "--no-unsafe-fixes")
-    if not use_cache:
+    if o.unsafe_fixes is not None:
+        argv.append("--unsafe-fixes" if o.unsafe_fixes else "--no-unsafe-fixes")
+    if not o.use_cache:
         argv.append("--no-cache")
     for flag, value in flags:
         if value is not None:
             argv += [flag, str(value)]
-    return argv + (["--", *script_args] if script_args else [])
+    return argv + (["--", *o.script_args] if o.script_args else [])
 
 
-def _run(
-    path: Path,
-    target: str | None,
-    unsafe_fixes: bool | None,
-    script: str | None,
-    script_args: list[str],
-    launcher: str | None,
-    nproc_per_node: int | None,
-    timeout: float | None,
-    output_json: Path | None,
-    output_markdown: Path | None,
-    output_html: Path | None,
-    use_cache: bool,
-    config: Path | None,
-    quiet: bool,
-) -> int:
+def _run(o: _Options) -> int:
     from neuron_migrate import record_html, record_markdown
     from neuron_migrate.config import load_settings
     from neuron_migrate.errors import ConfigError
     from neuron_migrate.record import RunSpec, build_record, dumps
     from neuron_migrate.ruleset.load import load_pack
 
-    if not path.exists():
-        raise ConfigError(f"{path}: no such file or directory")
-    if script is None and (script_args or launcher or nproc_per_node is not None or timeout is not None):
+    if not o.path.exists():
+        raise ConfigError(f"{o.path}: no such file or directory")
+    if o.script is None and (o.script_args or o.launcher or o.nproc_per_node is not None or o.timeout is not None):
         raise ConfigError("program arguments, --launcher, --nproc-per-node and --timeout need --run SCRIPT")
-    if nproc_per_node is not None and not launcher:
+    if o.nproc_per_node is not None and not o.launcher:
         raise ConfigError("--nproc-per-node needs --launcher (e.g. --launcher torchrun)")
-    check_destinations((output_json, output_markdown, output_html))
-    settings = load_settings(path, {"target": target, "unsafe-fixes": unsafe_fixes}, config_file=config)
+    check_destinations((o.output_json, o.output_markdown, o.output_html))
+    settings = load_settings(o.path, {"target": o.target, "unsafe-fixes": o.unsafe_fixes}, config_file=o.config)
     run = None
-    if script is not None:
-        run = RunSpec(script, tuple(script_args), launcher, nproc_per_node, timeout)
-    argv = _command_line(path, target, unsafe_fixes, script, script_args, launcher, nproc_per_node, timeout,
-                         output_json, output_markdown, output_html, use_cache, config)
-    record = build_record(path, settings, run=run, argv=argv, use_cache=use_cache)
+    if o.script is not None:
+        run = RunSpec(o.script, o.script_args, o.launcher, o.nproc_per_node, o.timeout)
+    argv = _command_line(o)
+    record = build_record(o.path, settings, run=run, argv=argv, use_cache=o.use_cache)
 
     pack = load_pack(settings.extra_rules)
     rendered: list[tuple[Path | None, str]] = []
-    if output_json is not None or (output_markdown is None and output_html is None):
-        rendered.append((output_json, dumps(record)))
-    if output_markdown is not None:
-        rendered.append((output_markdown, record_markdown.render(record, pack)))
-    if output_html is not None:
-        rendered.append((output_html, record_html.render(record, pack)))
-    write_outputs([(dest, text, None if quiet else f"wrote {dest}") for dest, text in rendered])
-    if not quiet:
+    if o.output_json is not None or (o.output_markdown is None and o.output_html is None):
+        rendered.append((o.output_json, dumps(record)))
+    if o.output_markdown is not None:
+        rendered.append((o.output_markdown, record_markdown.render(record, pack)))
+    if o.output_html is not None:
+        rendered.append((o.output_html, record_html.render(record, pack)))
+    write_outputs([(dest, text, None if o.quiet else f"wrote {dest}") for dest, text in rendered])
+    if not o.quiet:
         note(_headline_text(record))
     return 0
 
@@ -133,7 +124,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write a migration record: scan, rewrite (on a temporary copy) and check, with versions."""
         code = fail_on_errors(
-            lambda: _run(path, target, unsafe_fixes, run, list(ctx.args), launcher, nproc_per_node, timeout,
-                         output_json, output_markdown, output_html, not no_cache, config, quiet)
+            lambda: _run(_Options(path, target, unsafe_fixes, run, tuple(ctx.args), launcher, nproc_per_node, timeout,
+                                  output_json, output_markdown, output_html, not no_cache, config, quiet))
         )
         raise typer.Exit(code)
