@@ -10,8 +10,6 @@ import traceback
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from neuron_migrate.gate import EXIT_ERROR
-
 
 def note(message: str) -> None:
     print(message, file=sys.stderr)
@@ -95,6 +93,7 @@ def write_outputs(outputs: Sequence[tuple[Path | None, str, str | None]]) -> Non
 def fail_on_errors(run: Callable[[], int]) -> int:
     """Run a command body; a domain error, an OS error or a crash is a message and exit code 2."""
     from neuron_migrate.errors import NeuronMigrateError
+    from neuron_migrate.gate import EXIT_ERROR  # here, not at import: `--help` needs no config module
 
     try:
         return run()
