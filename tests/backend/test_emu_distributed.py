@@ -54,7 +54,9 @@ dist.all_gather(gathered, flat)
 out["ddp_identical"] = all(torch.equal(gathered[0].cpu(), x.cpu()) for x in gathered)
 out["ddp_trained"] = not torch.equal(flat.cpu(), start.cpu())
 dist.destroy_process_group()
-print("@@" + json.dumps(out))
+# one file per rank: the ranks share torchrun's stdout, where their lines can interleave
+with open(os.path.join(os.environ["RANK_OUT_DIR"], f"rank{rank}.json"), "w") as f:
+    json.dump(out, f)
 '''
 
 
@@ -67,7 +69,8 @@ def _start() -> dict[str, Any]:
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
             str(script)]
     return {"dir": d, "script": script,
-            "run": Pending(argv=argv, env={"NEURON_MIGRATE_RECORD_DIR": str(d / "records")}, timeout=300)}
+            "run": Pending(argv=argv, env={"NEURON_MIGRATE_RECORD_DIR": str(d / "records"),
+                                         "RANK_OUT_DIR": str(d)}, timeout=300)}
 
 
 PENDING = _start()
@@ -78,10 +81,10 @@ def run() -> dict[str, Any]:
     r = PENDING["run"].wait()
     assert r.returncode == 0, r.stderr[-4000:]
     ranks = {}
-    for line in r.stdout.splitlines():
-        if line.startswith("@@"):
-            out = json.loads(line[2:])
-            ranks[out["rank"]] = out
+    for path in PENDING["dir"].glob("rank*.json"):
+        out = json.loads(path.read_text())
+        ranks[out["rank"]] = out
+    assert set(ranks) == {0, 1}, r.stdout[-4000:]
     records = [json.loads(p.read_text()) for p in sorted((PENDING["dir"] / "records").glob("*.json"))]
     return {"ranks": ranks, "records": records, "script": str(PENDING["script"])}
 
