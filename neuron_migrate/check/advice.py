@@ -90,6 +90,33 @@ def changed_positions(sig: list[Any], earlier: list[list[Any]]) -> dict[Position
     return best or {}
 
 
+def _tensors(sig: list[Any]) -> dict[str, tuple[int, str]]:
+    """Input label -> (rank, dtype) of every tensor input."""
+    out: dict[str, tuple[int, str]] = {}
+    for i, inp in enumerate(sig):
+        if inp is None:
+            continue
+        if len(inp) == 2 and isinstance(inp[1], str):
+            out[f"input {i}"] = (len(inp[0]), inp[1])
+        else:
+            out.update({f"input {i}[{j}]": (len(t[0]), t[1]) for j, t in enumerate(inp) if t is not None})
+    return out
+
+
+def changed_dtypes(sig: list[Any], earlier: list[list[Any]]) -> dict[str, tuple[str, str]]:
+    """Input label -> (new dtype, earlier dtype) against the latest earlier signature with the same
+    tensor inputs and ranks but other dtypes (an op run inside and outside an autocast region)."""
+    tensors = _tensors(sig)
+    for other in reversed(earlier):
+        old = _tensors(other)
+        if old.keys() != tensors.keys() or any(old[k][0] != r for k, (r, _) in tensors.items()):
+            continue
+        diff = {k: (d, old[k][1]) for k, (_, d) in tensors.items() if old[k][1] != d}
+        if diff:
+            return diff
+    return {}
+
+
 def split_variation(signatures: list[list[Any]]) -> Variation:
     groups: dict[str, list[dict[Position, int]]] = {}
     for sig in signatures:

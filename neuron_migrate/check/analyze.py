@@ -16,9 +16,10 @@ its call site (the innermost user line; backward ops at the `backward()` line). 
 per call site are the compiles that happen *after the site's first pass*, counted per slot:
 
 - a *pass* is one execution of the line in one calling context (check.passes: the chain of call
-  instructions of the user frames above it and the nn.Module whose method runs): the next step of
-  a training loop or the next token of a generate loop is a new pass; `rotate_half(q)` and
-  `rotate_half(k)` on one line, or two attention layers, are different contexts;
+  instructions of the user frames above it; for an nn.Module's method, the module instance): the
+  next step of a training loop, the next token of a generate loop, or the same model run by
+  `evaluate()` is a new pass; `rotate_half(q)` and `rotate_half(k)`, or two attention layers, are
+  different contexts;
 - a *slot* is (site, op, context, the nn.Module the op ran in or right after on that line): two
   Linear layers in one `model(x)`, four Adam parameters in one `step()`, the backward of several
   layers at one `backward()` line, or a loop over blocks of different widths, are several calls
@@ -26,7 +27,8 @@ per call site are the compiles that happen *after the site's first pass*, counte
 - a *recompile* is a compile in a later pass than its slot's first compile. `distinct_signatures`
   is 1 + the number of passes that recompiled (a generate loop over lengths 8..19 gives 12), and
   `varied` names only the dimensions where a recompile differs from the closest signature its
-  slot compiled before; bucket and pad advice uses those values.
+  slot compiled before; bucket and pad advice uses those values. `dtypes` names the inputs whose
+  dtype changed (bf16 training under autocast, float32 evaluation outside it).
 
 Records without passes (the pytest plugin's per-test scopes, a backend record alone) fall back to
 `advice.split_variation`, which guesses slots from the shapes (`details.method` says which).
@@ -220,6 +222,7 @@ def _by_passes(sites: list[CompileSite]) -> _SiteCompiles:
         ordered = sorted(cs.signatures.items(), key=lambda kv: cs.passes[kv[0]][0])  # stable: compile order
         first: dict[int, int] = {}  # slot -> its first pass
         varied: dict[advice.Position, set[int]] = {}
+        dtypes: dict[str, list[str]] = {}  # input -> dtypes in the order they appeared
         recompiles = 0
         for i, (key, sig) in enumerate(ordered):
             n, slot = cs.passes[key]
@@ -231,10 +234,14 @@ def _by_passes(sites: list[CompileSite]) -> _SiteCompiles:
             before = [s for k, s in ordered[:i] if cs.passes[k][1] == slot and cs.passes[k][0] < n]
             for pos, values in advice.changed_positions(sig, before).items():
                 varied.setdefault(pos, set()).update(values)
+            for label, (new, old) in advice.changed_dtypes(sig, before).items():
+                seen = dtypes.setdefault(label, [old])
+                seen.extend(d for d in (old, new) if d not in seen)
         per_op.append({
             "op": cs.op, "phase": cs.phase, "signatures": len(ordered), "slots": len(first),
             "recompiles": recompiles,
             "varied": {p.label(): sorted(v) for p, v in sorted(varied.items(), key=lambda kv: kv[0].key())},
+            "dtypes": dtypes,
         })
     return _SiteCompiles(compiles=sum(o["signatures"] for o in per_op),
                          recompiles=sum(o["recompiles"] for o in per_op), variants=1 + len(recompiling),
@@ -294,6 +301,9 @@ def _recompiles(ctx: _Ctx, m: Merged) -> int:
             if buckets:
                 best = min(buckets, key=lambda o: (o["padding"], o["compiles"]))
                 note += f" or bucket to {', '.join(map(str, best['buckets']))} ({best['compiles']} compiles)"
+        elif changes := sorted({" then ".join(d) for op in result.ops for d in op.get("dtypes", {}).values()}):
+            note = (f"{result.variants} distinct signatures; the dtype changed ({'; '.join(changes)}): run "
+                    "every call in one dtype (the same autocast region for training and evaluation)")
         else:
             note = f"{result.variants} distinct signatures (dtypes, ranks or ops changed)"
         ctx.add("NM903", site, _statement_symbol(ctx, site, sites[0].op), details, note)

@@ -4,9 +4,11 @@ The backend's record lists, per (call site, op), the input signatures that compi
 compile cache is keyed by op + shapes + dtypes, globally). That alone cannot tell two calls of an
 op with fixed, different shapes on one line (two Linear layers in `model(x)`) from one call whose
 shape changes between iterations. So the checked process counts *passes*: each execution of a
-user line in one *calling context* (the chain of call instructions of the user frames above it,
-and the nn.Module whose method runs: `rotate_half(q)` and `rotate_half(k)` on one line, or two
-layers running the same `forward`, are different contexts) is one pass, and each new compile is
+user line in one *calling context* (the chain of call instructions of the user frames above it:
+`rotate_half(q)` and `rotate_half(k)` are different contexts; but an nn.Module's method is keyed
+by the module and the method alone, whoever calls it: two layers running the same `forward` are
+different contexts, while `model(x)` in the training loop and in `evaluate()` is one, so
+evaluation at another batch size or dtype recompiles) is one pass, and each new compile is
 stamped with the pass its site was in. analyze calls a compile in pass 1 of its site and context
 a first compile, and one in a later pass (the training loop's next step, the next token of a
 generate loop) a recompile. Compiles are also stamped with a *slot*: (site, op, context, the
@@ -72,7 +74,10 @@ class PassTracker:
         if code.co_argcount and code.co_varnames[0] == "self":
             this = frame.f_locals.get("self")
             module = id(this) if isinstance(this, self._module) else 0
-        key = (parent.ctx if parent else 0, parent.frame.f_lasti if parent else -1, code, module)
+        if module:  # a module's method is one computation wherever it is called from
+            key: tuple[int, int, CodeType, int] = (0, -1, code, module)
+        else:
+            key = (parent.ctx if parent else 0, parent.frame.f_lasti if parent else -1, code, module)
         ctx = self._contexts.get(key)
         if ctx is None:
             ctx = self._contexts[key] = len(self._contexts) + 1

@@ -3,6 +3,7 @@ batch sizes and growing sequences are, and only the dimensions that vary are nam
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +21,13 @@ def line_of(text: str) -> int:
 @pytest.fixture(scope="module")
 def fixed_shapes(tmp_path_factory: pytest.TempPathFactory) -> CheckRun:
     # Disjoint shapes, so the three scenarios do not share compiles.
-    return check_program(tmp_path_factory.mktemp("fixed"), "recompiles.py", args=("fixed", "same_line", "generate"))
+    return check_program(tmp_path_factory.mktemp("fixed"), "recompiles.py", args=("fixed", "same_line", "generate",
+                                                                                      "two_callers"))
+
+
+@pytest.fixture(scope="module")
+def evaluation(tmp_path_factory: pytest.TempPathFactory) -> CheckRun:
+    return check_program(tmp_path_factory.mktemp("evaluation"), "recompiles.py", args=("eval_batch", "eval_dtype"))
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +78,28 @@ def test_batch_sizes_recompile_once_per_new_size_and_only_the_batch_varies(batch
     }
     assert (d["compiles"], d["recompiles"]) == (9, 6)
     assert "a size varied over 16, 24, 32; pad to 32 (1 compile)" in found[forward]["message"]
+
+
+def test_one_function_called_from_two_lines_with_fixed_shapes_is_not_a_recompile(fixed_shapes: CheckRun) -> None:
+    assert line_of("return x * 0.5") not in by_line(fixed_shapes)
+
+
+def test_a_module_evaluated_at_another_batch_size_recompiles_in_its_forward(evaluation: CheckRun) -> None:
+    forward = by_line(evaluation)[line_of("return self.fc(x).tanh()")]
+    ops = {op["op"]: op for op in forward["details"]["ops"]}
+    assert ops["aten::addmm"]["varied"] == {"input 1 dim 0": [4, 12]}  # eval_batch: the training and evaluate() calls
+    assert ops["aten::addmm"]["dtypes"] == {"input 0": ["bfloat16", "float32"], "input 1": ["bfloat16", "float32"],
+                                            "input 2": ["bfloat16", "float32"]}  # eval_dtype
+    assert ops["aten::tanh"]["dtypes"] == {"input 0": ["bfloat16", "float32"]}
+    assert forward["details"]["recompiles"] == 4  # addmm and tanh, once per scenario
+    assert "a size varied over 4, 12" in forward["message"]
+    assert line_of("return model(torch.ones(batch") not in by_line(evaluation)  # its only call
+
+
+def test_a_dtype_change_is_named_with_the_advice_to_keep_one_autocast_region(tmp_path: Path) -> None:
+    run = check_program(tmp_path, "recompiles.py", args=("eval_dtype",))
+    (forward,) = run.findings("NM903")
+    assert forward["span"]["line"] == line_of("return self.fc(x).tanh()")
+    assert forward["details"]["varied_dimensions"] == []
+    assert "the dtype changed (bfloat16 then float32)" in forward["message"]
+    assert "same autocast region" in forward["message"]

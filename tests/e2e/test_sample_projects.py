@@ -40,11 +40,6 @@ NOT_FINISHED = {"NM910", "NM912", "NM913"}  # device-mismatch error, exception, 
 
 # (project, target, step) -> the defect that makes the step's test fail today.
 KNOWN: dict[tuple[str, str, str], str] = {
-    ("vision_cnn", "neuron", "recompiles"): (
-        "check/analyze.py NM903 counts passes per calling context (check.passes): `model(images)` in evaluate() "
-        "(batch 16) is a different context from the training loop's `model(images)` (batch 8), so its batch-16 "
-        "compiles are that slot's first pass and model.py:32/69 report no recompile; the README expects 2 "
-        "signatures per forward call site"),
 }
 
 
