@@ -38,8 +38,9 @@ def _detail_lines(f: Finding) -> list[str]:
     elif f.code == "NM903":
         for op in d.get("ops", []):
             varied = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in op["varied"].items())
+            dtypes = "; ".join(f"{k}: {' then '.join(v)}" for k, v in op.get("dtypes", {}).items())
             lines.append(f"{op['op']} ({op['phase']}): {op['signatures']} compiles"
-                         + (f", varied {varied}" if varied else ""))
+                         + (f", varied {varied}" if varied else "") + (f", dtype {dtypes}" if dtypes else ""))
         for dim in d.get("varied_dimensions", []):
             for o in dim["options"]:
                 lines.append(f"→ {o['advice']} (padding {o['padding']:.0%})")
