@@ -65,6 +65,7 @@ class PassTracker:
         self._user: dict[CodeType, bool] = {}
         self._module = torch.nn.Module
         self._previous: Any = None
+        self._hooks: list[Any] = []
 
     def context(self, parent: _FrameTracer | None, frame: FrameType) -> int:
         """A small id for (the caller's context, the call instruction, this code, the module whose
@@ -130,17 +131,21 @@ class PassTracker:
             if not compiling():
                 self._post_hook(module, args, output)
 
-        register_module_forward_pre_hook(pre_hook)
-        register_module_forward_hook(post_hook, always_call=True)
+        self._hooks = [register_module_forward_pre_hook(pre_hook),
+                       register_module_forward_hook(post_hook, always_call=True)]
         self._on = True
         self._previous = sys.gettrace()
         sys.settrace(self._global)
-        os.register_at_fork(after_in_child=lambda: sys.settrace(None))  # DataLoader workers
+        _untrace_forked_children()
 
     def stop(self) -> None:
+        """Stop tracing and remove the module hooks (the pytest plugin runs one tracker per test)."""
         sys.settrace(self._previous)
         self.stamp()
         self._on = False
+        for hook in self._hooks:
+            hook.remove()
+        self._hooks = []
 
     # -- compiles ------------------------------------------------------------------------------
     def stamp(self) -> None:
@@ -189,6 +194,23 @@ class PassTracker:
                 "slots": [slot for _, slot in stamped[: len(sigs)]],
             })
         return out
+
+
+_fork_hook = False
+
+
+def _untrace_forked_children() -> None:
+    """A forked child (a DataLoader worker) inherits the tracer: it stops tracing there. Registered
+    once per process (fork hooks cannot be removed); a tracer that is not ours is left alone."""
+    global _fork_hook
+    if not _fork_hook:
+        _fork_hook = True
+        os.register_at_fork(after_in_child=_untrace)
+
+
+def _untrace() -> None:
+    if isinstance(getattr(sys.gettrace(), "__self__", None), PassTracker):
+        sys.settrace(None)
 
 
 class _FrameTracer:

@@ -6,14 +6,17 @@
            --neuron-allow-ops aten::foo,aten::bar    known fallbacks, allowed everywhere
     @pytest.mark.neuron_allow_ops("aten::foo", ...)  known fallbacks, allowed in one test
 
-Each test (setup, call and teardown) is recorded in its own `neuron_emu.recording()` scope; its
+Each test (setup, call and teardown) is recorded in its own `neuron_emu.recording()` scope, with
+its own `check.passes.PassTracker` (so its recompiles are counted by passes, as `check` does); its
 fallbacks and recompiles go into the test report as a "neuron" section and into the terminal
-summary. Loaded in every pytest run through the `pytest11` entry point, so this module imports
+summary. When another tracer is active (coverage, a debugger) the test is not traced, to leave it
+working; its recompiles are then guessed from the shapes alone (`details.method` is "shapes"). Loaded in every pytest run through the `pytest11` entry point, so this module imports
 nothing heavy: torch and the emulator load only with --neuron-emulate.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator
 from typing import Any
 
@@ -23,6 +26,7 @@ MARKER = "neuron_allow_ops"
 _STATE = pytest.StashKey[dict[str, Any]]()
 _RECORDER = pytest.StashKey[Any]()
 _FINDINGS = pytest.StashKey[list[Any]]()
+_TRACKER = pytest.StashKey[Any]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -78,10 +82,19 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return
     import neuron_emu
 
+    from neuron_migrate.check.passes import PassTracker
+
     item.config.stash[_STATE]["observed"].clear()
     with neuron_emu.recording() as rec:
         item.stash[_RECORDER] = rec
-        yield
+        tracker = item.stash[_TRACKER] = PassTracker(rec) if sys.gettrace() is None else None
+        if tracker is not None:
+            tracker.start()
+        try:
+            yield
+        finally:
+            if tracker is not None:
+                tracker.stop()
 
 
 def _analyze(item: pytest.Item, state: dict[str, Any]) -> list[Any]:
@@ -93,6 +106,10 @@ def _analyze(item: pytest.Item, state: dict[str, Any]) -> list[Any]:
         allow += [str(a) for a in mark.args]
     record = {"schema_version": 1, **item.stash[_RECORDER].to_dict()}
     observed = state["observed"].to_dict()
+    tracker = item.stash.get(_TRACKER, None)
+    if tracker is not None:
+        tracker.stamp()
+        observed["compile_passes"] = tracker.to_dict()
     findings, _ = analyze(Records((record,), (observed,)), state["pack"], item.config.rootpath, allow_ops=allow)
     return findings
 
@@ -108,7 +125,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if state is None or call.when != "call" or _RECORDER not in item.stash:
         return
     report = outcome.get_result()
-    findings = _analyze(item, state)
+    tracer = sys.gettrace()
+    sys.settrace(None)  # the analysis is not the test's: no need to trace it
+    try:
+        findings = _analyze(item, state)
+    finally:
+        sys.settrace(tracer)
     item.stash[_FINDINGS] = findings
     if not findings:
         return

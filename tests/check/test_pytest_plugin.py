@@ -71,3 +71,43 @@ def test_no_torch():
     result = pytester.runpytest_subprocess(*_load_plugin(), "-p", "no:cacheprovider", "--markers")
     assert "neuron_allow_ops" in result.stdout.str()
     pytester.runpytest_subprocess(*_load_plugin(), "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+PASS_TESTS = '''
+import torch
+
+
+def half(x):
+    return x * 0.5
+
+
+def test_two_callers_with_fixed_shapes():
+    for _ in range(3):
+        half(torch.ones(2, 3, device="neuron"))
+        half(torch.ones(5, 1, device="neuron"))
+
+
+def test_growing():
+    for n in (2, 3, 4):
+        half(torch.ones(n, 9, device="neuron"))
+'''
+
+
+@pytest.mark.slow
+def test_recompiles_are_counted_by_passes_per_test(pytester: pytest.Pytester) -> None:
+    """A function called from two lines with fixed shapes is not a recompile (check.passes tracks
+    each test); a size that grows inside one test is."""
+    pytester.makepyfile(test_passes=PASS_TESTS)
+    args = (*_load_plugin(), "--neuron-emulate", "--neuron-fail-on", "recompile", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(*args)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_passes.py::test_growing*"])
+    summary = result.stdout.str().split("neuron (emulated device)", 1)[1]
+    assert "test_two_callers_with_fixed_shapes" not in summary
+    assert "a size varied over 2, 3, 4" in summary
+
+    # Under another tracer (coverage, a debugger) the plugin leaves tracing alone and guesses from
+    # the shapes, which cannot tell the two fixed calls from variation.
+    pytester.makeconftest("import sys\nsys.settrace(lambda *a: None)\n")
+    result = pytester.runpytest_subprocess(*args)
+    result.assert_outcomes(failed=2)
