@@ -3,35 +3,106 @@
 Every matcher needs some literal text in the file: a dotted name's components appear either in the
 reference or in the import that binds its alias (`import torch.cuda as tc` spells `cuda`); a
 method, attribute, keyword or env-var name appears as written; a device type inside its string.
-For each pattern we collect the tokens that *must* appear when it matches, then pick a small set
-that covers every pattern (greedy set cover, preferring tokens shared by many patterns). A file
-containing none of them cannot produce a finding and is not parsed. A pattern with no required
-text (`call: "*"` matched by position) opens the gate: every file is parsed.
+For each pattern we collect the tokens that *must* appear when it matches. A file passes the gate
+when, for some pattern, every one of its tokens appears; a file that passes for no pattern cannot
+produce a finding and is not parsed. A pattern with no required text (`call: "*"` matched by
+position) opens the gate: every file is parsed.
+
+A token that is a whole name or string (a literal dotted-name component, method, keyword, device
+type, ...) must appear as a whole word: `long` for `.long()` is not found in `longer`, `cuda` for
+`torch.cuda` not in `is_cuda`. A glob's literal run is bounded only at the ends it shares with the
+pattern (`CUDA_` from `CUDA_*` must start a word). Like any text test, the gate is blind to text
+spelled with escapes or split across implicitly concatenated string literals.
+
+The test runs in two steps: a quick any-of substring test over a small set of tokens that covers
+every pattern (greedy set cover, preferring tokens shared by many patterns) rejects most files
+that cannot match; the files it passes are checked pattern by pattern.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import NamedTuple
 
 from neuron_migrate.ruleset.model import ArgumentPattern, Match, RulePack
 
 _WILDCARD = re.compile(r"[*?]|\[[^\]]*\]")
+# Characters that continue a name. Non-ASCII bytes count as word boundaries: a non-ASCII
+# identifier next to a token then passes the gate (too many files parsed, never too few).
+_WORD_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
+_WORD_STR = frozenset(_WORD_CHARS)
+_WORD_BYTES = frozenset(_WORD_CHARS.encode())
+
+
+class Token(NamedTuple):
+    """Text that must appear; `left`/`right`: no word character may precede/follow it."""
+
+    text: str
+    left: bool = False
+    right: bool = False
+
+
+def _token(text: str, left: bool, right: bool) -> Token:
+    # A bound only means something next to a word character (`"max-autotune"` is bounded by its
+    # quotes, `:` needs no bound).
+    return Token(text, left and text[0] in _WORD_STR, right and text[-1] in _WORD_STR)
 
 
 class Prefilter:
-    __slots__ = ("tokens", "_encoded")
+    __slots__ = ("tokens", "requirements", "_encoded", "_req_bytes")
 
-    def __init__(self, tokens: tuple[str, ...] | None) -> None:
+    def __init__(self, tokens: tuple[str, ...] | None,
+                 requirements: tuple[tuple[Token, ...], ...] = ()) -> None:
         self.tokens = tokens  # None: the gate is open
+        # Per pattern, the tokens it needs (all of them); empty: only the any-of test applies.
+        self.requirements = requirements
         self._encoded = tuple(t.encode() for t in tokens) if tokens is not None else None
+        self._req_bytes = tuple(tuple(Token(t.text.encode(), t.left, t.right) for t in req)  # type: ignore[arg-type]
+                                for req in requirements)
 
     def may_match(self, data: bytes) -> bool:
         encoded = self._encoded
-        return encoded is None or any(token in data for token in encoded)
+        if encoded is None:
+            return True
+        if not any(token in data for token in encoded):
+            return False
+        return _any_requirement(data, self._req_bytes, _WORD_BYTES) if self._req_bytes else True
 
     def may_match_text(self, text: str) -> bool:
-        return self.tokens is None or any(token in text for token in self.tokens)
+        if self.tokens is None:
+            return True
+        if not any(token in text for token in self.tokens):
+            return False
+        return _any_requirement(text, self.requirements, _WORD_STR) if self.requirements else True
+
+
+def _any_requirement(hay, requirements, word) -> bool:  # type: ignore[no-untyped-def]
+    seen: dict[Token, bool] = {}
+    for req in requirements:
+        for token in req:
+            found = seen.get(token)
+            if found is None:
+                found = seen[token] = _present(hay, token, word)
+            if not found:
+                break
+        else:
+            return True
+    return False
+
+
+def _present(hay, token: Token, word) -> bool:  # type: ignore[no-untyped-def]
+    """Whether `token.text` occurs in `hay` (str or bytes) with the required word bounds."""
+    text, left, right = token
+    i = hay.find(text)
+    if not (left or right):
+        return i >= 0
+    n, end = len(text), len(hay)
+    while i >= 0:
+        if (not left or i == 0 or hay[i - 1] not in word) and (not right or i + n == end or hay[i + n] not in word):
+            return True
+        i = hay.find(text, i + 1)
+    return False
 
 
 _BUILT: dict[str, Prefilter] = {}
@@ -57,10 +128,23 @@ def _build(pack: RulePack) -> Prefilter:
     required = [tokens for m in matches for tokens in _required(m, common)]
     if any(not tokens for tokens in required):
         return Prefilter(None)
-    return Prefilter(_choose(required))
+    return Prefilter(_choose([frozenset(t.text for t in ts) for ts in required]), _minimal(required))
 
 
-def _required(m: Match, common_roots: frozenset[str]) -> list[frozenset[str]]:
+def _minimal(required: list[frozenset[Token]]) -> tuple[tuple[Token, ...], ...]:
+    """The distinct requirements, less any that needs everything another one needs and more.
+    The likeliest met go first (a file that passes stops sooner): fewest and commonest tokens;
+    within one, its rarest token first (a file that fails it stops sooner)."""
+    distinct = sorted(set(required), key=lambda ts: (len(ts), sorted(ts)))
+    kept: list[frozenset[Token]] = []
+    for ts in distinct:
+        if not any(k <= ts for k in kept):
+            kept.append(ts)
+    kept.sort(key=lambda ts: (len(ts), sum(_rarity(t.text) for t in ts), sorted(ts)))
+    return tuple(tuple(sorted(ts, key=lambda t: (-_rarity(t.text), t))) for ts in kept)
+
+
+def _required(m: Match, common_roots: frozenset[str]) -> list[frozenset[Token]]:
     """One set per pattern: tokens that all appear in any file where that pattern matches."""
     out = [_dotted(p, common_roots) for p in (*m.qualified_names, *m.imports)]
     out += [_literal(p) for p in (*m.device_strings, *m.methods, *m.attributes, *m.env_vars)]
@@ -68,12 +152,14 @@ def _required(m: Match, common_roots: frozenset[str]) -> list[frozenset[str]]:
     return out
 
 
-def _argument(arg: ArgumentPattern, common_roots: frozenset[str]) -> list[frozenset[str]]:
+def _argument(arg: ArgumentPattern, common_roots: frozenset[str]) -> list[frozenset[Token]]:
     """One set per (callee, value): the callee's name; the keyword when the argument can only be
     given by keyword; a string value, which is written in the file (at the call, or where the
-    analyser found it: a parameter default, a module constant, an argparse default)."""
-    keyword = {arg.keyword} if arg.keyword and arg.position is None and not arg.missing else set()
-    values = [{v} if isinstance(v, str) and v else set() for v in arg.values] or [set()]
+    analyser found it: a parameter default, a module constant, an argparse default), as a whole
+    string literal."""
+    keyword = ({_token(arg.keyword, True, True)} if arg.keyword and arg.position is None and not arg.missing
+               else set())
+    values = [{_token(v, True, True)} if isinstance(v, str) and v else set() for v in arg.values] or [set()]
     if arg.missing:
         values = [set()]
     out = []
@@ -101,13 +187,18 @@ def _choose(required: list[frozenset[str]]) -> tuple[str, ...]:
     return tuple(sorted(kept, key=lambda t: (len(t), t)))
 
 
-def _literal(pattern: str) -> frozenset[str]:
-    """The longest literal run of a glob (the whole string when it has no wildcard)."""
-    runs = [r for r in _WILDCARD.split(pattern) if r]
-    return frozenset({max(runs, key=len)}) if runs else frozenset()
+def _literal(pattern: str) -> frozenset[Token]:
+    """The longest literal run of a glob (the whole string when it has no wildcard), bounded at
+    the ends where it is the pattern's own start or end."""
+    pieces = _WILDCARD.split(pattern)
+    runs = [(len(p), -i, p) for i, p in enumerate(pieces) if p]
+    if not runs:
+        return frozenset()
+    _, neg_i, run = max(runs)
+    return frozenset({_token(run, -neg_i == 0, -neg_i == len(pieces) - 1)})
 
 
-def _dotted(pattern: str, common_roots: frozenset[str]) -> frozenset[str]:
+def _dotted(pattern: str, common_roots: frozenset[str]) -> frozenset[Token]:
     """Literal parts of a dotted-name glob. Every part is written somewhere in a file that uses
     the name (in the reference, or in the import that binds its alias); a common root is left
     out while other parts are literal."""

@@ -236,6 +236,34 @@ def test_prefilter_passes_every_invalid_example(pack):
             assert gate.may_match(example.code.encode()), (rule.code, example.code)
 
 
+@pytest.mark.parametrize("code", [
+    "import torch as th\nth.compile(model)\n",
+    "from torch import compile\nmodel = compile(model)\n",
+    "import torch\n\n@torch.compile\ndef f(x):\n    return x\n",
+    "import torch\nx = torch.zeros(3, dtype=torch.long)\n",
+    "t = torch.empty(3, device='cuda:0')\n",
+    "import torch.cuda as tc\ntc.synchronize()\n",
+    "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n",
+    "import torch\ntorch.backends.cudnn.benchmark = True\n",
+])
+def test_prefilter_passes_files_that_can_match(pack, code):
+    gate = build_prefilter(pack)
+    assert gate.may_match(code.encode()) and gate.may_match_text(code)
+    assert analyze.analyze_source(code, "t.py", pack)  # ... and that do
+
+
+@pytest.mark.parametrize("code", [
+    "# a longer note: where these belong\n",  # `long` (for `torch.long`) only inside other words
+    "def is_cuda_ok(use_cudagraphs):\n    return use_cudagraphs\n",  # `cuda` only inside names
+    "import matplotlib.backends\n",  # `backends`, but never with `cudnn`/`cuda`
+])
+def test_prefilter_needs_every_token_of_a_pattern_as_a_word(pack, code):
+    gate = build_prefilter(pack)
+    assert any(t in code for t in gate.tokens)  # the quick any-of test alone would parse these
+    assert not gate.may_match(code.encode()) and not gate.may_match_text(code)
+    assert not analyze.analyze_source(code, "t.py", pack)
+
+
 def test_files_without_tokens_are_counted_but_not_parsed(tmp_path, pack):
     _tree(tmp_path, {"plain.py": PLAIN, "a.py": CUDA})
     counting = Counting()
