@@ -30,7 +30,7 @@ per call site are the compiles that happen *after the site's first pass*, counte
   slot compiled before; bucket and pad advice uses those values. `dtypes` names the inputs whose
   dtype changed (bf16 training under autocast, float32 evaluation outside it).
 
-Records without passes (the pytest plugin's per-test scopes, a backend record alone) fall back to
+Records without passes (a backend record alone, a pytest test run under another tracer) fall back to
 `advice.split_variation`, which guesses slots from the shapes (`details.method` says which).
 
 The `dynamo` part of a backend record is read as (keys optional)::
@@ -249,7 +249,7 @@ def _by_passes(sites: list[CompileSite]) -> _SiteCompiles:
 
 
 def _by_shapes(sites: list[CompileSite]) -> _SiteCompiles:
-    """Records without passes (the pytest plugin's scopes, a backend record alone): separate the
+    """Records without passes (a backend record alone, a test traced by coverage): separate the
     calls of an op on one line from variation by the shapes alone (`advice.split_variation`)."""
     per_op = []
     variants = 1

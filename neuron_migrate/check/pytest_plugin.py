@@ -10,8 +10,9 @@ Each test (setup, call and teardown) is recorded in its own `neuron_emu.recordin
 its own `check.passes.PassTracker` (so its recompiles are counted by passes, as `check` does); its
 fallbacks and recompiles go into the test report as a "neuron" section and into the terminal
 summary. When another tracer is active (coverage, a debugger) the test is not traced, to leave it
-working; its recompiles are then guessed from the shapes alone (`details.method` is "shapes"). Loaded in every pytest run through the `pytest11` entry point, so this module imports
-nothing heavy: torch and the emulator load only with --neuron-emulate.
+working; its recompiles are then guessed from the shapes alone (`details.method` is "shapes").
+Loaded in every pytest run through the `pytest11` entry point, so this module imports nothing
+heavy: torch and the emulator load only with --neuron-emulate.
 """
 
 from __future__ import annotations
