@@ -678,7 +678,7 @@ def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
 # --- findings -----------------------------------------------------------------------------------
 
 
-def _parse(source: str | bytes, path: str) -> ast.Module:
+def _parse(source: str, path: str) -> ast.Module:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escape sequences etc. are not ours to report
         try:
@@ -687,21 +687,12 @@ def _parse(source: str | bytes, path: str) -> ast.Module:
             raise ValueError(f"{path}: too deeply nested to parse") from exc
 
 
-def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None = None,
-                   raw: bytes | None = None) -> list[Finding]:
+def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None = None) -> list[Finding]:
     """Every finding of every rule in `pack` (selection happens later), sorted by position.
 
-    `raw`: the file's bytes, when Python's parser reads them as exactly `source`
-    (`source.parses_as_decoded`); they are parsed instead, which is faster.
     Raises SyntaxError or ValueError when `source` does not parse.
     """
-    if raw is not None:
-        try:
-            tree = _parse(raw, path)
-        except (SyntaxError, ValueError):  # report the error exactly as for the text
-            tree = _parse(source, path)
-    else:
-        tree = _parse(source, path)
+    tree = _parse(source, path)
     cp = compile_pack(pack)
     walker = _Walker(cp, tree, source)
     walker.walk(tree)

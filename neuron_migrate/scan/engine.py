@@ -31,7 +31,7 @@ from neuron_migrate.scan.notebook import code_cells
 from neuron_migrate.scan.prefilter import Prefilter, build_prefilter
 from neuron_migrate.scan.result import Directive, FileResult, ScanResult
 from neuron_migrate.scan.rows import Row, directive_to_row, finding_to_row, row_to_directive
-from neuron_migrate.scan.source import DEFAULT_MAX_FILE_SIZE, decode_source, parses_as_decoded, read_bytes
+from neuron_migrate.scan.source import DEFAULT_MAX_FILE_SIZE, decode_source, read_bytes
 
 Progress = Callable[[int, int], None]
 
@@ -232,9 +232,7 @@ def analyze_file(c: Candidate, ctx: _Context) -> tuple[tuple[Row, ...], tuple[Ro
             text = decode_source(data)
             directives = find_directives(text)
             if ctx.prefilter.may_match(data):
-                # The built-in analyser parses the bytes themselves when they read as `text`.
-                raw = data if ctx.analyzer is None and parses_as_decoded(data) else None
-                findings += _analyze_text(analyzer, text, c.rel, ctx.pack, None, raw)
+                findings += _analyze_text(analyzer, text, c.rel, ctx.pack, None)
         elif c.kind == "notebook":
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             for cell in code_cells(decode_source(data, cookie=False)):
@@ -250,11 +248,8 @@ def analyze_file(c: Candidate, ctx: _Context) -> tuple[tuple[Row, ...], tuple[Ro
     return tuple(finding_to_row(f) for f in findings), tuple(directive_to_row(d) for d in directives)
 
 
-def _analyze_text(analyzer: Analyzer, text: str, rel: str, pack: RulePack, cell: int | None,
-                  raw: bytes | None = None) -> list[Finding]:
+def _analyze_text(analyzer: Analyzer, text: str, rel: str, pack: RulePack, cell: int | None) -> list[Finding]:
     try:
-        if raw is not None:
-            return analyzer.analyze_source(text, rel, pack, cell=cell, raw=raw)  # type: ignore[call-arg]
         return analyzer.analyze_source(text, rel, pack, cell=cell)
     except SyntaxError as exc:
         line = exc.lineno or 1

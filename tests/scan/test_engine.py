@@ -314,31 +314,3 @@ def test_ipython_lines_are_blanked_in_place():
     assert blank_ipython(source).split("\n") == [
         "", "x = ('%d'", "     % 3)", "", "", "for i in range(2):", "    pass", "", "y = 1  # really?", ""]
     assert blank_ipython("%%writefile a.py\nimport torch\n") == "\n\n"
-
-
-# -- parsing the file's bytes ------------------------------------------------------------------
-
-@pytest.mark.parametrize(("data", "as_is"), [
-    (CUDA.encode(), True),
-    ("# -*- coding: utf-8 -*-\nx = 'é'\n".encode(), True),
-    ("#!/usr/bin/env python\n# coding: latin-1\nx = 'é'\n".encode("latin-1"), False),
-    (b"\xef\xbb\xbfx = 1\n", False),  # BOM
-    (b"x = 1\r\ny = 2\r\n", False),  # newlines the text normalises
-])
-def test_bytes_are_parsed_only_when_they_read_as_the_text(data, as_is):
-    from neuron_migrate.scan.source import decode_source, parses_as_decoded
-
-    assert parses_as_decoded(data) is as_is
-    if as_is:
-        assert data.decode("utf-8") == decode_source(data)
-
-
-def test_parsing_bytes_finds_and_fails_as_parsing_text(pack):
-    src = "import torch\n\nx = 'é'  # é\ny = torch.zeros(2, device='cuda')\ntorch.cuda.synchronize()\n"
-    assert analyze.analyze_source(src, "t.py", pack, raw=src.encode()) == analyze.analyze_source(src, "t.py", pack)
-    bad = "x = 'é'\nprint 'python 2'\n"
-    with pytest.raises(SyntaxError) as from_text:
-        analyze.analyze_source(bad, "t.py", pack)
-    with pytest.raises(SyntaxError) as from_bytes:
-        analyze.analyze_source(bad, "t.py", pack, raw=bad.encode())
-    assert from_bytes.value.args == from_text.value.args
