@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -298,17 +297,11 @@ def parse_rule_file(file: str, data: bytes, *, fixers: frozenset[str] | None, fa
     return [_rule(ctx, r, i, file_family, fixers) for i, r in enumerate(rules_raw)]
 
 
-def known_fixers() -> frozenset[str] | None:
-    """Fixer names from the fixes registry (`FIXER_NAMES`, else the keys of `FIXERS`); None while
-    the registry module does not exist yet, so that rule files can be written before their fixers."""
-    try:
-        registry = importlib.import_module("neuron_migrate.fixes.registry")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("neuron_migrate.fixes", "neuron_migrate.fixes.registry"):
-            raise
-        return None
-    names = getattr(registry, "FIXER_NAMES", None)
-    return frozenset(names if names is not None else getattr(registry, "FIXERS", {}))
+def known_fixers() -> frozenset[str]:
+    """The fixer names rules may use (`neuron_migrate.fixes.registry.FIXER_NAMES`)."""
+    from neuron_migrate.fixes.registry import FIXER_NAMES
+
+    return FIXER_NAMES
 
 
 def _pack_meta(file: str, data: bytes) -> dict[str, Any]:

@@ -10,7 +10,6 @@ import pytest
 
 from neuron_migrate.check.terminal import render
 from neuron_migrate.findings import Finding, Report
-
 from tests.check.conftest import PROGRAMS, CheckRun, check_program
 
 
