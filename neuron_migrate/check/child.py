@@ -22,7 +22,8 @@ backend's in `$NEURON_MIGRATE_RECORD_DIR`:
       "module_transfers": [{"site": Site, "calls": int}],  # module.to()/.neuron()/load_state_dict
       "compile_passes": [{"site": Site, "op": str, "signatures": [[Input]], "passes": [int],
                           "slots": [int]}]
-    }                       # the pass of its call site each compile happened in (check.passes)
+    }                       # the pass of its call site each compile happened in (check.passes;
+                            # under --pytest, every test's stamps merged: passes.merge_stamps)
     Frame = Site + {"source": str}; Hint = neuron_migrate.check.hints.diagnose(); Site as in
     neuron_emu.record.
 
@@ -83,6 +84,10 @@ class _State:
         if self.tracker is not None:
             self.tracker.stamp()
             self.data["compile_passes"] = self.tracker.to_dict()
+        elif self.data["mode"] == "pytest" and "neuron_migrate.check.pytest_plugin" in sys.modules:
+            from neuron_migrate.check import passes, pytest_plugin
+
+            self.data["compile_passes"] = passes.merge_stamps(pytest_plugin.COMPLETED_PASSES)
         path = Path(self.directory) / record_name("neuron-check")
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.data, indent=1, default=str), encoding="utf-8")

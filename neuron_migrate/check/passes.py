@@ -196,6 +196,25 @@ class PassTracker:
         return out
 
 
+def merge_stamps(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Several trackers' `to_dict()` (one per pytest test) as one: each run's passes and slots are
+    shifted past the previous runs', so a compile in test B is never the same pass or slot as one
+    in test A (each test's first pass of a slot stays a first compile)."""
+    out: list[dict[str, Any]] = []
+    pass_base = slot_base = 0
+    for entries in runs:
+        top_pass = top_slot = 0
+        for entry in entries:
+            out.append({**entry,
+                        "passes": [n + pass_base if n > 0 else 0 for n in entry["passes"]],
+                        "slots": [slot + slot_base for slot in entry["slots"]]})
+            top_pass = max([top_pass, *entry["passes"]])
+            top_slot = max([top_slot, *entry["slots"]])
+        pass_base += top_pass
+        slot_base += top_slot
+    return out
+
+
 _fork_hook = False
 
 

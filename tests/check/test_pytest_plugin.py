@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+
+from neuron_migrate.check.passes import merge_stamps
+from tests.check.conftest import run_cli
 
 pytest_plugins = ["pytester"]
 PLUGIN = "neuron_migrate.check.pytest_plugin"
@@ -111,3 +117,31 @@ def test_recompiles_are_counted_by_passes_per_test(pytester: pytest.Pytester) ->
     pytester.makeconftest("import sys\nsys.settrace(lambda *a: None)\n")
     result = pytester.runpytest_subprocess(*args)
     result.assert_outcomes(failed=2)
+
+
+@pytest.mark.slow
+def test_check_pytest_counts_the_whole_run_by_each_tests_passes(tmp_path: Path) -> None:
+    """`check --pytest`: the run's report merges every test's pass stamps (passes.merge_stamps),
+    so it agrees with the per-test view: only the growing size recompiles."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_passes.py").write_text(PASS_TESTS, encoding="utf-8")
+    report = tmp_path / "report.json"
+    result = run_cli(["--root", str(tmp_path), "--output-json", str(report), "-q", "--pytest",
+                      str(tmp_path / "tests"), "-p", "no:cacheprovider"])
+    assert result.exit_code == 0, result.stdout
+    found = {f["span"]["line"]: f["details"] for f in json.loads(report.read_text())["findings"]
+             if f["code"] == "NM903"}
+    lines = PASS_TESTS.splitlines()
+    half = lines.index("    return x * 0.5") + 1
+    grow = lines.index('        half(torch.ones(n, 9, device="neuron"))') + 1
+    assert sorted(found) == [half, grow]
+    for details in found.values():
+        assert details["method"] == "passes"
+        assert [d["values"] for d in details["varied_dimensions"]] == [[2, 3, 4]]  # not test_two_callers' 5
+
+
+def test_merged_stamps_keep_each_tests_passes_and_slots_apart() -> None:
+    a = [{"op": "aten::mul", "passes": [1, 2], "slots": [1, 1]}]
+    b = [{"op": "aten::mul", "passes": [1, 0], "slots": [1, 2]}]
+    merged = merge_stamps([a, b])
+    assert [(e["passes"], e["slots"]) for e in merged] == [([1, 2], [1, 1]), ([3, 0], [2, 3])]
