@@ -143,6 +143,7 @@ class PassTracker:
         sys.settrace(self._previous)
         self.stamp()
         self._on = False
+        self.current, self.modules = None, []  # frames (and the tensors in them) may be freed
         for hook in self._hooks:
             hook.remove()
         self._hooks = []
