@@ -140,14 +140,13 @@ def test_docs_check_mode_reports_freshness():
 
 
 def test_loading_imports_neither_torch_nor_libcst_and_is_cached():
+    # Speed is the benchmarks' business (no timed assertions in tests): here, what loading imports.
     code = (
-        "import sys, time\n"
+        "import sys\n"
         "from neuron_migrate.ruleset.load import load_pack\n"
-        "t = time.perf_counter(); a = load_pack(); elapsed = time.perf_counter() - t\n"
+        "a = load_pack()\n"
         "assert load_pack() is a\n"
         "assert 'torch' not in sys.modules and 'libcst' not in sys.modules, 'heavy import'\n"
-        "print(elapsed)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert float(done.stdout) < 1.0
