@@ -16,8 +16,10 @@ nn.Module it ran in or after): only a compile in a later pass than its slot's fi
 recompile (not a loop over layers of different widths, nor a new op such as gradient
 accumulation's add_ on the second step).
 
-Tracing costs one Python call per function call in the main thread (library frames get no line
-events); compile detection is a comparison of the recorder's compile count per user line.
+Events come from `sys.monitoring` on Python 3.12+ (check.monitor: library code runs at full speed)
+and from `sys.settrace` before (which slows all Python code of the thread, library frames included,
+though they get no line events); compile detection is a comparison of the recorder's compile count
+per user line.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import sys
 from types import CodeType, FrameType
 from typing import Any
 
-from neuron_migrate.check import frames
+from neuron_migrate.check import frames, monitor
 
 
 def render_signature(sig: tuple[Any, ...]) -> list[Any]:
@@ -66,6 +68,7 @@ class PassTracker:
         self._module = torch.nn.Module
         self._previous: Any = None
         self._hooks: list[Any] = []
+        self._monitor: monitor.Monitor | None = None  # events from sys.monitoring, else sys.settrace
 
     def context(self, parent: _FrameTracer | None, frame: FrameType) -> int:
         """A small id for (the caller's context, the call instruction, this code, the module whose
@@ -85,12 +88,20 @@ class PassTracker:
         return ctx
 
     # -- tracing -------------------------------------------------------------------------------
-    def _global(self, frame: FrameType, event: str, arg: Any) -> Any:
-        code = frame.f_code
+    @staticmethod
+    def available() -> bool:
+        """Whether a tracker can start without displacing another tool: `sys.monitoring` has a
+        free tool id (3.12+), or no `sys.settrace` function is set (coverage, a debugger)."""
+        return monitor.free_tool() is not None or sys.gettrace() is None
+
+    def is_user(self, code: CodeType) -> bool:
         user = self._user.get(code)
         if user is None:
             user = self._user[code] = not frames.is_library(code)
-        if not user:
+        return user
+
+    def _global(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if not self.is_user(frame.f_code):
             return None
         if self.recorder.compiles != self._seen_compiles:
             self.stamp()
@@ -134,13 +145,22 @@ class PassTracker:
         self._hooks = [register_module_forward_pre_hook(pre_hook),
                        register_module_forward_hook(post_hook, always_call=True)]
         self._on = True
-        self._previous = sys.gettrace()
-        sys.settrace(self._global)
+        tool = monitor.free_tool()
+        if tool is not None:
+            self._monitor = monitor.Monitor(self, tool)
+            self._monitor.start()
+        else:
+            self._previous = sys.gettrace()
+            sys.settrace(self._global)
         _untrace_forked_children()
 
     def stop(self) -> None:
         """Stop tracing and remove the module hooks (the pytest plugin runs one tracker per test)."""
-        sys.settrace(self._previous)
+        if self._monitor is not None:
+            self._monitor.stop()
+            self._monitor = None
+        else:
+            sys.settrace(self._previous)
         self.stamp()
         self._on = False
         self.current, self.modules = None, []  # frames (and the tensors in them) may be freed
@@ -231,6 +251,12 @@ def _untrace_forked_children() -> None:
 def _untrace() -> None:
     if isinstance(getattr(sys.gettrace(), "__self__", None), PassTracker):
         sys.settrace(None)
+    mon = getattr(sys, "monitoring", None)
+    if mon is not None:
+        for tool in range(6):
+            if mon.get_tool(tool) == monitor.NAME:
+                mon.set_events(tool, 0)
+                mon.free_tool_id(tool)
 
 
 class _FrameTracer:

@@ -9,8 +9,9 @@
 Each test (setup, call and teardown) is recorded in its own `neuron_emu.recording()` scope, with
 its own `check.passes.PassTracker` (so its recompiles are counted by passes, as `check` does); its
 fallbacks and recompiles go into the test report as a "neuron" section and into the terminal
-summary. When another tracer is active (coverage, a debugger) the test is not traced, to leave it
-working; its recompiles are then guessed from the shapes alone (`details.method` is "shapes").
+summary. On Python 3.12+ the tracker uses `sys.monitoring`, beside any other tool; on 3.11, when
+another `sys.settrace` tracer is active (coverage, a debugger), the test is not traced, to leave it
+working, and its recompiles are guessed from the shapes alone (`details.method` is "shapes").
 Loaded in every pytest run through the `pytest11` entry point, so this module imports nothing
 heavy: torch and the emulator load only with --neuron-emulate.
 """
@@ -91,7 +92,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     item.config.stash[_STATE]["observed"].clear()
     with neuron_emu.recording() as rec:
         item.stash[_RECORDER] = rec
-        tracker = item.stash[_TRACKER] = PassTracker(rec) if sys.gettrace() is None else None
+        tracker = item.stash[_TRACKER] = PassTracker(rec) if PassTracker.available() else None
         if tracker is not None:
             tracker.start()
         try:
