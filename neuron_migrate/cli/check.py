@@ -64,6 +64,15 @@ def _program_args(args: list[str]) -> tuple[str, ...]:
     return tuple(args[1:] if args[:1] == ["--"] else args)
 
 
+def _pytest_args(args: list[str]) -> tuple[str, ...]:
+    """pytest's arguments: `check --pytest tests/ -- -k model` too (the first `--` only separates
+    them from ours; pytest would take what follows it for paths)."""
+    if "--" not in args:
+        return tuple(args)
+    i = args.index("--")
+    return (*args[:i], *args[i + 1:])
+
+
 def run_check(
     args: list[str],
     *,
@@ -97,7 +106,7 @@ def run_check(
     if module:
         program = Program("module", module, _program_args(args))
     elif pytest_mode:
-        program = Program("pytest", "pytest", _program_args(args))
+        program = Program("pytest", "pytest", _pytest_args(args))
     elif from_records:
         if args:
             raise NeuronMigrateError("--from-records reports existing records: give no program")

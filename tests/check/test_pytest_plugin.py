@@ -131,8 +131,9 @@ def test_check_pytest_counts_the_whole_run_by_each_tests_passes(tmp_path: Path) 
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_passes.py").write_text(PASS_TESTS, encoding="utf-8")
     report = tmp_path / "report.json"
+    # pytest's own options after `--`, as a script's are (`check train.py -- --steps 6`)
     result = run_cli(["--root", str(tmp_path), "--output-json", str(report), "-q", "--pytest",
-                      str(tmp_path / "tests"), "-p", "no:cacheprovider"])
+                      str(tmp_path / "tests"), "--", "-p", "no:cacheprovider"])
     assert result.exit_code == 0, result.stdout
     found = {f["span"]["line"]: f["details"] for f in json.loads(report.read_text())["findings"]
              if f["code"] == "NM903"}
