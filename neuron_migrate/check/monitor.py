@@ -75,7 +75,7 @@ class Monitor:
             self.instrumented.add(code)
             events = sys.monitoring.events
             sys.monitoring.set_local_events(self.tool, code, events.LINE | events.PY_RETURN | events.PY_YIELD)
-        t._global(sys._getframe(1), "call", None)
+        t.on_call(sys._getframe(1), "call", None)
         return None
 
     def _throw(self, code: CodeType, offset: int, exception: BaseException) -> None:

@@ -100,7 +100,9 @@ class PassTracker:
             user = self._user[code] = not frames.is_library(code)
         return user
 
-    def _global(self, frame: FrameType, event: str, arg: Any) -> Any:
+    def on_call(self, frame: FrameType, event: str, arg: Any) -> Any:
+        """A frame starts (the `sys.settrace` function; check.monitor calls it too): a user frame
+        gets its tracer, which becomes `current`."""
         if not self.is_user(frame.f_code):
             return None
         if self.recorder.compiles != self._seen_compiles:
@@ -151,7 +153,7 @@ class PassTracker:
             self._monitor.start()
         else:
             self._previous = sys.gettrace()
-            sys.settrace(self._global)
+            sys.settrace(self.on_call)
         _untrace_forked_children()
 
     def stop(self) -> None:
