@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,19 +37,20 @@ class Position:
         return (self.input, self.item, self.dim)
 
 
-def _dims(sig: list[Any]) -> dict[Position, int] | None:
-    """Position -> size for one signature; None if its structure (ranks, dtypes) is unusual."""
-    out: dict[Position, int] = {}
+def _tensor_inputs(sig: list[Any]) -> Iterator[tuple[int, int, Any]]:
+    """(input index, index inside a tensor list or -1, [shape, dtype]) of every tensor input."""
     for i, inp in enumerate(sig):
         if inp is None:
             continue
         if len(inp) == 2 and isinstance(inp[1], str):
-            out.update({Position(i, -1, d): int(n) for d, n in enumerate(inp[0])})
+            yield i, -1, inp
         else:
-            for j, t in enumerate(inp):
-                if t is not None:
-                    out.update({Position(i, j, d): int(n) for d, n in enumerate(t[0])})
-    return out
+            yield from ((i, j, t) for j, t in enumerate(inp) if t is not None)
+
+
+def _dims(sig: list[Any]) -> dict[Position, int]:
+    """Position -> size for one signature (`_structure` tells signatures of other ranks apart)."""
+    return {Position(i, j, d): int(n) for i, j, t in _tensor_inputs(sig) for d, n in enumerate(t[0])}
 
 
 def _structure(sig: list[Any]) -> str:
@@ -92,15 +94,7 @@ def changed_positions(sig: list[Any], earlier: list[list[Any]]) -> dict[Position
 
 def _tensors(sig: list[Any]) -> dict[str, tuple[int, str]]:
     """Input label -> (rank, dtype) of every tensor input."""
-    out: dict[str, tuple[int, str]] = {}
-    for i, inp in enumerate(sig):
-        if inp is None:
-            continue
-        if len(inp) == 2 and isinstance(inp[1], str):
-            out[f"input {i}"] = (len(inp[0]), inp[1])
-        else:
-            out.update({f"input {i}[{j}]": (len(t[0]), t[1]) for j, t in enumerate(inp) if t is not None})
-    return out
+    return {f"input {i}" + (f"[{j}]" if j >= 0 else ""): (len(t[0]), t[1]) for i, j, t in _tensor_inputs(sig)}
 
 
 def changed_dtypes(sig: list[Any], earlier: list[list[Any]]) -> dict[str, tuple[str, str]]:
@@ -120,9 +114,7 @@ def changed_dtypes(sig: list[Any], earlier: list[list[Any]]) -> dict[str, tuple[
 def split_variation(signatures: list[list[Any]]) -> Variation:
     groups: dict[str, list[dict[Position, int]]] = {}
     for sig in signatures:
-        dims = _dims(sig)
-        if dims is not None:
-            groups.setdefault(_structure(sig), []).append(dims)
+        groups.setdefault(_structure(sig), []).append(_dims(sig))
     varied: dict[Position, set[int]] = {}
     slots = variants = 0
     for sigs in groups.values():
