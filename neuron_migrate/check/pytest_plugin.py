@@ -29,9 +29,9 @@ _STATE = pytest.StashKey[dict[str, Any]]()
 _RECORDER = pytest.StashKey[Any]()
 _FINDINGS = pytest.StashKey[list[Any]]()
 _TRACKER = pytest.StashKey[Any]()
-# Every traced test's pass stamps (`PassTracker.to_dict()`), in run order: `check --pytest` puts
-# them into its record (`compile_passes`) so the whole run's recompiles are also counted by passes.
-COMPLETED_PASSES: list[list[dict[str, Any]]] = []
+# Under `check --pytest` (which sets a list here), every traced test's pass stamps in run order:
+# they go into its record (`compile_passes`) so the whole run's recompiles are counted by passes.
+COMPLETED_PASSES: list[list[dict[str, Any]]] | None = None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -100,7 +100,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         finally:
             if tracker is not None:
                 tracker.stop()
-                COMPLETED_PASSES.append(tracker.to_dict())
+                if COMPLETED_PASSES is not None:
+                    COMPLETED_PASSES.append(tracker.to_dict())
 
 
 def _analyze(item: pytest.Item, state: dict[str, Any]) -> list[Any]:
