@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from neuron_migrate.findings import Finding, FixClass, Span
 from neuron_migrate.ruleset.model import ArgumentPattern, FixKind, Rule, RulePack
-from neuron_migrate.scan.aliases import AliasTable
+from neuron_migrate.scan.aliases import AliasTable, HiddenRead
 from neuron_migrate.scan.matchers import arguments as args_m
 from neuron_migrate.scan.matchers import device_strings as dev_m
 from neuron_migrate.scan.matchers import env_vars as env_m
@@ -32,6 +32,8 @@ from neuron_migrate.scan.matchers.imports import ImportTable
 from neuron_migrate.scan.matchers.names import name_table
 from neuron_migrate.scan.matchers.qualified_names import QualifiedNameTable
 from neuron_migrate.scan.matchers.site import LineIndex, Site
+from neuron_migrate.scan.prefilter import build_prefilter
+from neuron_migrate.scan.regions import RegionGate, SparseTree
 
 __all__ = ["CompiledPack", "analyze_file_path", "analyze_source", "compile_pack"]
 
@@ -54,6 +56,7 @@ class CompiledPack:
     implicit_roots: frozenset[str]
     device_words: tuple[str, ...]  # a file without any of these has no device-string match
     env_words: tuple[str, ...]  # ... without any of these, no env-var match
+    regions: RegionGate  # which functions of a large file need parsing
 
 
 _COMPILED: dict[object, CompiledPack] = {}
@@ -85,6 +88,7 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         implicit_roots=frozenset(r for r in roots if r.isidentifier()) | _ALWAYS_IMPLICIT,
         device_words=_words([t for t, _, _ in devices.types]),
         env_words=_words([literal_prefix(p) for p, _, _ in env.patterns]),
+        regions=RegionGate(build_prefilter(pack).requirements),
     )
     if len(_COMPILED) >= 8:
         _COMPILED.pop(next(iter(_COMPILED)))
@@ -123,7 +127,10 @@ class _Walker:
         self.func_names: list[str] = []
         self.consts: dict[str, ast.AST | None] = {}  # module-level literal constants
         self.argparse: dict[str, ast.AST] = {}  # option dest -> literal default
-        self.pending: list[tuple[ast.Call, Rule, ArgumentPattern, ast.AST, ast.AST, tuple[dict[str, ast.AST | None], ...], str]] = []
+        # Arguments whose value is a variable, resolved once every module constant and argparse
+        # default is known; each keeps the statement it stands in.
+        self.pending: list[tuple[ast.Call, Rule, ArgumentPattern, ast.AST, ast.AST,
+                                 tuple[dict[str, ast.AST | None], ...], str, ast.AST, int]] = []
         self.stack: list[ast.AST] = []
         self._prepass(tree.body)
 
@@ -588,7 +595,7 @@ class _Walker:
         if value is args_m.UNKNOWN and (pat.values or pat.not_values):
             if value_node.__class__ in (ast.Name, ast.Attribute):
                 scopes = tuple(reversed(self.scopes))
-                self.pending.append((call, rule, pat, arg, value_node, scopes, display))
+                self.pending.append((call, rule, pat, arg, value_node, scopes, display, self.stmt, self.stmt_line))
             return
         if args_m.value_matches(pat, value):
             self._report_argument(call, rule, arg, value_node, value, display,
@@ -612,7 +619,8 @@ class _Walker:
         return None
 
     def finish(self) -> None:
-        for call, rule, pat, arg, value_node, scopes, display in self.pending:
+        for call, rule, pat, arg, value_node, scopes, display, stmt, stmt_line in self.pending:
+            self.stmt, self.stmt_line = stmt, stmt_line  # the finding's statement is the call's
             literal = self._variable(value_node, scopes)
             if literal is None:
                 continue
@@ -690,16 +698,42 @@ def _parse(source: str, path: str) -> ast.Module:
 def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None = None) -> list[Finding]:
     """Every finding of every rule in `pack` (selection happens later), sorted by position.
 
-    Raises SyntaxError or ValueError when `source` does not parse.
+    A file (not a notebook cell) is parsed without the functions that cannot hold a finding
+    (`scan.regions`) when that pays; if the walk then depends on what it skipped, the file is
+    analysed again whole. Raises SyntaxError or ValueError when `source` does not parse.
     """
-    tree = _parse(source, path)
     cp = compile_pack(pack)
+    if cell is None:
+        sparse = cp.regions.parse(source, lambda text: _parse(text, path))
+        if sparse is not None:
+            try:
+                return _analyze_tree(cp, sparse.tree, source, path, cell, sparse)
+            except HiddenRead:
+                pass
+    return _analyze_tree(cp, _parse(source, path), source, path, cell, None)
+
+
+def _analyze_tree(cp: CompiledPack, tree: ast.Module, source: str, path: str, cell: int | None,
+                  sparse: SparseTree | None) -> list[Finding]:
     walker = _Walker(cp, tree, source)
     walker.walk(tree)
     walker.finish()
+    if sparse is not None:
+        _check_unwalked(walker.aliases, cp.regions, sparse)
     if not walker.sites:
         return []
     return _findings(walker, tree, source, path, cell)
+
+
+def _check_unwalked(aliases: AliasTable, gate: RegionGate, sparse: SparseTree) -> None:
+    """Raise HiddenRead when a skipped region may hold a finding after all: it uses a name an
+    import binds to a token's module that the text scan did not see, or the file star-imports."""
+    if aliases.stars:
+        raise HiddenRead("*")
+    for name, target in aliases.names.items():
+        if name not in sparse.anchors and gate.relevant(target) and sparse.hides(name):
+            raise HiddenRead(name)
+    aliases.hidden = sparse.hides
 
 
 def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: int | None) -> list[Finding]:

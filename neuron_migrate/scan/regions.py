@@ -1,0 +1,323 @@
+"""Parse only the parts of a file that can hold a finding.
+
+The prefilter decides per file; in a large, token-dense file most functions still hold no
+finding, and parsing them is most of a cold scan. So a file is split by its text into *regions*:
+each function or class defined at column 0, and each method (or nested class) of a column-0
+class. Everything else is *context*, always parsed: imports, module-level statements, class
+headers and class-level statements, and any region that spells `import` or `add_argument`
+(aliases and argparse defaults are file-wide: a binding in one function resolves a name in
+another).
+
+A region is parsed when, for some pattern whose tokens all appear in the file (the prefilter's
+requirements), one of them appears in the region and the rest in the region or the context, or
+when the region uses a name that an import binds to something a token names (`tc` from
+`import torch.cuda as tc` hides `cuda`). Every other region becomes `pass` on its first line and
+the module is parsed once: line numbers and columns are those of the file, every other character
+is parsed where it stands, and each block keeps a statement where a region stood.
+
+Splitting by text cannot see strings or brackets: a column-0 line inside a docstring or a call
+ends a region early. Such a split makes the module fail to parse, or leaves a region's `pass`
+inside a string; the file is then parsed whole. What the walk resolves across regions is checked
+after it (`SparseTree.hides`): a name bound by an import that the text scan missed, a
+`from m import *`, a module root read without an import; any of them sends the file back to a
+whole parse, so the findings are those of the whole tree.
+
+A syntax error inside a region that is not parsed is not reported (as in a file the prefilter
+rejects: nothing there can hold a finding).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from neuron_migrate.scan.prefilter import Token
+
+# A line indented by at most the region's indentation that can start a statement: not blank, not
+# a comment, not a closing bracket (`) -> int:` ending a wrapped signature), not a string
+# (docstring text). Patterns start with a literal newline: the regex engine then skips ahead by
+# searching for it, instead of trying every position (5-10x faster on large files).
+_BOUNDARY: dict[int, re.Pattern[str]] = {}
+_DEF = re.compile(r"@|(?:async[ \t]+)?def[ \t]|class[ \t]")
+_MEMBER = re.compile(r"\n([ \t]+)(?:@|(?:async[ \t]+)?def[ \t]|class[ \t])")
+_FORCED = frozenset({b"import", b"add_argument"})
+_IMPORT = re.compile(r"import[ \t]+(\*|\([^)]*\)|[^\n;#]*)")
+_FROM = re.compile(r"from[ \t]+([\w.]+)[ \t]+$")
+_COMMENT = re.compile(r"#[^\n]*")
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+# Below this many regions the split costs more than it saves.
+MIN_REGIONS = 4
+
+
+@dataclass(slots=True)
+class Region:
+    start: int  # offset of its first line (its first decorator)
+    end: int  # offset just past its last line
+    line: int  # 1-based line of `start`
+    indent: str  # "" at module level; the class body's indentation for a member
+
+
+class SparseTree:
+    """A module parsed without some regions, and what the walk must check against them."""
+
+    __slots__ = ("tree", "anchors", "_source", "_skipped", "_starts")
+
+    def __init__(self, tree: ast.Module, source: str, skipped: list[Region], anchors: frozenset[str]) -> None:
+        self.tree = tree
+        self.anchors = anchors  # names the text scan found bound by an import to a token's module
+        self._source = source
+        self._skipped = skipped
+        self._starts = [r.start for r in skipped]
+
+    def hides(self, name: str) -> bool:
+        """Whether `name` occurs as a whole word in a region that was not parsed."""
+        for pos in _occurrences(self._source, Token(name, True, True)):
+            i = bisect.bisect_right(self._starts, pos) - 1
+            if i >= 0 and pos < self._skipped[i].end:
+                return True
+        return False
+
+
+class RegionGate:
+    """The per-region test, built from the prefilter's requirements (one per rule pattern)."""
+
+    def __init__(self, requirements: Sequence[Sequence[Token]]) -> None:
+        self.requirements = tuple(tuple(r) for r in requirements)
+        self.words = frozenset(t.text for r in self.requirements for t in r)
+        tokens = {t for r in self.requirements for t in r}
+        # A whole-word token is found by looking its word up; others (a glob's prefix, a value
+        # with punctuation) by searching the source.
+        self.plain = {t: t.text.encode() for t in sorted(tokens) if t.left and t.right and _WORD.issuperset(t.text)}
+        self.other = tuple(sorted(t for t in tokens if t not in self.plain))
+
+    def relevant(self, qualified: str) -> bool:
+        """Whether a name bound to `qualified` can hide a token (so its uses need parsing)."""
+        return not self.words.isdisjoint(qualified.split("."))
+
+    def parse(self, source: str, parse: Callable[[str], ast.Module]) -> SparseTree | None:
+        """The module without the regions that cannot hold a finding, or None when the file is
+        better parsed whole (few regions, nothing to skip, a split the parser rejects)."""
+        if not self.requirements:
+            return None
+        regions = _regions(source)
+        if len(regions) < MIN_REGIONS:
+            return None
+        anchors = self.anchors(source)
+        if anchors is None:
+            return None
+        skipped = self._skippable(source, regions, anchors)
+        if not skipped:
+            return None
+        try:
+            tree = parse(_blank(source, skipped))
+        except SyntaxError:  # a split through a string or a bracket: parse the file whole
+            return None
+        if not _placeholders_stand(tree, skipped):
+            return None
+        return SparseTree(tree, source, skipped, anchors)
+
+    def _skippable(self, source: str, regions: list[Region], anchors: frozenset[str]) -> list[Region]:
+        """The regions that cannot hold a finding (never one that imports or declares an
+        argparse option: those are context)."""
+        # One byte per character (non-ASCII as `?`), every non-word byte a space, a space at each
+        # end: a whole word `w` at offset i of `source` is ` w ` at offset i of `flat`.
+        flat = b" " + source.encode("ascii", "replace").translate(_SPACES) + b" "
+        present = set(flat.split())
+
+        def where(word: bytes) -> tuple[set[int], bool]:
+            return _where(regions, _word_offsets(flat, word)) if word in present else (set(), False)
+
+        forced: set[int] = set()
+        for word in _FORCED:
+            forced |= where(word)[0]
+        candidates = {i for i in range(len(regions)) if i not in forced}
+        # The requirements the whole file meets; then, for their tokens only, the candidate
+        # regions holding each, and whether the context does (a forced region counts as context).
+        others = {t: _where(regions, _occurrences(source, t)) for t in self.other}
+        met = [req for req in self.requirements
+               if all(self.plain[t] in present if t in self.plain else any(others[t]) for t in req)]
+        inside: dict[Token, set[int]] = {}
+        in_context: set[Token] = set()
+        for t in {t for req in met for t in req}:
+            holders, outside = others[t] if t in others else where(self.plain[t])
+            here = holders & candidates
+            if here:
+                inside[t] = here
+            if outside or len(here) < len(holders):
+                in_context.add(t)
+        anchored: set[int] = set()
+        for name in anchors:
+            anchored |= where(name.encode())[0]
+        return [regions[i] for i in sorted(candidates) if not self._may_match(i, met, inside, in_context, i in anchored)]
+
+    @staticmethod
+    def _may_match(i: int, met: list[tuple[Token, ...]], inside: dict[Token, set[int]], in_context: set[Token],
+                   anchored: bool) -> bool:
+        """Whether some requirement has all its tokens in region `i` or the context, one of them
+        (or a name hiding them) in the region itself."""
+        for req in met:
+            here = False
+            for t in req:
+                if i in inside.get(t, ()):
+                    here = True
+                elif t not in in_context:
+                    break
+            else:
+                if here or anchored:
+                    return True
+        return False
+
+    def anchors(self, source: str) -> frozenset[str] | None:
+        """Names an import binds to a module or object whose dotted name spells a token; None
+        when the file star-imports (any free name may then be a rule's)."""
+        names = set()
+        for m in _IMPORT.finditer(source):
+            i = m.start()
+            if i and source[i - 1] in _WORD:
+                continue
+            items = m.group(1)
+            if items == "*":
+                return None
+            line_start = source.rfind("\n", 0, i) + 1
+            before = _FROM.search(source, line_start, i)
+            module = before.group(1) if before else None
+            for item in _COMMENT.sub("", items).strip("()").split(","):
+                parts = item.split()
+                if not parts:
+                    continue
+                target = parts[0]
+                bound = parts[2] if len(parts) == 3 and parts[1] == "as" else None
+                if module is not None:
+                    target, bound = f"{module}.{target}", bound or target
+                elif bound is None:  # `import a.b.c` binds `a`, and its uses spell the rest
+                    target = bound = target.partition(".")[0]
+                if bound.isidentifier() and self.relevant(target):
+                    names.add(bound)
+        return frozenset(names)
+
+
+def _regions(source: str) -> list[Region]:
+    """Column-0 functions and classes' members, and column-0 functions, in order."""
+    out: list[Region] = []
+    for start, end, is_class in _blocks(source, 0, len(source), ""):
+        if is_class:
+            out += _members(source, start, end)
+        else:
+            out.append(Region(start, end, 0, ""))
+    line, pos = 1, 0
+    for r in out:
+        line += source.count("\n", pos, r.start)
+        pos = r.start
+        r.line = line
+    return out
+
+
+def _blocks(source: str, start: int, end: int, indent: str) -> list[tuple[int, int, bool]]:
+    """(start, end, is_class) of each def/class indented by `indent` in source[start:end],
+    decorators included; a block ends where the next statement at that indentation or less starts."""
+    width = len(indent)
+    boundary = _BOUNDARY.get(width)
+    if boundary is None:
+        boundary = _BOUNDARY[width] = re.compile(r"\n[ \t]{0,%d}[^ \t\f\n#)\]}'\"]" % width)
+    lines = [m.start() + 1 for m in boundary.finditer(source, start - 1 if start else 0, end)]
+    if start == 0 and source and source[0] not in _NOT_STATEMENT:
+        lines.insert(0, 0)
+    blocks: list[tuple[int, int, bool]] = []
+    decorated: int | None = None
+    for i, pos in enumerate(lines):
+        head = pos + width
+        if not (source.startswith(indent, pos) and source[head] not in " \t" and _DEF.match(source, head)):
+            decorated = None
+            continue
+        if source[head] == "@":
+            decorated = pos if decorated is None else decorated
+            continue
+        nxt = lines[i + 1] if i + 1 < len(lines) else end
+        blocks.append((decorated if decorated is not None else pos, nxt, source.startswith("class", head)))
+        decorated = None
+    return blocks
+
+
+def _members(source: str, start: int, end: int) -> list[Region]:
+    """A column-0 class's direct members: the defs and classes at its body's indentation."""
+    # The first def in a class is one of its members (a method precedes what it nests). A class
+    # whose first def sits deeper (under an `if`) gets regions there, which splice to no slot of
+    # the class body: the file is then parsed whole.
+    first = _MEMBER.search(source, start, end)
+    if first is None:
+        return []
+    indent = first.group(1)
+    return [Region(s, e, 0, indent) for s, e, _ in _blocks(source, start, end, indent)]
+
+
+def _blank(source: str, regions: list[Region]) -> str:
+    """The source with each region replaced by `pass` on its first line and blank lines after."""
+    pieces = []
+    pos = 0
+    for r in regions:
+        pieces.append(source[pos:r.start])
+        pieces.append(r.indent + "pass" + "\n" * source.count("\n", r.start, r.end))
+        pos = r.end
+    pieces.append(source[pos:])
+    return "".join(pieces)
+
+
+_SPACES = bytes(c if chr(c) in _WORD else 32 for c in range(256))
+
+_NOT_STATEMENT = frozenset(" \t\f\n#)]}'\"")
+
+
+def _placeholders_stand(tree: ast.Module, skipped: list[Region]) -> bool:
+    """Whether every skipped region's `pass` is a statement of the module or of a class at its
+    top level. One that is not was blanked inside a string (a column-0 `def` in a docstring):
+    the parse then says nothing about where statements start."""
+    lines = {r.line for r in skipped}
+    for node in tree.body:
+        if node.__class__ is ast.Pass:
+            lines.discard(node.lineno)
+        elif node.__class__ is ast.ClassDef:
+            for member in node.body:  # type: ignore[attr-defined]
+                if member.__class__ is ast.Pass:
+                    lines.discard(member.lineno)
+    return not lines
+
+
+def _where(regions: list[Region], positions: list[int]) -> tuple[set[int], bool]:
+    """The indexes of the regions holding these offsets, and whether any lies outside them."""
+    starts = [r.start for r in regions]
+    inside: set[int] = set()
+    outside = False
+    for pos in positions:
+        i = bisect.bisect_right(starts, pos) - 1
+        if i >= 0 and pos < regions[i].end:
+            inside.add(i)
+        else:
+            outside = True
+    return inside, outside
+
+
+def _word_offsets(flat: bytes, word: bytes) -> list[int]:
+    """Offsets in the source of `word` as a whole word, given `flat` as `_skippable` builds it."""
+    needle = b" " + word + b" "
+    out = []
+    i = flat.find(needle)
+    while i >= 0:
+        out.append(i)
+        i = flat.find(needle, i + 1)
+    return out
+
+
+def _occurrences(hay: str, token: Token) -> list[int]:
+    """Offsets where `token` occurs with its word bounds."""
+    text, left, right = token
+    out = []
+    n, end = len(text), len(hay)
+    i = hay.find(text)
+    while i >= 0:
+        if (not left or i == 0 or hay[i - 1] not in _WORD) and (not right or i + n == end or hay[i + n] not in _WORD):
+            out.append(i)
+        i = hay.find(text, i + 1)
+    return out

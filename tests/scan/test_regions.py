@@ -1,0 +1,331 @@
+"""Parsing only the regions that can hold a finding (`scan.regions`) must give the findings of the
+whole file: each case is analysed both ways and compared field by field, and the cases check that
+regions were really left out (or, where the split cannot be trusted, that the file was parsed
+whole)."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from neuron_migrate.findings import Finding
+from neuron_migrate.ruleset.load import load_pack
+from neuron_migrate.ruleset.model import RulePack
+from neuron_migrate.scan import analyze
+from neuron_migrate.scan.regions import RegionGate, SparseTree
+
+FILLER = "\n\n".join(f"def helper_{i}(x):\n    return x + {i}\n" for i in range(4))
+
+
+@pytest.fixture(scope="module")
+def pack() -> RulePack:
+    return load_pack()
+
+
+def sparse_tree(pack: RulePack, source: str) -> SparseTree | None:
+    return analyze.compile_pack(pack).regions.parse(source, ast.parse)
+
+
+def skipped_lines(pack: RulePack, source: str) -> list[int]:
+    tree = sparse_tree(pack, source)
+    assert tree is not None, "the file was parsed whole"
+    return [r.line for r in tree._skipped]
+
+
+def both(pack: RulePack, source: str, monkeypatch: pytest.MonkeyPatch) -> list[Finding]:
+    """The findings with regions left out, after checking they equal the whole file's."""
+    sparse = analyze.analyze_source(source, "m.py", pack)
+    with monkeypatch.context() as m:
+        m.setattr(RegionGate, "parse", lambda self, source, parse: None)
+        whole = analyze.analyze_source(source, "m.py", pack)
+    assert sparse == whole
+    return sparse
+
+
+def src(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n").replace("FILLER", FILLER)
+
+
+def test_functions_without_tokens_are_left_out(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = src("""
+        import torch
+
+        FILLER
+
+        def to_gpu(model):
+            return model.cuda()
+        """)
+    assert skipped_lines(pack, source) == [3, 7, 11, 15]
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 20)]
+
+
+def test_methods_are_regions_of_their_class(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = src("""
+        import torch
+
+
+        class Trainer:
+            \"\"\"Trains.\"\"\"
+
+            steps = 10
+
+            def __init__(self, model):
+                self.model = model
+
+            @property
+            def size(
+                self,
+            ) -> int:
+                return 1
+
+            def name(self):
+                return "t"
+
+            class Config:
+                lr = 0.1
+
+            def step(self, x):
+                return self.model(x.cuda())
+
+            def reset(self):
+                self.steps = 0
+        """)
+    assert skipped_lines(pack, source) == [9, 12, 18, 21, 27]
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 25)]
+
+
+def test_a_name_an_import_binds_to_a_rule_module_keeps_its_users(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = src("""
+        import torch.cuda as tc
+        from torch.cuda import synchronize as sync
+
+        FILLER
+
+        def wait():
+            sync()
+
+        def count():
+            return tc.device_count()
+        """)
+    assert skipped_lines(pack, source) == [4, 8, 12, 16]
+    found = both(pack, source, monkeypatch)
+    assert [(f.code, f.span.line) for f in found] == [("NM206", 21), ("NM202", 24)]
+
+
+def test_an_import_inside_a_function_binds_for_the_whole_file(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = src("""
+        def setup():
+            import torch.cuda as tc
+            return 0
+
+        FILLER
+
+        def count():
+            return tc.device_count()
+        """)
+    assert skipped_lines(pack, source) == [5, 9, 13, 17]  # not `setup`: it imports
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM202", 22)]
+
+
+def test_module_constants_and_argparse_defaults_reach_other_functions(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = src("""
+        import argparse
+        import torch
+        import torch.distributed as dist
+
+        MODE = "max-autotune"
+
+        FILLER
+
+        def options():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--backend", default="nccl")
+            return parser.parse_args()
+
+        def main():
+            args = options()
+            dist.init_process_group(backend=args.backend)
+
+        def build(model):
+            return torch.compile(model, mode=MODE)
+        """)
+    # `options` declares an option: context. `main` holds `init_process_group`, and `"nccl"` is
+    # in the context; `build` holds `compile`.
+    assert skipped_lines(pack, source) == [7, 11, 15, 19]
+    found = both(pack, source, monkeypatch)
+    assert [(f.code, f.span.line) for f in found] == [
+        ("NM402", 25), ("NM401", 30), ("NM501", 33), ("NM507", 33), ("NM503", 33)]
+
+
+def test_a_variable_argument_belongs_to_its_own_statement(pack: RulePack) -> None:
+    # Resolved after the walk, the finding once took the file's last statement as its own
+    # (so a suppression comment on the call's first line missed it).
+    source = src("""
+        import torch.distributed as dist
+        BACKEND = "nccl"
+
+
+        def setup():
+            dist.init_process_group(
+                backend=BACKEND,
+            )
+            return 1
+
+
+        x = 2
+        """)
+    (found,) = [f for f in analyze.analyze_source(source, "m.py", pack) if f.code == "NM401"]
+    assert (found.span.line, found.statement_line) == (7, 6)
+
+
+def test_column_zero_text_in_a_docstring_sends_the_file_to_a_whole_parse(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = src("""
+        import torch
+
+        FILLER
+
+        def documented():
+            \"\"\"Run it.
+
+        Example: this line starts at column 0 inside the docstring
+            \"\"\"
+            return 1
+
+        def to_gpu(model):
+            return model.cuda()
+        """)
+    assert sparse_tree(pack, source) is None
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 27)]
+
+
+def test_a_def_inside_a_docstring_is_not_taken_for_a_region(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Blanking a "region" inside a string parses, but its `pass` is no statement: parsed whole.
+    source = src("""
+        import torch
+
+        USAGE = \"\"\"
+        def example():
+            return 1
+        Then call example().
+        \"\"\"
+
+        FILLER
+
+        def to_gpu(model):
+            return model.cuda()
+        """)
+    assert sparse_tree(pack, source) is None
+    assert both(pack, source, monkeypatch)
+
+
+def test_star_imports_are_parsed_whole(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = src("""
+        from torch.cuda import *
+
+        FILLER
+
+        def wait():
+            synchronize()
+        """)
+    assert sparse_tree(pack, source) is None
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM206", 20)]
+
+
+def test_a_module_root_read_in_a_skipped_region_is_seen_by_fixes(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `torch` is used without an import (as in a pasted snippet): a fix that spells `torch.neuron`
+    # then adds no import. Whether the file reads `torch` depends on the skipped functions too.
+    source = src("""
+        from torch.cuda import synchronize
+
+        FILLER
+
+        def make():
+            return torch.zeros(3)
+
+        def wait():
+            synchronize()
+        """)
+    assert skipped_lines(pack, source) == [3, 7, 11, 15, 19]
+    (found,) = both(pack, source, monkeypatch)
+    assert found.fixes and not any(fix.add_imports for fix in found.fixes)
+
+
+def test_a_syntax_error_in_a_skipped_function_is_not_reported(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = src("""
+        import torch
+
+        FILLER
+
+        def legacy():
+            print "no finding can be here"
+
+        def to_gpu(model):
+            return model.cuda()
+        """)
+    assert skipped_lines(pack, source) == [3, 7, 11, 15, 19]
+    assert [(f.code, f.span.line) for f in analyze.analyze_source(source, "m.py", pack)] == [("NM102", 23)]
+    with monkeypatch.context() as m:
+        m.setattr(RegionGate, "parse", lambda self, source, parse: None)
+        with pytest.raises(SyntaxError):
+            analyze.analyze_source(source, "m.py", pack)
+
+
+def test_tab_indented_classes_and_crlf_free_text_split_the_same(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    methods = "".join(f"\tdef m{i}(self):\n\t\treturn {i}\n\n" for i in range(4))
+    source = f"import torch\n\n\nclass Net:\n{methods}\tdef gpu(self):\n\t\treturn self.cuda()\n"
+    assert skipped_lines(pack, source) == [5, 8, 11, 14]
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 18)]
+
+
+def test_small_files_are_parsed_whole(pack: RulePack) -> None:
+    assert sparse_tree(pack, "import torch\n\ndef f(m):\n    return m.cuda()\n\ndef g():\n    return 1\n") is None
+
+
+# --- generated modules: many functions, few of them with a finding --------------------------------
+
+IMPORTS = ["import torch", "import torch.cuda as tc", "from torch.cuda import synchronize as sync",
+           "import torch.distributed as dist", "import os", "import argparse", "from torch import cuda"]
+BODIES = [
+    "return x + 1", "y = [i for i in range(3)]\nreturn y", "return tc.device_count()", "sync()",
+    "return x.cuda()", "return torch.zeros(3, device=DEVICE)", "dist.init_process_group(backend=BACKEND)",
+    "return torch.compile(x, mode=MODE)", "import torch.cuda as tc\nreturn 0", "cuda.synchronize()",
+    'os.environ["CUDA_VISIBLE_DEVICES"] = "0"', "return x.to(args.device)",
+    'p = argparse.ArgumentParser()\np.add_argument("--device", default="cuda")\nreturn p',
+    '"""Doc.\n\nExample: at column 0\n"""\nreturn 1', "return call(\n    x,\n)", "return x.double()",
+]
+CONSTANTS = ['DEVICE = "cuda"', 'BACKEND = "nccl"', 'MODE = "max-autotune"', "DEVICE = 'cpu'"]
+
+
+@st.composite
+def modules(draw: st.DrawFn) -> str:
+    indent = draw(st.sampled_from(["    ", "\t"]))
+    lines = draw(st.lists(st.sampled_from(IMPORTS), max_size=4, unique=True))
+    lines += draw(st.lists(st.sampled_from(CONSTANTS), max_size=2))
+    for i in range(draw(st.integers(4, 9))):
+        depth = indent if draw(st.booleans()) and i else ""
+        if depth and (i == 1 or draw(st.booleans())):
+            lines += ["", f"class C{i}:", f"{indent}size = 1"]
+        decorator = draw(st.sampled_from(["", "@staticmethod", "@functools.wraps(\n    f,\n)"]))
+        lines += [""] + [depth + part for part in decorator.split("\n") if part]
+        signature = draw(st.sampled_from([f"def f{i}(x):", f"def f{i}(\n    x,\n) -> int:", f"async def f{i}(x):"]))
+        lines += [depth + part if not part.startswith(" ") else depth + indent + part.strip() if part != ") -> int:" else depth + part
+                  for part in signature.split("\n")]
+        lines += [depth + indent + part if part and not part.startswith("Example") else part
+                  for part in draw(st.sampled_from(BODIES)).split("\n")]
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(source=modules())
+def test_generated_modules_give_the_whole_files_findings(source: str) -> None:
+    pack = load_pack()
+    ast.parse(source)
+    with pytest.MonkeyPatch.context() as m:
+        sparse = analyze.analyze_source(source, "m.py", pack)
+        m.setattr(RegionGate, "parse", lambda self, source, parse: None)
+        whole = analyze.analyze_source(source, "m.py", pack)
+    assert sparse == whole
