@@ -4,7 +4,8 @@ pool when there is enough work), and return every file's raw findings in path or
 Problems with a user's file never stop the scan: each becomes one NM0xx finding for that file
 (`scan.diagnostics`). Only usage errors (a path that does not exist) raise `NeuronMigrateError`.
 NM001 (syntax error) is reported for files that pass the prefilter, i.e. that could hold a
-finding: files the gate rejects are never parsed.
+finding: files the gate rejects are never parsed, and neither are the functions of a large file
+that cannot hold one (`scan.regions`).
 """
 
 from __future__ import annotations
