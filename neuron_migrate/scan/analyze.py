@@ -32,7 +32,7 @@ from neuron_migrate.scan.matchers.imports import ImportTable
 from neuron_migrate.scan.matchers.names import name_table
 from neuron_migrate.scan.matchers.qualified_names import QualifiedNameTable
 from neuron_migrate.scan.matchers.site import LineIndex, Site
-from neuron_migrate.scan.prefilter import build_prefilter
+from neuron_migrate.scan.prefilter import pattern_requirements
 from neuron_migrate.scan.regions import RegionGate, SparseTree
 
 __all__ = ["CompiledPack", "analyze_file_path", "analyze_source", "compile_pack"]
@@ -88,7 +88,7 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         implicit_roots=frozenset(r for r in roots if r.isidentifier()) | _ALWAYS_IMPLICIT,
         device_words=_words([t for t, _, _ in devices.types]),
         env_words=_words([literal_prefix(p) for p, _, _ in env.patterns]),
-        regions=RegionGate(build_prefilter(pack).requirements),
+        regions=RegionGate(pattern_requirements(pack)),
     )
     if len(_COMPILED) >= 8:
         _COMPILED.pop(next(iter(_COMPILED)))
@@ -731,7 +731,7 @@ def _check_unwalked(aliases: AliasTable, gate: RegionGate, sparse: SparseTree) -
     if aliases.stars:
         raise HiddenRead("*")
     for name, target in aliases.names.items():
-        if name not in sparse.anchors and gate.relevant(target) and sparse.hides(name):
+        if not gate.hidden(target) <= sparse.anchors.get(name, frozenset()) and sparse.hides(name):
             raise HiddenRead(name)
     aliases.hidden = sparse.hides
 

@@ -119,16 +119,23 @@ def build_prefilter(pack: RulePack) -> Prefilter:
 
 
 def _build(pack: RulePack) -> Prefilter:
+    required = pattern_requirements(pack)
+    if any(not tokens for tokens in required):
+        return Prefilter(None)
+    return Prefilter(_choose([frozenset(t.text for t in ts) for ts in required]), _minimal(required))
+
+
+def pattern_requirements(pack: RulePack) -> list[frozenset[Token]]:
+    """Per pattern of every rule, the tokens that all appear in a file where it matches (an empty
+    set: a pattern that needs no text). Unlike the gate's requirements, none is dropped for
+    needing more than another: where in a file each token sits matters to `scan.regions`."""
     matches = [rule.match for rule in pack.rules.values()]
     dotted = [p for m in matches for p in (*m.qualified_names, *m.imports)]
     dotted += [c for m in matches for a in m.arguments for c in a.call if c[:1] not in (".", "*")]
     roots = Counter(p.split(".", 1)[0] for p in dotted if "." in p)
     # A root that most patterns share (`torch`) filters nothing; a library's own root does.
     common = frozenset(r for r, n in roots.items() if n * 4 > len(dotted))
-    required = [tokens for m in matches for tokens in _required(m, common)]
-    if any(not tokens for tokens in required):
-        return Prefilter(None)
-    return Prefilter(_choose([frozenset(t.text for t in ts) for ts in required]), _minimal(required))
+    return [tokens for m in matches for tokens in _required(m, common)]
 
 
 def _minimal(required: list[frozenset[Token]]) -> tuple[tuple[Token, ...], ...]:

@@ -8,16 +8,17 @@ headers and class-level statements, and any region that spells `import` or `add_
 (aliases and argparse defaults are file-wide: a binding in one function resolves a name in
 another).
 
-A region is parsed when, for some pattern whose tokens all appear in the file (the prefilter's
-requirements), one of them appears in the region and the rest in the region or the context, or
-when the region uses a name that an import binds to something a token names (`tc` from
-`import torch.cuda as tc` hides `cuda`). Every other region becomes `pass` on its first line and
+A region is parsed when, for some rule pattern whose required tokens (those the prefilter derives)
+all appear in the file, all of them appear in the region or the context and one of them in the region
+itself, spelled or hidden behind a name the region uses (`tc` from `import torch.cuda as tc`
+stands for `cuda`). Every other region becomes `pass` on its first line and
 the module is parsed once: line numbers and columns are those of the file, every other character
 is parsed where it stands, and each block keeps a statement where a region stood.
 
 Splitting by text cannot see strings or brackets: a column-0 line inside a docstring or a call
-ends a region early. Such a split makes the module fail to parse, or leaves a region's `pass`
-inside a string; the file is then parsed whole. What the walk resolves across regions is checked
+ends a region early. Such a split makes the module fail to parse after the region it cut, or
+leaves a region's `pass` inside a string: that region is then parsed after all (a few times at
+most, then the whole file). What the walk resolves across regions is checked
 after it (`SparseTree.hides`): a name bound by an import that the text scan missed, a
 `from m import *`, a module root read without an import; any of them sends the file back to a
 whole parse, so the findings are those of the whole tree.
@@ -31,7 +32,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from neuron_migrate.scan.prefilter import Token
@@ -50,6 +51,8 @@ _COMMENT = re.compile(r"#[^\n]*")
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 # Below this many regions the split costs more than it saves.
 MIN_REGIONS = 4
+# Parses of a file whose split went through strings, before parsing it whole.
+MAX_RETRIES = 3
 
 
 @dataclass(slots=True)
@@ -65,9 +68,10 @@ class SparseTree:
 
     __slots__ = ("tree", "anchors", "_source", "_skipped", "_starts")
 
-    def __init__(self, tree: ast.Module, source: str, skipped: list[Region], anchors: frozenset[str]) -> None:
+    def __init__(self, tree: ast.Module, source: str, skipped: list[Region], anchors: dict[str, frozenset[str]]) -> None:
         self.tree = tree
-        self.anchors = anchors  # names the text scan found bound by an import to a token's module
+        # Names the text scan found bound by an import to a token's module, and the tokens they hide.
+        self.anchors = anchors
         self._source = source
         self._skipped = skipped
         self._starts = [r.start for r in skipped]
@@ -82,10 +86,12 @@ class SparseTree:
 
 
 class RegionGate:
-    """The per-region test, built from the prefilter's requirements (one per rule pattern)."""
+    """The per-region test, built from each rule pattern's required tokens."""
 
-    def __init__(self, requirements: Sequence[Sequence[Token]]) -> None:
-        self.requirements = tuple(tuple(r) for r in requirements)
+    def __init__(self, requirements: Sequence[Collection[Token]]) -> None:
+        # A pattern that needs no text can match anywhere: then no region may be skipped.
+        self.requirements = () if any(not r for r in requirements) else tuple(
+            sorted({tuple(sorted(r)) for r in requirements}))
         self.words = frozenset(t.text for r in self.requirements for t in r)
         tokens = {t for r in self.requirements for t in r}
         # A whole-word token is found by looking its word up; others (a glob's prefix, a value
@@ -93,9 +99,9 @@ class RegionGate:
         self.plain = {t: t.text.encode() for t in sorted(tokens) if t.left and t.right and _WORD.issuperset(t.text)}
         self.other = tuple(sorted(t for t in tokens if t not in self.plain))
 
-    def relevant(self, qualified: str) -> bool:
-        """Whether a name bound to `qualified` can hide a token (so its uses need parsing)."""
-        return not self.words.isdisjoint(qualified.split("."))
+    def hidden(self, qualified: str) -> frozenset[str]:
+        """The tokens a name bound to `qualified` stands for (`cuda` for `tc` = `torch.cuda`)."""
+        return self.words.intersection(qualified.split("."))
 
     def parse(self, source: str, parse: Callable[[str], ast.Module]) -> SparseTree | None:
         """The module without the regions that cannot hold a finding, or None when the file is
@@ -109,17 +115,26 @@ class RegionGate:
         if anchors is None:
             return None
         skipped = self._skippable(source, regions, anchors)
-        if not skipped:
-            return None
-        try:
-            tree = parse(_blank(source, skipped))
-        except SyntaxError:  # a split through a string or a bracket: parse the file whole
-            return None
-        if not _placeholders_stand(tree, skipped):
-            return None
-        return SparseTree(tree, source, skipped, anchors)
+        for _ in range(MAX_RETRIES + 1):
+            if not skipped:
+                return None
+            try:
+                tree = parse(_blank(source, skipped))
+            except SyntaxError as exc:
+                # A split through a docstring or a bracket orphans the rest of it: the error is
+                # at or after the end of the region it cut. Parse that region after all.
+                cut = [k for k, r in enumerate(skipped) if r.line <= (exc.lineno or 0)]
+                if not cut:
+                    return None
+                del skipped[cut[-1]]
+                continue
+            standing = _placeholders_stand(tree, skipped)
+            if len(standing) == len(skipped):
+                return SparseTree(tree, source, skipped, anchors)
+            skipped = standing  # the others were blanked inside a string
+        return None
 
-    def _skippable(self, source: str, regions: list[Region], anchors: frozenset[str]) -> list[Region]:
+    def _skippable(self, source: str, regions: list[Region], anchors: dict[str, frozenset[str]]) -> list[Region]:
         """The regions that cannot hold a finding (never one that imports or declares an
         argparse option: those are context)."""
         # One byte per character (non-ASCII as `?`), every non-word byte a space, a space at each
@@ -139,41 +154,41 @@ class RegionGate:
         others = {t: _where(regions, _occurrences(source, t)) for t in self.other}
         met = [req for req in self.requirements
                if all(self.plain[t] in present if t in self.plain else any(others[t]) for t in req)]
+        needed = {t for req in met for t in req}
         inside: dict[Token, set[int]] = {}
         in_context: set[Token] = set()
-        for t in {t for req in met for t in req}:
+        for t in needed:
             holders, outside = others[t] if t in others else where(self.plain[t])
             here = holders & candidates
             if here:
                 inside[t] = here
             if outside or len(here) < len(holders):
                 in_context.add(t)
-        anchored: set[int] = set()
-        for name in anchors:
-            anchored |= where(name.encode())[0]
-        return [regions[i] for i in sorted(candidates) if not self._may_match(i, met, inside, in_context, i in anchored)]
-
-    @staticmethod
-    def _may_match(i: int, met: list[tuple[Token, ...]], inside: dict[Token, set[int]], in_context: set[Token],
-                   anchored: bool) -> bool:
-        """Whether some requirement has all its tokens in region `i` or the context, one of them
-        (or a name hiding them) in the region itself."""
+        # Per candidate region, the tokens of met requirements it spells or hides behind a name.
+        here: dict[int, set[Token]] = {}
+        for t, holders in inside.items():
+            for i in holders:
+                here.setdefault(i, set()).add(t)
+        by_text: dict[str, list[Token]] = {}
+        for t in needed:
+            by_text.setdefault(t.text, []).append(t)
+        for name, texts in anchors.items():
+            hidden = [t for text in texts for t in by_text.get(text, ())]
+            if hidden:
+                for i in where(name.encode())[0] & candidates:
+                    here.setdefault(i, set()).update(hidden)
+        needing: dict[Token, list[tuple[Token, ...]]] = {}
         for req in met:
-            here = False
             for t in req:
-                if i in inside.get(t, ()):
-                    here = True
-                elif t not in in_context:
-                    break
-            else:
-                if here or anchored:
-                    return True
-        return False
+                needing.setdefault(t, []).append(req)
+        keep = {i for i, tokens in here.items()
+                if any(all(u in tokens or u in in_context for u in req) for t in tokens for req in needing[t])}
+        return [regions[i] for i in sorted(candidates - keep)]
 
-    def anchors(self, source: str) -> frozenset[str] | None:
-        """Names an import binds to a module or object whose dotted name spells a token; None
-        when the file star-imports (any free name may then be a rule's)."""
-        names = set()
+    def anchors(self, source: str) -> dict[str, frozenset[str]] | None:
+        """Names an import binds to a module or object whose dotted name spells tokens, with
+        those tokens; None when the file star-imports (any free name may then be a rule's)."""
+        names: dict[str, frozenset[str]] = {}
         for m in _IMPORT.finditer(source):
             i = m.start()
             if i and source[i - 1] in _WORD:
@@ -194,9 +209,10 @@ class RegionGate:
                     target, bound = f"{module}.{target}", bound or target
                 elif bound is None:  # `import a.b.c` binds `a`, and its uses spell the rest
                     target = bound = target.partition(".")[0]
-                if bound.isidentifier() and self.relevant(target):
-                    names.add(bound)
-        return frozenset(names)
+                hidden = self.hidden(target)
+                if hidden and bound.isidentifier():
+                    names[bound] = names.get(bound, frozenset()) | hidden
+        return names
 
 
 def _regions(source: str) -> list[Region]:
@@ -270,19 +286,19 @@ _SPACES = bytes(c if chr(c) in _WORD else 32 for c in range(256))
 _NOT_STATEMENT = frozenset(" \t\f\n#)]}'\"")
 
 
-def _placeholders_stand(tree: ast.Module, skipped: list[Region]) -> bool:
-    """Whether every skipped region's `pass` is a statement of the module or of a class at its
-    top level. One that is not was blanked inside a string (a column-0 `def` in a docstring):
-    the parse then says nothing about where statements start."""
-    lines = {r.line for r in skipped}
+def _placeholders_stand(tree: ast.Module, skipped: list[Region]) -> list[Region]:
+    """The skipped regions whose `pass` is a statement of the module or of a class at its top
+    level. One that is not was blanked inside a string (a column-0 `def` in a docstring): the
+    parse then says nothing about where statements start."""
+    lines = set()
     for node in tree.body:
         if node.__class__ is ast.Pass:
-            lines.discard(node.lineno)
+            lines.add(node.lineno)
         elif node.__class__ is ast.ClassDef:
             for member in node.body:  # type: ignore[attr-defined]
                 if member.__class__ is ast.Pass:
-                    lines.discard(member.lineno)
-    return not lines
+                    lines.add(member.lineno)
+    return [r for r in skipped if r.line in lines]
 
 
 def _where(regions: list[Region], positions: list[int]) -> tuple[set[int], bool]:
