@@ -49,6 +49,8 @@ _IMPORT = re.compile(r"import[ \t]+(\*|\([^)]*\)|[^\n;#]*)")
 _FROM = re.compile(r"from[ \t]+([\w.]+)[ \t]+$")
 _COMMENT = re.compile(r"#[^\n]*")
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_SPACES = bytes(c if chr(c) in _WORD else 32 for c in range(256))  # bytes.translate: non-word -> " "
+_NOT_STATEMENT = frozenset(" \t\f\n#)]}'\"")  # first characters that start no statement line
 # Below this many regions the split costs more than it saves.
 MIN_REGIONS = 4
 # Parses of a file whose split went through strings, before parsing it whole.
@@ -216,7 +218,7 @@ class RegionGate:
 
 
 def _regions(source: str) -> list[Region]:
-    """Column-0 functions and classes' members, and column-0 functions, in order."""
+    """The column-0 functions and the members of column-0 classes, in order."""
     out: list[Region] = []
     for start, end, is_class in _blocks(source, 0, len(source), ""):
         if is_class:
@@ -260,8 +262,8 @@ def _blocks(source: str, start: int, end: int, indent: str) -> list[tuple[int, i
 def _members(source: str, start: int, end: int) -> list[Region]:
     """A column-0 class's direct members: the defs and classes at its body's indentation."""
     # The first def in a class is one of its members (a method precedes what it nests). A class
-    # whose first def sits deeper (under an `if`) gets regions there, which splice to no slot of
-    # the class body: the file is then parsed whole.
+    # whose first def sits deeper (under an `if`) gets regions there, whose `pass` is then no
+    # statement of the class body: they are parsed after all (`_placeholders_stand`).
     first = _MEMBER.search(source, start, end)
     if first is None:
         return []
@@ -280,10 +282,6 @@ def _blank(source: str, regions: list[Region]) -> str:
     pieces.append(source[pos:])
     return "".join(pieces)
 
-
-_SPACES = bytes(c if chr(c) in _WORD else 32 for c in range(256))
-
-_NOT_STATEMENT = frozenset(" \t\f\n#)]}'\"")
 
 
 def _placeholders_stand(tree: ast.Module, skipped: list[Region]) -> list[Region]:
