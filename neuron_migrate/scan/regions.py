@@ -32,8 +32,10 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from neuron_migrate.scan.prefilter import Token
 
@@ -44,7 +46,6 @@ from neuron_migrate.scan.prefilter import Token
 _BOUNDARY: dict[int, re.Pattern[str]] = {}
 _DEF = re.compile(r"@|(?:async[ \t]+)?def[ \t]|class[ \t]")
 _MEMBER = re.compile(r"\n([ \t]+)(?:@|(?:async[ \t]+)?def[ \t]|class[ \t])")
-_FORCED = frozenset({b"import", b"add_argument"})
 _IMPORT = re.compile(r"import[ \t]+(\*|\([^)]*\)|[^\n;#]*)")
 _FROM = re.compile(r"from[ \t]+([\w.]+)[ \t]+$")
 _COMMENT = re.compile(r"#[^\n]*")
@@ -100,6 +101,9 @@ class RegionGate:
         # with punctuation) by searching the source.
         self.plain = {t: t.text.encode() for t in sorted(tokens) if t.left and t.right and _WORD.issuperset(t.text)}
         self.other = tuple(sorted(t for t in tokens if t not in self.plain))
+        # Per requirement, its whole words (a subset test against the file's words) and the rest.
+        self._split = [(req, frozenset(self.plain[t] for t in req if t in self.plain),
+                        tuple(t for t in req if t not in self.plain)) for req in self.requirements]
 
     def hidden(self, qualified: str) -> frozenset[str]:
         """The tokens a name bound to `qualified` stands for (`cuda` for `tc` = `torch.cuda`)."""
@@ -113,10 +117,15 @@ class RegionGate:
         regions = _regions(source)
         if len(regions) < MIN_REGIONS:
             return None
-        anchors = self.anchors(source)
-        if anchors is None:
+        bindings = _imports(source)
+        if bindings is None:
             return None
-        skipped = self._skippable(source, regions, anchors)
+        anchors: dict[str, frozenset[str]] = {}
+        for b in bindings:
+            hidden = self.hidden(b.target) if b.target else frozenset()
+            if hidden:
+                anchors[b.name] = anchors.get(b.name, frozenset()) | hidden
+        skipped = self._skippable(source, regions, anchors, bindings)
         for _ in range(MAX_RETRIES + 1):
             if not skipped:
                 return None
@@ -136,26 +145,35 @@ class RegionGate:
             skipped = standing  # the others were blanked inside a string
         return None
 
-    def _skippable(self, source: str, regions: list[Region], anchors: dict[str, frozenset[str]]) -> list[Region]:
-        """The regions that cannot hold a finding (never one that imports or declares an
-        argparse option: those are context)."""
+    def _skippable(self, source: str, regions: list[Region], anchors: dict[str, frozenset[str]],
+                   bindings: list[Binding]) -> list[Region]:
+        """The regions that cannot hold a finding, never one whose imports matter elsewhere or
+        that declares an argparse option (those are context)."""
         # One byte per character (non-ASCII as `?`), every non-word byte a space, a space at each
         # end: a whole word `w` at offset i of `source` is ` w ` at offset i of `flat`.
         flat = b" " + source.encode("ascii", "replace").translate(_SPACES) + b" "
         present = set(flat.split())
 
-        def where(word: bytes) -> tuple[set[int], bool]:
-            return _where(regions, _word_offsets(flat, word)) if word in present else (set(), False)
+        starts = [r.start for r in regions]
+        found: dict[bytes, list[int]] = {}
 
-        forced: set[int] = set()
-        for word in _FORCED:
-            forced |= where(word)[0]
+        def offsets(word: bytes) -> list[int]:
+            if word not in found:
+                found[word] = _word_offsets(flat, word) if word in present else []
+            return found[word]
+
+        def where(word: bytes) -> tuple[set[int], bool]:
+            """The regions holding `word` as a whole word, and whether the rest of the file does."""
+            return _where(regions, offsets(word))
+
+        importing = Counter(i for pos in offsets(b"import")
+                            for i in [bisect.bisect_right(starts, pos) - 1] if i >= 0 and pos < regions[i].end)
+        forced = where(b"add_argument")[0] | _binding_regions(regions, bindings, importing, offsets)
         candidates = {i for i in range(len(regions)) if i not in forced}
         # The requirements the whole file meets; then, for their tokens only, the candidate
         # regions holding each, and whether the context does (a forced region counts as context).
         others = {t: _where(regions, _occurrences(source, t)) for t in self.other}
-        met = [req for req in self.requirements
-               if all(self.plain[t] in present if t in self.plain else any(others[t]) for t in req)]
+        met = [req for req, words, rest in self._split if words <= present and all(any(others[t]) for t in rest)]
         needed = {t for req in met for t in req}
         inside: dict[Token, set[int]] = {}
         in_context: set[Token] = set()
@@ -187,34 +205,100 @@ class RegionGate:
                 if any(all(u in tokens or u in in_context for u in req) for t in tokens for req in needing[t])}
         return [regions[i] for i in sorted(candidates - keep)]
 
-    def anchors(self, source: str) -> dict[str, frozenset[str]] | None:
-        """Names an import binds to a module or object whose dotted name spells tokens, with
-        those tokens; None when the file star-imports (any free name may then be a rule's)."""
-        names: dict[str, frozenset[str]] = {}
-        for m in _IMPORT.finditer(source):
-            i = m.start()
-            if i and source[i - 1] in _WORD:
+class Binding(NamedTuple):
+    """A name an import statement binds (or, relative, unbinds), as the alias table records it."""
+
+    pos: int  # offset of the statement's `import`
+    name: str
+    target: str | None  # the qualified name; None for a relative import (the project's own)
+    key: tuple[str | None, str]  # what the binding sets: equal keys, equal effect
+
+
+def _imports(source: str) -> list[Binding] | None:
+    """Every import binding the text spells (in strings and comments too: more is safe), with an
+    unnamed one for an `import` it cannot read (prose, a backslash continuation); None when the
+    file star-imports (any free name may then be a rule's)."""
+    out: list[Binding] = []
+    for m in _IMPORT.finditer(source):
+        i = m.start()
+        if i and source[i - 1] in _WORD:
+            continue
+        items = m.group(1)
+        if items == "*":
+            return None
+        line_start = source.rfind("\n", 0, i) + 1
+        before = _FROM.search(source, line_start, i)
+        module = before.group(1) if before else None
+        for item in _COMMENT.sub("", items).strip("()").split(","):
+            parts = item.split()
+            if not parts:
                 continue
-            items = m.group(1)
-            if items == "*":
-                return None
-            line_start = source.rfind("\n", 0, i) + 1
-            before = _FROM.search(source, line_start, i)
-            module = before.group(1) if before else None
-            for item in _COMMENT.sub("", items).strip("()").split(","):
-                parts = item.split()
-                if not parts:
-                    continue
-                target = parts[0]
-                bound = parts[2] if len(parts) == 3 and parts[1] == "as" else None
-                if module is not None:
-                    target, bound = f"{module}.{target}", bound or target
-                elif bound is None:  # `import a.b.c` binds `a`, and its uses spell the rest
+            if not (len(parts) == 1 or (len(parts) == 3 and parts[1] == "as")) or not all(
+                    name.isidentifier() for name in (*parts[0].split("."), *parts[2:])):
+                out.append(Binding(i, "", None, (None, "unread")))  # prose, or a continuation line
+                continue
+            target, bound = parts[0], parts[-1]
+            if module is None:
+                if len(parts) == 1:  # `import a.b.c` binds `a`, and its uses spell the rest
                     target = bound = target.partition(".")[0]
-                hidden = self.hidden(target)
-                if hidden and bound.isidentifier():
-                    names[bound] = names.get(bound, frozenset()) | hidden
-        return names
+                    out.append(Binding(i, bound, target, (target, "import")))
+                else:
+                    out.append(Binding(i, bound, target, (target, "import as")))
+            elif module.startswith("."):
+                out.append(Binding(i, bound, None, (None, "relative")))
+            else:
+                out.append(Binding(i, bound, f"{module}.{target}", (f"{module}.{target}", "from")))
+    return out
+
+
+def _binding_regions(regions: list[Region], bindings: list[Binding], importing: Counter[int],
+                     offsets: Callable[[bytes], list[int]]) -> set[int]:
+    """The regions whose imports the rest of the file may depend on (`importing`: how many
+    `import` words each region holds). The alias table is file-wide, so a binding in a function resolves names
+    elsewhere. It does not matter when every import in the file binds that name the same way and
+    either one at module level does (`import torch._dynamo` in a function rebinds `torch` to
+    itself), or every other function that reads the name imports it first itself (the same lazy
+    import in several functions); nor when nothing outside the region reads the name."""
+    starts = [r.start for r in regions]
+
+    def region_of(pos: int) -> int:
+        i = bisect.bisect_right(starts, pos) - 1
+        return i if i >= 0 and pos < regions[i].end else -1
+
+    keys: dict[str, set[tuple[str | None, str]]] = {}
+    first_bound: dict[tuple[int, str], int] = {}  # (region, name) -> its first import of the name
+    inside: dict[int, list[Binding]] = {}
+    statements: Counter[int] = Counter()  # per region, the import statements read
+    for b in bindings:
+        keys.setdefault(b.name, set()).add(b.key)
+        i = region_of(b.pos)
+        first_bound.setdefault((i, b.name), b.pos)
+        if i >= 0:
+            if not inside.get(i) or inside[i][-1].pos != b.pos:
+                statements[i] += 1
+            inside.setdefault(i, []).append(b)
+    matter = set()
+    for i, words in importing.items():
+        if words != statements[i]:  # an `import` that is no statement the scan read
+            matter.add(i)
+            continue
+        for b in inside[i]:
+            same = bool(b.name) and len(keys[b.name]) == 1
+            if same and (-1, b.name) in first_bound:
+                continue
+            # A module bound under its own name (`import numpy as np`) is also how fixes spell
+            # it (`AliasTable.spelling`): that binding counts even where nothing else reads it.
+            if not b.name or (b.target is not None and "." not in b.target):
+                matter.add(i)
+                break
+            for pos in offsets(b.name.encode()):
+                k = region_of(pos)
+                if k != i and (k < 0 or not same or first_bound.get((k, b.name), pos + 1) > pos):
+                    matter.add(i)
+                    break
+            if i in matter:
+                break
+    return matter
 
 
 def _regions(source: str) -> list[Region]:

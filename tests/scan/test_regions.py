@@ -298,6 +298,8 @@ BODIES = [
     'os.environ["CUDA_VISIBLE_DEVICES"] = "0"', "return x.to(args.device)",
     'p = argparse.ArgumentParser()\np.add_argument("--device", default="cuda")\nreturn p',
     '"""Doc.\n\nExample: at column 0\n"""\nreturn 1', "return call(\n    x,\n)", "return x.double()",
+    "from torch._dynamo.utils import counters\nreturn counters", "return counters", "import torch._dynamo\nreturn 0",
+    "import numpy as np\nreturn np.double(x)", "return np.double(x)", "from . import tc\nreturn tc",
 ]
 CONSTANTS = ['DEVICE = "cuda"', 'BACKEND = "nccl"', 'MODE = "max-autotune"', "DEVICE = 'cpu'"]
 
@@ -354,3 +356,48 @@ def test_a_pattern_keeps_its_own_tokens_even_when_a_shorter_one_covers_the_file(
         """)
     assert skipped_lines(pack, source) == [4, 8, 12, 16]
     assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM402", 22), ("NM401", 27)]
+
+
+LAZY = """
+import torch
+
+FILLER
+
+def first():
+    from torch._dynamo.utils import counters
+    return counters["a"]
+
+def second():
+    from torch._dynamo.utils import counters
+    return counters["b"]
+
+def reload():
+    import torch._dynamo
+    return 0
+
+def gpu(m):
+    return m.cuda()
+"""
+EARLY = """
+def early():
+    counters.clear()
+    from torch._dynamo.utils import counters
+    import numpy as np
+    return np
+"""
+
+
+def test_lazy_imports_repeated_in_each_function_do_not_keep_them(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `reload` rebinds `torch` as the module does; `first` and `second` each import what they read.
+    source = src(LAZY)
+    assert skipped_lines(pack, source) == [3, 7, 11, 15, 19, 23, 27]
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 32)]
+
+
+def test_a_function_reading_a_name_before_importing_it_keeps_the_other_imports(
+        pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `early` reads `counters` before its own import, so another function's import may be what it
+    # reads: `first` and `second` stay. `early` stays too: `np` is how a fix would spell numpy.
+    source = src(LAZY + EARLY)
+    assert skipped_lines(pack, source) == [3, 7, 11, 15, 27]
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 32)]
