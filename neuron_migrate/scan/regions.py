@@ -49,6 +49,7 @@ _MEMBER = re.compile(r"\n([ \t]+)(?:@|(?:async[ \t]+)?def[ \t]|class[ \t])")
 _IMPORT = re.compile(r"import[ \t]+(\*|\([^)]*\)|[^\n;#]*)")
 _FROM = re.compile(r"from[ \t]+([\w.]+)[ \t]+$")
 _COMMENT = re.compile(r"#[^\n]*")
+_COMMENT_LINE = re.compile(r"\n[ \t]*#[^\n]*")
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _SPACES = bytes(c if chr(c) in _WORD else 32 for c in range(256))  # bytes.translate: non-word -> " "
 _NOT_STATEMENT = frozenset(" \t\f\n#)]}'\"")  # first characters that start no statement line
@@ -117,7 +118,10 @@ class RegionGate:
         regions = _regions(source)
         if len(regions) < MIN_REGIONS:
             return None
-        bindings = _imports(source)
+        # What the tests below read: the source less its comment lines (a line that starts with `#`
+        # holds no code; text inside a string that does is no device, keyword or call either).
+        code = _without_comment_lines(source)
+        bindings = _imports(code)
         if bindings is None:
             return None
         anchors: dict[str, frozenset[str]] = {}
@@ -125,7 +129,7 @@ class RegionGate:
             hidden = self.hidden(b.target) if b.target else frozenset()
             if hidden:
                 anchors[b.name] = anchors.get(b.name, frozenset()) | hidden
-        skipped = self._skippable(source, regions, anchors, bindings)
+        skipped = self._skippable(code, regions, anchors, bindings)
         for _ in range(MAX_RETRIES + 1):
             if not skipped:
                 return None
@@ -381,6 +385,18 @@ def _placeholders_stand(tree: ast.Module, skipped: list[Region]) -> list[Region]
                 if member.__class__ is ast.Pass:
                     lines.add(member.lineno)
     return [r for r in skipped if r.line in lines]
+
+
+def _without_comment_lines(source: str) -> str:
+    """`source` with each comment line (after the first line) blanked to spaces: same offsets."""
+    pieces = []
+    pos = 0
+    for m in _COMMENT_LINE.finditer(source):
+        start = m.start() + 1
+        pieces += (source[pos:start], " " * (m.end() - start))
+        pos = m.end()
+    pieces.append(source[pos:])
+    return "".join(pieces)
 
 
 def _where(regions: list[Region], positions: list[int]) -> tuple[set[int], bool]:

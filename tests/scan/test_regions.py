@@ -401,3 +401,20 @@ def test_a_function_reading_a_name_before_importing_it_keeps_the_other_imports(
     source = src(LAZY + EARLY)
     assert skipped_lines(pack, source) == [3, 7, 11, 15, 27]
     assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 32)]
+
+
+def test_comment_lines_neither_keep_nor_force_a_function(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = src("""
+        import torch
+
+        FILLER
+
+        def note(x):
+            # on cuda this would need x.cuda(); import it lazily
+            return x
+
+        def gpu(m):
+            return m.cuda()  # a trailing comment is still read with its line
+        """)
+    assert skipped_lines(pack, source) == [3, 7, 11, 15, 19]
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 24)]
