@@ -16,9 +16,13 @@ the module is parsed once: line numbers and columns are those of the file, every
 is parsed where it stands, and each block keeps a statement where a region stood.
 
 Splitting by text cannot see strings or brackets: a column-0 line inside a docstring or a call
-ends a region early. Such a split makes the module fail to parse after the region it cut, or
-leaves a region's `pass` inside a string: that region is then parsed after all (a few times at
-most, then the whole file). What the walk resolves across regions is checked
+ends a region early. A region that holds an odd number of triple quotes is therefore never
+skipped. Any other bad split makes the module fail to parse after the region it cut, or leaves a
+region's `pass` inside a string: that region is then parsed after all (a few times at most, then
+the whole file).
+
+Comment lines are blanked before the token tests: a token in prose keeps no region, a
+`# import ...` forces none. What the walk resolves across regions is checked
 after it (`SparseTree.hides`): a name bound by an import that the text scan missed, a
 `from m import *`, a module root read without an import; any of them sends the file back to a
 whole parse, so the findings are those of the whole tree.
@@ -129,7 +133,10 @@ class RegionGate:
             hidden = self.hidden(b.target) if b.target else frozenset()
             if hidden:
                 anchors[b.name] = anchors.get(b.name, frozenset()) | hidden
-        skipped = self._skippable(code, regions, anchors, bindings)
+        # A region holding an odd number of triple quotes was cut inside a docstring (column-0
+        # text in it ends the region by the text): blanking it would unpair every later quote.
+        skipped = [r for r in self._skippable(code, regions, anchors, bindings)
+                   if not (source.count('"""', r.start, r.end) % 2 or source.count("'''", r.start, r.end) % 2)]
         for _ in range(MAX_RETRIES + 1):
             if not skipped:
                 return None
