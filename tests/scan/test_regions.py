@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from neuron_migrate.findings import Finding
 from neuron_migrate.ruleset.load import load_pack
 from neuron_migrate.ruleset.model import RulePack
-from neuron_migrate.scan import analyze
+from neuron_migrate.scan import analyze, regions
 from neuron_migrate.scan.regions import RegionGate, SparseTree
 
 FILLER = "\n\n".join(f"def helper_{i}(x):\n    return x + {i}\n" for i in range(4))
@@ -198,8 +198,9 @@ def test_a_region_cut_by_column_zero_docstring_text_is_parsed_after_all(pack: Ru
         def to_gpu(model):
             return model.cuda()
         """)
-    # `documented` ends, by the text, at the `Example:` line; blanking it orphans the docstring's
-    # end and the parse fails there: the region is parsed after all, the others stay skipped.
+    # `documented` ends, by the text, at the `Example:` line, with one triple quote of two: it is
+    # never blanked (no parse has to fail first), and the others stay skipped.
+    monkeypatch.setattr(regions, "MAX_RETRIES", 0)
     assert skipped_lines(pack, source) == [3, 7, 11, 15]
     assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 27)]
 
@@ -418,3 +419,23 @@ def test_comment_lines_neither_keep_nor_force_a_function(pack: RulePack, monkeyp
         """)
     assert skipped_lines(pack, source) == [3, 7, 11, 15, 19]
     assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 24)]
+
+
+def test_a_region_cut_inside_brackets_is_parsed_after_the_parse_fails(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = src("""
+        import torch
+
+        FILLER
+
+        def wrapped(x):
+            return call(
+        x)
+
+        def gpu(m):
+            return m.cuda()
+        """)
+    # By the text, `wrapped` ends where `x)` starts a line; blanked, it leaves `x)` at module level.
+    assert skipped_lines(pack, source) == [3, 7, 11, 15]
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 24)]
+    monkeypatch.setattr(regions, "MAX_RETRIES", 0)
+    assert sparse_tree(pack, source) is None
