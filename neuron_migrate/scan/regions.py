@@ -4,16 +4,16 @@ The prefilter decides per file; in a large, token-dense file most functions stil
 finding, and parsing them is most of a cold scan. So a file is split by its text into *regions*:
 each function or class defined at column 0, and each method (or nested class) of a column-0
 class. Everything else is *context*, always parsed: imports, module-level statements, class
-headers and class-level statements, and any region that spells `import` or `add_argument`
-(aliases and argparse defaults are file-wide: a binding in one function resolves a name in
-another).
+headers and class-level statements, and any region that declares an argparse option or whose
+imports another part of the file may read (aliases and argparse defaults are file-wide: a
+binding in one function resolves a name in another).
 
-A region is parsed when, for some rule pattern whose required tokens (those the prefilter derives)
-all appear in the file, all of them appear in the region or the context and one of them in the region
-itself, spelled or hidden behind a name the region uses (`tc` from `import torch.cuda as tc`
-stands for `cuda`). Every other region becomes `pass` on its first line and
-the module is parsed once: line numbers and columns are those of the file, every other character
-is parsed where it stands, and each block keeps a statement where a region stood.
+A region is parsed when, for some rule pattern whose required tokens (those the prefilter
+derives) all appear in the file, all of them appear in the region or the context and one of them
+in the region itself, spelled or hidden behind a name the region uses (`tc` from
+`import torch.cuda as tc` stands for `cuda`). Every other region becomes `pass` on its first line
+and the module is parsed once: line numbers and columns are those of the file, every other
+character is parsed where it stands, and each block keeps a statement where a region stood.
 
 Splitting by text cannot see strings or brackets: a column-0 line inside a docstring or a call
 ends a region early. A region that holds an odd number of triple quotes is therefore never
@@ -22,10 +22,10 @@ region's `pass` inside a string: that region is then parsed after all (a few tim
 the whole file).
 
 Comment lines are blanked before the token tests: a token in prose keeps no region, a
-`# import ...` forces none. What the walk resolves across regions is checked
-after it (`SparseTree.hides`): a name bound by an import that the text scan missed, a
-`from m import *`, a module root read without an import; any of them sends the file back to a
-whole parse, so the findings are those of the whole tree.
+`# import ...` forces none. What the walk resolves across regions is checked after it
+(`SparseTree.hides`): a name bound by an import that the text scan missed, a `from m import *`,
+a module root read without an import; any of them sends the file back to a whole parse, so the
+findings are those of the whole tree.
 
 A syntax error inside a region that is not parsed is not reported (as in a file the prefilter
 rejects: nothing there can hold a finding).
@@ -156,13 +156,13 @@ class RegionGate:
             skipped = standing  # the others were blanked inside a string
         return None
 
-    def _skippable(self, source: str, regions: list[Region], anchors: dict[str, frozenset[str]],
+    def _skippable(self, code: str, regions: list[Region], anchors: dict[str, frozenset[str]],
                    bindings: list[Binding]) -> list[Region]:
         """The regions that cannot hold a finding, never one whose imports matter elsewhere or
-        that declares an argparse option (those are context)."""
+        that declares an argparse option (those are context). `code`: the source less comments."""
         # One byte per character (non-ASCII as `?`), every non-word byte a space, a space at each
-        # end: a whole word `w` at offset i of `source` is ` w ` at offset i of `flat`.
-        flat = b" " + source.encode("ascii", "replace").translate(_SPACES) + b" "
+        # end: a whole word `w` at offset i of `code` is ` w ` at offset i of `flat`.
+        flat = b" " + code.encode("ascii", "replace").translate(_SPACES) + b" "
         present = set(flat.split())
 
         starts = [r.start for r in regions]
@@ -183,17 +183,17 @@ class RegionGate:
         candidates = {i for i in range(len(regions)) if i not in forced}
         # The requirements the whole file meets; then, for their tokens only, the candidate
         # regions holding each, and whether the context does (a forced region counts as context).
-        others = {t: _where(regions, _occurrences(source, t)) for t in self.other}
+        others = {t: _where(regions, _occurrences(code, t)) for t in self.other}
         met = [req for req, words, rest in self._split if words <= present and all(any(others[t]) for t in rest)]
         needed = {t for req in met for t in req}
         inside: dict[Token, set[int]] = {}
         in_context: set[Token] = set()
         for t in needed:
             holders, outside = others[t] if t in others else where(self.plain[t])
-            here = holders & candidates
-            if here:
-                inside[t] = here
-            if outside or len(here) < len(holders):
+            held = holders & candidates
+            if held:
+                inside[t] = held
+            if outside or len(held) < len(holders):
                 in_context.add(t)
         # Per candidate region, the tokens of met requirements it spells or hides behind a name.
         here: dict[int, set[Token]] = {}
@@ -215,6 +215,7 @@ class RegionGate:
         keep = {i for i, tokens in here.items()
                 if any(all(u in tokens or u in in_context for u in req) for t in tokens for req in needing[t])}
         return [regions[i] for i in sorted(candidates - keep)]
+
 
 class Binding(NamedTuple):
     """A name an import statement binds (or, relative, unbinds), as the alias table records it."""
@@ -240,7 +241,11 @@ def _imports(source: str) -> list[Binding] | None:
         line_start = source.rfind("\n", 0, i) + 1
         before = _FROM.search(source, line_start, i)
         module = before.group(1) if before else None
-        for item in _COMMENT.sub("", items).strip("()").split(","):
+        items = _COMMENT.sub("", items)
+        if items.startswith("(") and not items.rstrip().endswith(")"):  # a `)` inside a comment
+            out.append(Binding(i, "", None, (None, "unread")))
+            continue
+        for item in items.strip("()").split(","):
             parts = item.split()
             if not parts:
                 continue
@@ -265,11 +270,12 @@ def _imports(source: str) -> list[Binding] | None:
 def _binding_regions(regions: list[Region], bindings: list[Binding], importing: Counter[int],
                      offsets: Callable[[bytes], list[int]]) -> set[int]:
     """The regions whose imports the rest of the file may depend on (`importing`: how many
-    `import` words each region holds). The alias table is file-wide, so a binding in a function resolves names
-    elsewhere. It does not matter when every import in the file binds that name the same way and
-    either one at module level does (`import torch._dynamo` in a function rebinds `torch` to
-    itself), or every other function that reads the name imports it first itself (the same lazy
-    import in several functions); nor when nothing outside the region reads the name."""
+    `import` words each region holds). The alias table is file-wide, so a binding in a function
+    resolves names elsewhere. It does not matter when every import in the file binds that name
+    the same way and either one at module level does (`import torch._dynamo` in a function
+    rebinds `torch` to itself), or every other function that reads the name imports it first
+    itself (the same lazy import in several functions); nor when nothing outside the region
+    reads the name."""
     starts = [r.start for r in regions]
 
     def region_of(pos: int) -> int:

@@ -439,3 +439,15 @@ def test_a_region_cut_inside_brackets_is_parsed_after_the_parse_fails(pack: Rule
     assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 24)]
     monkeypatch.setattr(regions, "MAX_RETRIES", 0)
     assert sparse_tree(pack, source) is None
+
+
+def test_import_statements_are_read_by_their_text() -> None:
+    found = regions._imports(
+        "import torch.cuda\nimport torch.distributed as dist\nfrom torch.cuda import (synchronize,\n"
+        "    Stream as S)  # two\nfrom . import local\ndef f():\n    from m import (a,  # see (b)\n        b)\n"
+        "# we import it lazily\n")
+    assert [(b.name, b.target, b.key[1]) for b in found] == [
+        ("torch", "torch", "import"), ("dist", "torch.distributed", "import as"),
+        ("synchronize", "torch.cuda.synchronize", "from"), ("S", "torch.cuda.Stream", "from"),
+        ("local", None, "relative"), ("", None, "unread"), ("", None, "unread")]
+    assert regions._imports("from torch.cuda import *\n") is None
