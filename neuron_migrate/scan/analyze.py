@@ -1,4 +1,5 @@
-"""Source text in, raw findings out: one stdlib `ast` parse and one walk per file.
+"""Source text in, raw findings out: one stdlib `ast` parse (of the parts of the file that can
+hold a finding, `scan.regions`) and one walk per file.
 
 The pack is compiled once per process into lookup tables (`CompiledPack`, cached by pack
 digest). The walk is one loop over an explicit stack with one dispatch table by node type
