@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from neuron_migrate.ruleset.model import ArgumentPattern, Match, RulePack
@@ -31,7 +32,7 @@ _WILDCARD = re.compile(r"[*?]|\[[^\]]*\]")
 # Characters that continue a name. Non-ASCII bytes count as word boundaries: a non-ASCII
 # identifier next to a token then passes the gate (too many files parsed, never too few).
 _WORD_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
-_WORD_STR = frozenset(_WORD_CHARS)
+WORD_STR = frozenset(_WORD_CHARS)
 _WORD_BYTES = frozenset(_WORD_CHARS.encode())
 
 
@@ -46,7 +47,7 @@ class Token(NamedTuple):
 def _token(text: str, left: bool, right: bool) -> Token:
     # A bound only means something next to a word character (`"max-autotune"` is bounded by its
     # quotes, `:` needs no bound).
-    return Token(text, left and text[0] in _WORD_STR, right and text[-1] in _WORD_STR)
+    return Token(text, left and text[0] in WORD_STR, right and text[-1] in WORD_STR)
 
 
 class Prefilter:
@@ -74,7 +75,7 @@ class Prefilter:
             return True
         if not any(token in text for token in self.tokens):
             return False
-        return _any_requirement(text, self.requirements, _WORD_STR) if self.requirements else True
+        return _any_requirement(text, self.requirements, WORD_STR) if self.requirements else True
 
 
 def _any_requirement(hay, requirements, word) -> bool:  # type: ignore[no-untyped-def]
@@ -93,16 +94,19 @@ def _any_requirement(hay, requirements, word) -> bool:  # type: ignore[no-untype
 
 def _present(hay, token: Token, word) -> bool:  # type: ignore[no-untyped-def]
     """Whether `token.text` occurs in `hay` (str or bytes) with the required word bounds."""
+    return next(occurrences(hay, token, word), None) is not None
+
+
+def occurrences(hay, token: Token, word) -> Iterator[int]:  # type: ignore[no-untyped-def]
+    """Offsets where `token.text` occurs in `hay` with its word bounds (`word`: the characters, or
+    byte values, that continue a name)."""
     text, left, right = token
-    i = hay.find(text)
-    if not (left or right):
-        return i >= 0
     n, end = len(text), len(hay)
+    i = hay.find(text)
     while i >= 0:
         if (not left or i == 0 or hay[i - 1] not in word) and (not right or i + n == end or hay[i + n] not in word):
-            return True
+            yield i
         i = hay.find(text, i + 1)
-    return False
 
 
 _BUILT: dict[str, Prefilter] = {}

@@ -41,7 +41,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from neuron_migrate.scan.prefilter import Token
+from neuron_migrate.scan.prefilter import WORD_STR, Token, occurrences
 
 # A line indented by at most the region's indentation that can start a statement: not blank, not
 # a comment, not a closing bracket (`) -> int:` ending a wrapped signature), not a string
@@ -54,8 +54,7 @@ _IMPORT = re.compile(r"import[ \t]+(\*|\([^)]*\)|[^\n;#]*)")
 _FROM = re.compile(r"from[ \t]+([\w.]+)[ \t]+$")
 _COMMENT = re.compile(r"#[^\n]*")
 _COMMENT_LINE = re.compile(r"\n[ \t]*#[^\n]*")
-_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-_SPACES = bytes(c if chr(c) in _WORD else 32 for c in range(256))  # bytes.translate: non-word -> " "
+_SPACES = bytes(c if chr(c) in WORD_STR else 32 for c in range(256))  # bytes.translate: non-word -> " "
 _NOT_STATEMENT = frozenset(" \t\f\n#)]}'\"")  # first characters that start no statement line
 # Below this many regions the split costs more than it saves.
 MIN_REGIONS = 4
@@ -86,11 +85,8 @@ class SparseTree:
 
     def hides(self, name: str) -> bool:
         """Whether `name` occurs as a whole word in a region that was not parsed."""
-        for pos in _occurrences(self._source, Token(name, True, True)):
-            i = bisect.bisect_right(self._starts, pos) - 1
-            if i >= 0 and pos < self._skipped[i].end:
-                return True
-        return False
+        return any(_region_at(self._skipped, self._starts, pos) >= 0
+                   for pos in occurrences(self._source, Token(name, True, True), WORD_STR))
 
 
 class RegionGate:
@@ -104,7 +100,7 @@ class RegionGate:
         tokens = {t for r in self.requirements for t in r}
         # A whole-word token is found by looking its word up; others (a glob's prefix, a value
         # with punctuation) by searching the source.
-        self.plain = {t: t.text.encode() for t in sorted(tokens) if t.left and t.right and _WORD.issuperset(t.text)}
+        self.plain = {t: t.text.encode() for t in sorted(tokens) if t.left and t.right and WORD_STR.issuperset(t.text)}
         self.other = tuple(sorted(t for t in tokens if t not in self.plain))
         # Per requirement, its whole words (a subset test against the file's words) and the rest.
         self._split = [(req, frozenset(self.plain[t] for t in req if t in self.plain),
@@ -177,13 +173,12 @@ class RegionGate:
             """The regions holding `word` as a whole word, and whether the rest of the file does."""
             return _where(regions, offsets(word))
 
-        importing = Counter(i for pos in offsets(b"import")
-                            for i in [bisect.bisect_right(starts, pos) - 1] if i >= 0 and pos < regions[i].end)
+        importing = Counter(i for i in (_region_at(regions, starts, pos) for pos in offsets(b"import")) if i >= 0)
         forced = where(b"add_argument")[0] | _binding_regions(regions, bindings, importing, offsets)
         candidates = {i for i in range(len(regions)) if i not in forced}
         # The requirements the whole file meets; then, for their tokens only, the candidate
         # regions holding each, and whether the context does (a forced region counts as context).
-        others = {t: _where(regions, _occurrences(code, t)) for t in self.other}
+        others = {t: _where(regions, list(occurrences(code, t, WORD_STR))) for t in self.other}
         met = [req for req, words, rest in self._split if words <= present and all(any(others[t]) for t in rest)]
         needed = {t for req in met for t in req}
         inside: dict[Token, set[int]] = {}
@@ -233,7 +228,7 @@ def _imports(source: str) -> list[Binding] | None:
     out: list[Binding] = []
     for m in _IMPORT.finditer(source):
         i = m.start()
-        if i and source[i - 1] in _WORD:
+        if i and source[i - 1] in WORD_STR:
             continue
         items = m.group(1)
         if items == "*":
@@ -277,18 +272,13 @@ def _binding_regions(regions: list[Region], bindings: list[Binding], importing: 
     itself (the same lazy import in several functions); nor when nothing outside the region
     reads the name."""
     starts = [r.start for r in regions]
-
-    def region_of(pos: int) -> int:
-        i = bisect.bisect_right(starts, pos) - 1
-        return i if i >= 0 and pos < regions[i].end else -1
-
     keys: dict[str, set[tuple[str | None, str]]] = {}
     first_bound: dict[tuple[int, str], int] = {}  # (region, name) -> its first import of the name
     inside: dict[int, list[Binding]] = {}
     statements: Counter[int] = Counter()  # per region, the import statements read
     for b in bindings:
         keys.setdefault(b.name, set()).add(b.key)
-        i = region_of(b.pos)
+        i = _region_at(regions, starts, b.pos)
         first_bound.setdefault((i, b.name), b.pos)
         if i >= 0:
             if not inside.get(i) or inside[i][-1].pos != b.pos:
@@ -309,7 +299,7 @@ def _binding_regions(regions: list[Region], bindings: list[Binding], importing: 
                 matter.add(i)
                 break
             for pos in offsets(b.name.encode()):
-                k = region_of(pos)
+                k = _region_at(regions, starts, pos)
                 if k != i and (k < 0 or not same or first_bound.get((k, b.name), pos + 1) > pos):
                     matter.add(i)
                     break
@@ -412,18 +402,19 @@ def _without_comment_lines(source: str) -> str:
     return "".join(pieces)
 
 
+def _region_at(regions: list[Region], starts: list[int], pos: int) -> int:
+    """The index of the region holding offset `pos` (`starts`: the regions' starts), or -1."""
+    i = bisect.bisect_right(starts, pos) - 1
+    return i if i >= 0 and pos < regions[i].end else -1
+
+
 def _where(regions: list[Region], positions: list[int]) -> tuple[set[int], bool]:
     """The indexes of the regions holding these offsets, and whether any lies outside them."""
     starts = [r.start for r in regions]
-    inside: set[int] = set()
-    outside = False
-    for pos in positions:
-        i = bisect.bisect_right(starts, pos) - 1
-        if i >= 0 and pos < regions[i].end:
-            inside.add(i)
-        else:
-            outside = True
-    return inside, outside
+    found = {_region_at(regions, starts, pos) for pos in positions}
+    outside = -1 in found
+    found.discard(-1)
+    return found, outside
 
 
 def _word_offsets(flat: bytes, word: bytes) -> list[int]:
@@ -434,17 +425,4 @@ def _word_offsets(flat: bytes, word: bytes) -> list[int]:
     while i >= 0:
         out.append(i)
         i = flat.find(needle, i + 1)
-    return out
-
-
-def _occurrences(hay: str, token: Token) -> list[int]:
-    """Offsets where `token` occurs with its word bounds."""
-    text, left, right = token
-    out = []
-    n, end = len(text), len(hay)
-    i = hay.find(text)
-    while i >= 0:
-        if (not left or i == 0 or hay[i - 1] not in _WORD) and (not right or i + n == end or hay[i + n] not in _WORD):
-            out.append(i)
-        i = hay.find(text, i + 1)
     return out
