@@ -19,6 +19,9 @@ from neuron_migrate.scan import analyze, regions
 from neuron_migrate.scan.regions import RegionGate, SparseTree
 
 FILLER = "\n\n".join(f"def helper_{i}(x):\n    return x + {i}\n" for i in range(4))
+# Declares an argparse option, so it is always parsed (argparse defaults are file-wide).
+OPTIONS = ('def options():\n    parser = argparse.ArgumentParser()\n'
+           '    parser.add_argument("--backend", default="nccl")\n    return parser.parse_args()')
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +50,7 @@ def both(pack: RulePack, source: str, monkeypatch: pytest.MonkeyPatch) -> list[F
 
 
 def src(text: str) -> str:
-    return textwrap.dedent(text).lstrip("\n").replace("FILLER", FILLER)
+    return textwrap.dedent(text).lstrip("\n").replace("FILLER", FILLER).replace("OPTIONS", OPTIONS)
 
 
 def test_functions_without_tokens_are_left_out(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -141,10 +144,7 @@ def test_module_constants_and_argparse_defaults_reach_other_functions(pack: Rule
 
         FILLER
 
-        def options():
-            parser = argparse.ArgumentParser()
-            parser.add_argument("--backend", default="nccl")
-            return parser.parse_args()
+        OPTIONS
 
         def main():
             args = options()
@@ -346,10 +346,7 @@ def test_a_pattern_keeps_its_own_tokens_even_when_a_shorter_one_covers_the_file(
 
         FILLER
 
-        def options():
-            parser = argparse.ArgumentParser()
-            parser.add_argument("--backend", default="nccl")
-            return parser.parse_args()
+        OPTIONS
 
         def main():
             args = options()
