@@ -89,7 +89,7 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         implicit_roots=frozenset(r for r in roots if r.isidentifier()) | _ALWAYS_IMPLICIT,
         device_words=_words([t for t, _, _ in devices.types]),
         env_words=_words([literal_prefix(p) for p, _, _ in env.patterns]),
-        regions=RegionGate(pattern_requirements(pack)),
+        regions=RegionGate(pattern_requirements(pack), {name.rpartition(".")[0] for name in qualified.exact}),
     )
     if len(_COMPILED) >= 8:
         _COMPILED.pop(next(iter(_COMPILED)))
@@ -728,8 +728,9 @@ def _analyze_tree(cp: CompiledPack, tree: ast.Module, source: str, path: str, ce
 
 def _check_unwalked(aliases: AliasTable, gate: RegionGate, sparse: SparseTree) -> None:
     """Raise HiddenRead when a skipped region may hold a finding after all: it uses a name an
-    import binds to a token's module that the text scan did not see, or the file star-imports."""
-    if aliases.stars:
+    import binds to a token's module that the text scan did not see, or the file star-imports a
+    module with a name a rule matches (`_Walker._star`)."""
+    if not gate.star_modules.isdisjoint(aliases.stars):
         raise HiddenRead("*")
     for name, target in aliases.names.items():
         if not gate.hidden(target) <= sparse.anchors.get(name, frozenset()) and sparse.hides(name):

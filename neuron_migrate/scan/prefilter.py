@@ -37,11 +37,15 @@ _WORD_BYTES = frozenset(_WORD_CHARS.encode())
 
 
 class Token(NamedTuple):
-    """Text that must appear; `left`/`right`: no word character may precede/follow it."""
+    """Text that must appear; `left`/`right`: no word character may precede/follow it. `value`:
+    an argument's string value, which the analyser may find where a variable got it (a module
+    constant, an argparse default) instead of at the match; any other token is written at the
+    match itself, or in the import that binds a name used there."""
 
     text: str
     left: bool = False
     right: bool = False
+    value: bool = False
 
 
 def _token(text: str, left: bool, right: bool) -> Token:
@@ -100,7 +104,7 @@ def _present(hay, token: Token, word) -> bool:  # type: ignore[no-untyped-def]
 def occurrences(hay, token: Token, word) -> Iterator[int]:  # type: ignore[no-untyped-def]
     """Offsets where `token.text` occurs in `hay` with its word bounds (`word`: the characters, or
     byte values, that continue a name)."""
-    text, left, right = token
+    text, left, right, _ = token
     n, end = len(text), len(hay)
     i = hay.find(text)
     while i >= 0:
@@ -170,7 +174,8 @@ def _argument(arg: ArgumentPattern, common_roots: frozenset[str]) -> list[frozen
     string literal."""
     keyword = ({_token(arg.keyword, True, True)} if arg.keyword and arg.position is None and not arg.missing
                else set())
-    values = [{_token(v, True, True)} if isinstance(v, str) and v else set() for v in arg.values] or [set()]
+    values = [{_token(v, True, True)._replace(value=True)} if isinstance(v, str) and v else set()
+              for v in arg.values] or [set()]
     if arg.missing:
         values = [set()]
     out = []

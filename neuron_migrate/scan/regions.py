@@ -9,23 +9,24 @@ imports another part of the file may read (aliases and argparse defaults are fil
 binding in one function resolves a name in another).
 
 A region is parsed when, for some rule pattern whose required tokens (those the prefilter
-derives) all appear in the file, all of them appear in the region or the context and one of them
-in the region itself, spelled or hidden behind a name the region uses (`tc` from
-`import torch.cuda as tc` stands for `cuda`). Every other region becomes `pass` on its first line
-and the module is parsed once: line numbers and columns are those of the file, every other
-character is parsed where it stands, and each block keeps a statement where a region stood.
+derives) all appear in the file, the region holds each of them, spelled or hidden behind a name
+the region uses (`tc` from `import torch.cuda as tc` stands for `cuda`). An argument's string
+value is the exception: the analyser may find it where a variable got it, so the context may hold
+it instead (a module constant, an argparse default). Every other region becomes `pass` on its
+first line and the module is parsed once: line numbers and columns are those of the file, every
+other character is parsed where it stands, and each block keeps a statement where a region stood.
 
 Splitting by text cannot see strings or brackets: a column-0 line inside a docstring or a call
-ends a region early. A region that holds an odd number of triple quotes is therefore never
-skipped. Any other bad split makes the module fail to parse after the region it cut, or leaves a
+ends a region early (not one after a backslash, nor one between a decorator and its def). A
+region that holds an odd number of triple quotes is therefore never skipped. Any other bad split makes the module fail to parse after the region it cut, or leaves a
 region's `pass` inside a string: that region is then parsed after all (a few times at most, then
 the whole file).
 
 Comment lines are blanked before the token tests: a token in prose keeps no region, a
 `# import ...` forces none. What the walk resolves across regions is checked after it
-(`SparseTree.hides`): a name bound by an import that the text scan missed, a `from m import *`,
-a module root read without an import; any of them sends the file back to a whole parse, so the
-findings are those of the whole tree.
+(`SparseTree.hides`): a name bound by an import that the text scan missed, a `from m import *`
+of a module with a name a rule matches, a module root read without an import; any of them sends
+the file back to a whole parse, so the findings are those of the whole tree.
 
 A syntax error inside a region that is not parsed is not reported (as in a file the prefilter
 rejects: nothing there can hold a finding).
@@ -48,8 +49,9 @@ from neuron_migrate.scan.prefilter import WORD_STR, Token, occurrences
 # (docstring text). Patterns start with a literal newline: the regex engine then skips ahead by
 # searching for it, instead of trying every position (5-10x faster on large files).
 _BOUNDARY: dict[int, re.Pattern[str]] = {}
-_DEF = re.compile(r"@|(?:async[ \t]+)?def[ \t]|class[ \t]")
-_MEMBER = re.compile(r"\n([ \t]+)(?:@|(?:async[ \t]+)?def[ \t]|class[ \t])")
+# A def or class names itself (prose such as "class is stored in" is none); `[` opens type parameters.
+_DEF = re.compile(r"@|(?:async[ \t]+)?def[ \t]+\w+[ \t]*[(\[]|class[ \t]+\w+[ \t]*[(:\[]")
+_MEMBER = re.compile(r"\n([ \t]+)(?:@|(?:async[ \t]+)?def[ \t]+\w+[ \t]*[(\[]|class[ \t]+\w+[ \t]*[(:\[])")
 _IMPORT = re.compile(r"import[ \t]+(\*|\([^)]*\)|[^\n;#]*)")
 _FROM = re.compile(r"from[ \t]+([\w.]+)[ \t]+$")
 _COMMENT = re.compile(r"#[^\n]*")
@@ -92,7 +94,9 @@ class SparseTree:
 class RegionGate:
     """The per-region test, built from each rule pattern's required tokens."""
 
-    def __init__(self, requirements: Sequence[Collection[Token]]) -> None:
+    def __init__(self, requirements: Sequence[Collection[Token]], star_modules: Collection[str] = ()) -> None:
+        # The modules whose `from m import *` binds a name a rule matches (`torch.cuda`: `synchronize`).
+        self.star_modules = frozenset(star_modules)
         # A pattern that needs no text can match anywhere: then no region may be skipped.
         self.requirements = () if any(not r for r in requirements) else tuple(
             sorted({tuple(sorted(r)) for r in requirements}))
@@ -121,7 +125,7 @@ class RegionGate:
         # What the tests below read: the source less its comment lines (a line that starts with `#`
         # holds no code; text inside a string that does is no device, keyword or call either).
         code = _without_comment_lines(source)
-        bindings = _imports(code)
+        bindings = _imports(code, self.star_modules)
         if bindings is None:
             return None
         anchors: dict[str, frozenset[str]] = {}
@@ -180,15 +184,17 @@ class RegionGate:
         # regions holding each, and whether the context does (a forced region counts as context).
         others = {t: _where(regions, list(occurrences(code, t, WORD_STR))) for t in self.other}
         met = [req for req, words, rest in self._split if words <= present and all(any(others[t]) for t in rest)]
+        if any(all(t.value for t in req) for req in met):
+            return []  # its match may be in any region, its value in the context
         needed = {t for req in met for t in req}
         inside: dict[Token, set[int]] = {}
-        in_context: set[Token] = set()
+        in_context: set[Token] = set()  # values the context holds: module constants, argparse defaults
         for t in needed:
             holders, outside = others[t] if t in others else where(self.plain[t])
             held = holders & candidates
             if held:
                 inside[t] = held
-            if outside or len(held) < len(holders):
+            if t.value and (outside or len(held) < len(holders)):
                 in_context.add(t)
         # Per candidate region, the tokens of met requirements it spells or hides behind a name.
         here: dict[int, set[Token]] = {}
@@ -197,7 +203,8 @@ class RegionGate:
                 here.setdefault(i, set()).add(t)
         by_text: dict[str, list[Token]] = {}
         for t in needed:
-            by_text.setdefault(t.text, []).append(t)
+            if not t.value:  # a string value is no name an import binds
+                by_text.setdefault(t.text, []).append(t)
         for name, texts in anchors.items():
             hidden = [t for text in texts for t in by_text.get(text, ())]
             if hidden:
@@ -221,21 +228,24 @@ class Binding(NamedTuple):
     key: tuple[str | None, str]  # what the binding sets: equal keys, equal effect
 
 
-def _imports(source: str) -> list[Binding] | None:
+def _imports(source: str, star_modules: Collection[str]) -> list[Binding] | None:
     """Every import binding the text spells (in strings and comments too: more is safe), with an
     unnamed one for an `import` it cannot read (prose, a backslash continuation); None when the
-    file star-imports (any free name may then be a rule's)."""
+    file star-imports one of `star_modules`, or a module it cannot read (then any free name may
+    be a rule's). A star import of any other module binds no name the walk resolves."""
     out: list[Binding] = []
     for m in _IMPORT.finditer(source):
         i = m.start()
         if i and source[i - 1] in WORD_STR:
             continue
         items = m.group(1)
-        if items == "*":
-            return None
         line_start = source.rfind("\n", 0, i) + 1
         before = _FROM.search(source, line_start, i)
         module = before.group(1) if before else None
+        if items == "*":
+            if module is None or module in star_modules:
+                return None
+            continue
         items = _COMMENT.sub("", items)
         if items.startswith("(") and not items.rstrip().endswith(")"):  # a `)` inside a comment
             out.append(Binding(i, "", None, (None, "unread")))
@@ -331,7 +341,9 @@ def _blocks(source: str, start: int, end: int, indent: str) -> list[tuple[int, i
     boundary = _BOUNDARY.get(width)
     if boundary is None:
         boundary = _BOUNDARY[width] = re.compile(r"\n[ \t]{0,%d}[^ \t\f\n#)\]}'\"]" % width)
-    lines = [m.start() + 1 for m in boundary.finditer(source, start - 1 if start else 0, end)]
+    # A line after a backslash continues the one before (a string, an expression): no boundary.
+    lines = [m.start() + 1 for m in boundary.finditer(source, start - 1 if start else 0, end)
+             if source[m.start() - 1] != "\\"]
     if start == 0 and source and source[0] not in _NOT_STATEMENT:
         lines.insert(0, 0)
     blocks: list[tuple[int, int, bool]] = []
@@ -339,7 +351,8 @@ def _blocks(source: str, start: int, end: int, indent: str) -> list[tuple[int, i
     for i, pos in enumerate(lines):
         head = pos + width
         if not (source.startswith(indent, pos) and source[head] not in " \t" and _DEF.match(source, head)):
-            decorated = None
+            # No def: the block before ends here. A pending decorator stays pending: in valid
+            # code only a def or class follows one, so this line is in its call (a string's text).
             continue
         if source[head] == "@":
             decorated = pos if decorated is None else decorated
@@ -352,13 +365,14 @@ def _blocks(source: str, start: int, end: int, indent: str) -> list[tuple[int, i
 
 def _members(source: str, start: int, end: int) -> list[Region]:
     """A column-0 class's direct members: the defs and classes at its body's indentation."""
-    # The first def in a class is one of its members (a method precedes what it nests). A class
-    # whose first def sits deeper (under an `if`) gets regions there, whose `pass` is then no
-    # statement of the class body: they are parsed after all (`_placeholders_stand`).
-    first = _MEMBER.search(source, start, end)
-    if first is None:
+    # Members sit at the least indentation of any def in the class: deeper ones are nested in a
+    # method or are example code in a docstring. A class whose defs all sit under an `if` gets
+    # regions there, whose `pass` is then no statement of the class body: they are parsed after
+    # all (`_placeholders_stand`).
+    indents = {m.group(1) for m in _MEMBER.finditer(source, start, end)}
+    if not indents:
         return []
-    indent = first.group(1)
+    indent = min(indents, key=len)
     return [Region(s, e, 0, indent) for s, e, _ in _blocks(source, start, end, indent)]
 
 

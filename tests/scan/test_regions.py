@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -99,6 +100,70 @@ def test_methods_are_regions_of_their_class(pack: RulePack, monkeypatch: pytest.
         """)
     assert skipped_lines(pack, source) == [9, 12, 18, 21, 27]
     assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 25)]
+
+
+def test_members_sit_at_the_least_indentation_of_any_def_in_their_class(
+        pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The docstring's example code is deeper than the methods, and its prose line starting with
+    # "class" names no class: neither is a member, and every method is one.
+    source = src("""
+        import torch
+
+
+        class Runner:
+            \"\"\"Runs a model.
+
+            class is what this line starts with, in prose.
+            A line of text at the methods' indentation.
+                class Example:
+                    def run(self):
+                        pass
+            \"\"\"
+
+            def a(self):
+                return 1
+
+            def b(self):
+                return 2
+
+            def c(self):
+                return 3
+
+            def gpu(self, m):
+                return m.cuda()
+        """)
+    monkeypatch.setattr(regions, "MAX_RETRIES", 0)  # no split to repair
+    assert skipped_lines(pack, source) == [14, 17, 20]
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 24)]
+
+
+def test_column_zero_text_in_a_decorator_or_after_a_backslash_ends_no_region(
+        pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A decorator's string argument and a backslash-continued string both have text at column 0;
+    # splitting there would orphan the decorator, or the string's end (a parse to repeat).
+    source = src(r'''
+        import torch
+
+        FILLER
+
+        @register(
+            """Doc.
+        Column-0 text.
+        """,
+        )
+        def documented():
+            return 1
+
+        def message():
+            return "one \
+        two"
+
+        def gpu(m):
+            return m.cuda()
+        ''')
+    monkeypatch.setattr(regions, "MAX_RETRIES", 0)
+    assert skipped_lines(pack, source) == [3, 7, 11, 15, 19, 27]
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 32)]
 
 
 def test_a_name_an_import_binds_to_a_rule_module_keeps_its_users(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -236,6 +301,98 @@ def test_star_imports_are_parsed_whole(pack: RulePack, monkeypatch: pytest.Monke
         """)
     assert sparse_tree(pack, source) is None
     assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM206", 20)]
+
+
+def test_a_star_import_the_text_scan_misses_is_caught_by_the_walk(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = src("""
+        from torch.cuda import \\
+            *
+
+        FILLER
+
+        def wait():
+            synchronize()
+        """)
+    assert sparse_tree(pack, source) is not None  # the text reads no star
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM206", 21)]
+
+
+def test_a_star_import_of_a_module_no_rule_names_binds_nothing_a_rule_reads(
+        pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = src("""
+        from typing import *
+        from .memory import *
+
+        FILLER
+
+        def gpu(m):
+            return m.cuda()
+        """)
+    assert skipped_lines(pack, source) == [4, 8, 12, 16]
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 21)]
+
+
+def test_a_name_is_matched_where_it_is_written_and_a_value_where_it_is_defined(
+        pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `torch.cuda.device` needs `cuda` and `device` where it is used (or in the import that binds
+    # the name used there): `cuda` in the module's docstring keeps no function that only says
+    # `device`. A value (`"nccl"`) may come from a module constant.
+    source = src("""
+        \"\"\"Training on cuda.\"\"\"
+        import torch.distributed as dist
+
+        BACKEND = "nccl"
+
+        FILLER
+
+        def place(x, device):
+            return x.to(device)
+
+        def setup():
+            dist.init_process_group(backend=BACKEND)
+        """)
+    assert skipped_lines(pack, source) == [6, 10, 14, 18, 22]
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM402", 4), ("NM401", 26)]
+
+
+def test_a_pattern_that_needs_only_a_value_skips_no_function(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Any call whose first argument is "cuda": the call may be in any function, the value in a
+    # module constant, so nothing can be left out.
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(textwrap.dedent("""
+        rules:
+          - code: NM790
+            name: any-call-on-cuda
+            title: Any call on cuda
+            category: kernels-libraries
+            severity: warning
+            match:
+              arguments:
+                - call: ["*"]
+                  position: 0
+                  values: [cuda]
+            fix:
+              class: manual
+            message: "`{symbol}` names cuda"
+            why: A test rule.
+            references: [https://example.com/docs]
+            examples:
+              invalid:
+                - code: f("cuda")
+              valid:
+                - f("cpu")
+        """), encoding="utf-8")
+    pack = load_pack([rules])
+    source = src("""
+        DEVICE = "cuda"
+
+        FILLER
+
+        def place(x):
+            return put(DEVICE)
+        """)
+    assert sparse_tree(pack, source) is None
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch) if f.code == "NM790"] == [("NM790", 20)]
 
 
 def test_a_module_root_read_in_a_skipped_region_is_seen_by_fixes(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -442,9 +599,10 @@ def test_import_statements_are_read_by_their_text() -> None:
     found = regions._imports(
         "import torch.cuda\nimport torch.distributed as dist\nfrom torch.cuda import (synchronize,\n"
         "    Stream as S)  # two\nfrom . import local\ndef f():\n    from m import (a,  # see (b)\n        b)\n"
-        "# we import it lazily\n")
+        "# we import it lazily\nfrom typing import *\nfrom .memory import *\n", {"torch.cuda"})
     assert [(b.name, b.target, b.key[1]) for b in found] == [
         ("torch", "torch", "import"), ("dist", "torch.distributed", "import as"),
         ("synchronize", "torch.cuda.synchronize", "from"), ("S", "torch.cuda.Stream", "from"),
         ("local", None, "relative"), ("", None, "unread"), ("", None, "unread")]
-    assert regions._imports("from torch.cuda import *\n") is None
+    assert regions._imports("from torch.cuda import *\n", {"torch.cuda"}) is None
+    assert regions._imports("x = 'import *'\n", {"torch.cuda"}) is None  # no module: unreadable
