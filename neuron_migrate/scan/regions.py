@@ -38,7 +38,7 @@ import ast
 import bisect
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -50,8 +50,9 @@ from neuron_migrate.scan.prefilter import WORD_STR, Token, occurrences
 # searching for it, instead of trying every position (5-10x faster on large files).
 _BOUNDARY: dict[int, re.Pattern[str]] = {}
 # A def or class names itself (prose such as "class is stored in" is none); `[` opens type parameters.
-_DEF = re.compile(r"@|(?:async[ \t]+)?def[ \t]+\w+[ \t]*[(\[]|class[ \t]+\w+[ \t]*[(:\[]")
-_MEMBER = re.compile(r"\n([ \t]+)(?:@|(?:async[ \t]+)?def[ \t]+\w+[ \t]*[(\[]|class[ \t]+\w+[ \t]*[(:\[])")
+_HEAD = r"(?:@|(?:async[ \t]+)?def[ \t]+\w+[ \t]*[(\[]|class[ \t]+\w+[ \t]*[(:\[])"
+_DEF = re.compile(_HEAD)
+_MEMBER: dict[int, re.Pattern[str]] = {}  # by the most indentation a member may have
 _IMPORT = re.compile(r"import[ \t]+(\*|\([^)]*\)|[^\n;#]*)")
 _FROM = re.compile(r"from[ \t]+([\w.]+)[ \t]+$")
 _COMMENT = re.compile(r"#[^\n]*")
@@ -175,14 +176,14 @@ class RegionGate:
 
         def where(word: bytes) -> tuple[set[int], bool]:
             """The regions holding `word` as a whole word, and whether the rest of the file does."""
-            return _where(regions, offsets(word))
+            return _where(regions, starts, offsets(word))
 
         importing = Counter(i for i in (_region_at(regions, starts, pos) for pos in offsets(b"import")) if i >= 0)
         forced = where(b"add_argument")[0] | _binding_regions(regions, bindings, importing, offsets)
         candidates = {i for i in range(len(regions)) if i not in forced}
         # The requirements the whole file meets; then, for their tokens only, the candidate
         # regions holding each, and whether the context does (a forced region counts as context).
-        others = {t: _where(regions, list(occurrences(code, t, WORD_STR))) for t in self.other}
+        others = {t: _where(regions, starts, occurrences(code, t, WORD_STR)) for t in self.other}
         met = [req for req, words, rest in self._split if words <= present and all(any(others[t]) for t in rest)]
         if any(all(t.value for t in req) for req in met):
             return []  # its match may be in any region, its value in the context
@@ -369,11 +370,24 @@ def _members(source: str, start: int, end: int) -> list[Region]:
     # method or are example code in a docstring. A class whose defs all sit under an `if` gets
     # regions there, whose `pass` is then no statement of the class body: they are parsed after
     # all (`_placeholders_stand`).
-    indents = {m.group(1) for m in _MEMBER.finditer(source, start, end)}
-    if not indents:
+    indent, most = "", 64
+    while most:
+        found = _member(most).search(source, start, end)
+        if found is None:
+            break
+        indent = found.group(1)
+        most = len(indent) - 1
+    if not indent:
         return []
-    indent = min(indents, key=len)
     return [Region(s, e, 0, indent) for s, e, _ in _blocks(source, start, end, indent)]
+
+
+def _member(most: int) -> re.Pattern[str]:
+    """Finds a def, class or decorator line indented by 1 to `most` characters."""
+    pattern = _MEMBER.get(most)
+    if pattern is None:
+        pattern = _MEMBER[most] = re.compile(r"\n([ \t]{1,%d})%s" % (most, _HEAD))
+    return pattern
 
 
 def _blank(source: str, regions: list[Region]) -> str:
@@ -422,9 +436,8 @@ def _region_at(regions: list[Region], starts: list[int], pos: int) -> int:
     return i if i >= 0 and pos < regions[i].end else -1
 
 
-def _where(regions: list[Region], positions: list[int]) -> tuple[set[int], bool]:
+def _where(regions: list[Region], starts: list[int], positions: Iterable[int]) -> tuple[set[int], bool]:
     """The indexes of the regions holding these offsets, and whether any lies outside them."""
-    starts = [r.start for r in regions]
     found = {_region_at(regions, starts, pos) for pos in positions}
     outside = -1 in found
     found.discard(-1)
