@@ -14,15 +14,24 @@ def parent_of(root: ast.AST, node: ast.AST) -> ast.AST | None:
     return None
 
 
+_BLOCKS = ("body", "orelse", "finalbody")
+_HOLDERS = ("handlers", "cases")  # except handlers and match cases: each has a body
+
+
 def block_of(root: ast.AST, stmt: ast.stmt) -> list[ast.stmt] | None:
-    """The statement list (a body, an else, a handler's body...) that holds `stmt`."""
-    parent = root if stmt in getattr(root, "body", ()) else parent_of(root, stmt)
-    if parent is None:
-        return None
-    for f in ("body", "orelse", "finalbody"):
-        block = getattr(parent, f, None)
-        if isinstance(block, list) and any(s is stmt for s in block):
-            return block
+    """The statement list (a body, an else, a handler's body...) that holds `stmt`. Only statements
+    are searched: expressions hold no statement, and a large file has ten times more of them."""
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        for f in _BLOCKS:
+            block = getattr(node, f, None)
+            if block.__class__ is list:
+                if any(s is stmt for s in block):
+                    return block
+                todo += block
+        for f in _HOLDERS:
+            todo += getattr(node, f, None) or ()
     return None
 
 

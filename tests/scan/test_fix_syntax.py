@@ -1,0 +1,53 @@
+"""`fixes.syntax`: where a statement stands, which the `remove_statement` fixes rely on."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from neuron_migrate.fixes.syntax import block_of
+
+SOURCE = textwrap.dedent("""
+    import torch
+
+    class Trainer:
+        def step(self):
+            try:
+                torch.cuda.synchronize()
+            except RuntimeError:
+                torch.cuda.empty_cache()
+            else:
+                pass
+            finally:
+                torch.cuda.reset_peak_memory_stats()
+            match self.mode:
+                case "fast":
+                    torch.cuda.synchronize()
+            f = lambda: torch.cuda.synchronize()
+            return f
+    """)
+
+
+def _stmt(tree: ast.Module, line: int) -> ast.stmt:
+    return next(n for n in ast.walk(tree) if isinstance(n, ast.stmt) and n.lineno == line)
+
+
+def test_block_of_finds_the_list_holding_each_statement() -> None:
+    tree = ast.parse(SOURCE)
+    trainer = tree.body[1]
+    step = trainer.body[0]  # type: ignore[attr-defined]
+    guarded = step.body[0]
+    match = step.body[1]
+    assert block_of(tree, tree.body[0]) is tree.body
+    assert block_of(tree, step) is trainer.body  # type: ignore[attr-defined]
+    assert block_of(tree, _stmt(tree, 7)) is guarded.body
+    assert block_of(tree, _stmt(tree, 9)) is guarded.handlers[0].body
+    assert block_of(tree, _stmt(tree, 11)) is guarded.orelse
+    assert block_of(tree, _stmt(tree, 13)) is guarded.finalbody
+    assert block_of(tree, _stmt(tree, 16)) is match.cases[0].body
+    assert block_of(tree, _stmt(tree, 17)) is step.body
+
+
+def test_block_of_a_statement_elsewhere_is_none() -> None:
+    tree = ast.parse(SOURCE)
+    assert block_of(tree, ast.parse("x = 1").body[0]) is None
