@@ -18,9 +18,9 @@ other character is parsed where it stands, and each block keeps a statement wher
 
 Splitting by text cannot see strings or brackets: a column-0 line inside a docstring or a call
 ends a region early (not one after a backslash, nor one between a decorator and its def). A
-region that holds an odd number of triple quotes is therefore never skipped. Any other bad split makes the module fail to parse after the region it cut, or leaves a
-region's `pass` inside a string: that region is then parsed after all (a few times at most, then
-the whole file).
+region that holds an odd number of triple quotes is therefore never skipped. Any other bad split
+makes the module fail to parse after the region it cut, or leaves a region's `pass` inside a
+string: that region is then parsed after all (a few times at most, then the whole file).
 
 Comment lines are blanked before the token tests: a token in prose keeps no region, a
 `# import ...` forces none. What the walk resolves across regions is checked after it
@@ -369,7 +369,7 @@ def _members(source: str, start: int, end: int) -> list[Region]:
     # Members sit at the least indentation of any def in the class: deeper ones are nested in a
     # method or are example code in a docstring. A class whose defs all sit under an `if` gets
     # regions there, whose `pass` is then no statement of the class body: they are parsed after
-    # all (`_placeholders_stand`).
+    # all (`_placeholders_stand`). Members deeper than 64 columns are not looked for.
     indent, most = "", 64
     while most:
         found = _member(most).search(source, start, end)
