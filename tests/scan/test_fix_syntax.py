@@ -35,11 +35,13 @@ def _stmt(tree: ast.Module, line: int) -> ast.stmt:
 def test_block_of_finds_the_list_holding_each_statement() -> None:
     tree = ast.parse(SOURCE)
     trainer = tree.body[1]
-    step = trainer.body[0]  # type: ignore[attr-defined]
-    guarded = step.body[0]
-    match = step.body[1]
+    assert isinstance(trainer, ast.ClassDef)
+    step = trainer.body[0]
+    assert isinstance(step, ast.FunctionDef)
+    guarded, match = step.body[0], step.body[1]
+    assert isinstance(guarded, ast.Try) and isinstance(match, ast.Match)
     assert block_of(tree, tree.body[0]) is tree.body
-    assert block_of(tree, step) is trainer.body  # type: ignore[attr-defined]
+    assert block_of(tree, step) is trainer.body
     assert block_of(tree, _stmt(tree, 7)) is guarded.body
     assert block_of(tree, _stmt(tree, 9)) is guarded.handlers[0].body
     assert block_of(tree, _stmt(tree, 11)) is guarded.orelse
