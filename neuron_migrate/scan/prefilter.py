@@ -127,7 +127,8 @@ def build_prefilter(pack: RulePack) -> Prefilter:
 
 
 def _build(pack: RulePack) -> Prefilter:
-    required = pattern_requirements(pack)
+    # The gate only asks whether the text is there, not where: a value token is a token.
+    required = [frozenset(t._replace(value=False) for t in ts) for ts in pattern_requirements(pack)]
     if any(not tokens for tokens in required):
         return Prefilter(None)
     return Prefilter(_choose([frozenset(t.text for t in ts) for ts in required]), _minimal(required))

@@ -264,6 +264,13 @@ def test_prefilter_needs_every_token_of_a_pattern_as_a_word(pack, code):
     assert not analyze.analyze_source(code, "t.py", pack)
 
 
+def test_prefilter_requirements_are_minimal(pack):
+    # A requirement needing all the text of another and more adds nothing to "any met?"; an
+    # argument's value counts as text like any token (where it sits matters to regions only).
+    texts = [{t.text for t in req} for req in build_prefilter(pack).requirements]
+    assert not [(a, b) for a in texts for b in texts if a is not b and a <= b]
+
+
 def test_files_without_tokens_are_counted_but_not_parsed(tmp_path, pack):
     _tree(tmp_path, {"plain.py": PLAIN, "a.py": CUDA})
     counting = Counting()
