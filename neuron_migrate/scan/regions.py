@@ -164,10 +164,17 @@ class RegionGate:
         # One byte per character (non-ASCII as `?`), every non-word byte a space, a space at each
         # end: a whole word `w` at offset i of `code` is ` w ` at offset i of `flat`.
         flat = b" " + code.encode("ascii", "replace").translate(_SPACES) + b" "
-        present = set(flat.split())
+        # The words of each region and of the context (regions start and end at line starts, so
+        # no word straddles two).
+        words_of = [set(flat[r.start + 1:r.end + 1].split()) for r in regions]
+        ends = [0] + [r.end + 1 for r in regions]
+        context = set(b" ".join(flat[a:r.start + 1] for a, r in zip(ends, regions)).split())
+        context.update(flat[ends[-1]:].split())
+        present = context.union(*words_of)
 
         starts = [r.start for r in regions]
         found: dict[bytes, list[int]] = {}
+        located: dict[bytes, tuple[set[int], bool]] = {}
 
         def offsets(word: bytes) -> list[int]:
             if word not in found:
@@ -176,7 +183,9 @@ class RegionGate:
 
         def where(word: bytes) -> tuple[set[int], bool]:
             """The regions holding `word` as a whole word, and whether the rest of the file does."""
-            return _where(regions, starts, offsets(word))
+            if word not in located:
+                located[word] = ({i for i, words in enumerate(words_of) if word in words}, word in context)
+            return located[word]
 
         importing = Counter(i for i in (_region_at(regions, starts, pos) for pos in offsets(b"import")) if i >= 0)
         forced = where(b"add_argument")[0] | _binding_regions(regions, bindings, importing, offsets)
