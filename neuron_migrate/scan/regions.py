@@ -95,7 +95,7 @@ class SparseTree:
 class RegionGate:
     """The per-region test, built from each rule pattern's required tokens."""
 
-    def __init__(self, requirements: Sequence[Collection[Token]], star_modules: Collection[str] = ()) -> None:
+    def __init__(self, requirements: Sequence[Collection[Token]], star_modules: Collection[str]) -> None:
         # The modules whose `from m import *` binds a name a rule matches (`torch.cuda`: `synchronize`).
         self.star_modules = frozenset(star_modules)
         # A pattern that needs no text can match anywhere: then no region may be skipped.
