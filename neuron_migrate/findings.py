@@ -193,6 +193,13 @@ class Finding:
         )
 
 
+# Report.extras keys the pipeline and check fill in, and emitters read.
+EXTRA_BASELINE = "baseline"  # {"path", "matched", "fixed": [{fingerprint, code, path, symbol, count}]}
+EXTRA_SUPPRESSED = "suppressed"  # number of findings silenced by inline comments
+EXTRA_DIFF = "diff"  # {"against": rev, "outside": findings dropped as not on changed lines}
+EXTRA_CHECK = "check"  # the run summary of check (neuron_migrate.check.analyze)
+
+
 @dataclass(frozen=True, slots=True)
 class Report:
     """What one command produced: the input of every emitter and of the gate."""

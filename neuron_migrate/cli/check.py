@@ -25,8 +25,8 @@ from typing import Any
 import typer
 
 from neuron_migrate.cli.output import fail_on_errors, note, write_atomic, write_outputs
+from neuron_migrate.config import REPORT_FORMATS
 
-FORMAT_NAMES = ("text", "json", "sarif", "junit", "github", "markdown")
 EXTRA_OUTPUTS = ("json", "sarif", "junit", "github", "markdown")
 
 
@@ -166,7 +166,7 @@ def register(app: typer.Typer) -> None:
         root: Path | None = typer.Option(None, "--root", file_okay=False,
                                          help="Project root that finding paths are relative to."),
         format: str | None = typer.Option(None, "--format", "-f",
-                                          help=f"Report format: {', '.join(FORMAT_NAMES)} (default text)."),
+                                          help=f"Report format: {', '.join(REPORT_FORMATS)} (default text)."),
         output: Path | None = typer.Option(None, "--output", "-o", dir_okay=False, help="Write the report to FILE."),
         output_json: Path | None = typer.Option(None, "--output-json", dir_okay=False, help="Also write JSON to FILE."),
         output_sarif: Path | None = typer.Option(None, "--output-sarif", dir_okay=False, help="Also write SARIF."),

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from neuron_migrate.cli.output import check_destinations, fail_on_errors, note, write_atomic, write_outputs
+from neuron_migrate.config import REPORT_FORMATS
 
 if TYPE_CHECKING:
     from neuron_migrate.config import Settings
@@ -24,9 +25,6 @@ if TYPE_CHECKING:
     from neuron_migrate.findings import Report
     from neuron_migrate.ruleset.model import RulePack
 
-# The names of neuron_migrate.emit.FORMATS (not imported here, to keep `--help` light; a test
-# checks that the two agree).
-FORMAT_NAMES = ("text", "json", "sarif", "junit", "github", "markdown")
 EXTRA_OUTPUTS = ("json", "sarif", "junit", "github", "markdown")  # --output-<format> FILE
 PROGRESS_MIN_FILES = 200  # below this a scan is quick: no progress bar
 
@@ -177,7 +175,7 @@ def register(app: typer.Typer) -> None:
     def scan(
         paths: list[Path] | None = typer.Argument(None, help="Files or directories to scan (default: .)."),
         format: str | None = typer.Option(
-            None, "--format", "-f", help=f"Report format: {', '.join(FORMAT_NAMES)} (default text)."
+            None, "--format", "-f", help=f"Report format: {', '.join(REPORT_FORMATS)} (default text)."
         ),
         output: Path | None = typer.Option(
             None, "--output", "-o", help="Write the report to FILE instead of stdout.", dir_okay=False

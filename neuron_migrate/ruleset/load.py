@@ -22,6 +22,7 @@ from neuron_migrate.findings import FixClass, Severity, Target
 from neuron_migrate.ruleset.location import rules_dir
 from neuron_migrate.ruleset.model import (
     FAMILIES,
+    FIXER_NAMES,
     ArgumentPattern,
     Example,
     FixKind,
@@ -298,9 +299,7 @@ def parse_rule_file(file: str, data: bytes, *, fixers: frozenset[str] | None, fa
 
 
 def known_fixers() -> frozenset[str]:
-    """The fixer names rules may use (`neuron_migrate.scan.fixes.registry.FIXER_NAMES`)."""
-    from neuron_migrate.scan.fixes.registry import FIXER_NAMES
-
+    """The fixer names rules may use (`neuron_migrate.ruleset.model.FIXER_NAMES`)."""
     return FIXER_NAMES
 
 

@@ -117,6 +117,18 @@ class FixKind(StrEnum):
     FIXER = "fixer"
 
 
+# The named fixers a rule may ask for (`fix: {<target>: {fixer: name}}`): part of the rule schema,
+# so the loader checks names without importing scan; scan/fixes/registry.py implements each one.
+FIXER_NAMES: frozenset[str] = frozenset({
+    "accelerator_device_string",
+    "cuda_method",
+    "is_cuda_attribute",
+    "amp_autocast",
+    "amp_grad_scaler",
+    "compile_backend",
+})
+
+
 @dataclass(frozen=True, slots=True)
 class TargetFix:
     kind: FixKind
