@@ -79,7 +79,7 @@ def _run(
     from neuron_migrate.config import load_settings
     from neuron_migrate.errors import ConfigError
     from neuron_migrate.pipeline.gate import exit_code
-    from neuron_migrate.rewrite.api import rewrite_paths
+    from neuron_migrate.rewrite.engine import rewrite_paths
     from neuron_migrate.emit.rewrite_text import colour_diff, summary_text
 
     if output_format not in _FORMATS:

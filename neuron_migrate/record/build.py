@@ -217,7 +217,7 @@ def _scan(project: Path, settings: Settings, pack: RulePack, use_cache: bool) ->
 
 
 def _rewrite(copy: Path, settings: Settings) -> dict[str, Any]:
-    from neuron_migrate.rewrite.api import FileStatus, rewrite_paths
+    from neuron_migrate.rewrite.engine import FileStatus, rewrite_paths
 
     common: dict[str, Any] = {"unsafe": settings.unsafe_fixes, "allow_dirty": True, "target": settings.target,
                               "use_cache": False}
