@@ -74,6 +74,7 @@ class Settings:
     exit_zero: bool = False
     write_baseline: Path | None = None
     diff_against: str | None = None
+    fail_on_kinds: frozenset[str] = frozenset()  # check's `--fail-on fallback,recompile` kinds
     # Where each value came from: key -> "default" | "cli" | "env NEURON_MIGRATE_X" | file path.
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     config_files: tuple[Path, ...] = ()

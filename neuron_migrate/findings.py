@@ -213,6 +213,8 @@ class Report:
     pack_version: str = ""
     # Free-form, command-specific extras (rewrite: changed files; check: run summary; baseline: fixed).
     extras: Mapping[str, Any] = field(default_factory=dict)
+    # Notes about the run that are not findings (an unreadable ignore file): shown, never serialised.
+    warnings: tuple[str, ...] = ()
 
     def sorted(self) -> Report:
         return replace(self, findings=tuple(sorted(self.findings, key=lambda f: f.sort_key)))

@@ -21,9 +21,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "rewrite": frozenset({CORE, "ruleset", "scan"}),
     "probe": frozenset({CORE}),
     "check": frozenset({CORE, "ruleset", "scan", "pipeline", "probe"}),
-    "emit": frozenset({CORE, "ruleset"}),
+    "emit": frozenset({CORE, "ruleset", "rewrite"}),
     "api": frozenset({CORE, "ruleset", "scan", "pipeline", "rewrite", "check"}),
-    "record": frozenset({CORE, "ruleset", "emit", "api"}),
+    "record": frozenset({CORE, "ruleset", "pipeline", "rewrite", "emit", "api"}),
     "cli": frozenset({CORE, "ruleset", "pipeline", "emit", "api", "record"}),
 }
 

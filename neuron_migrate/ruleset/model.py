@@ -166,6 +166,7 @@ class Rule:
     status: Status = Status.STABLE
     since: str = "0.1.0"
     source_file: str = ""  # the YAML file it came from, for error messages and docs
+    kind: str = ""  # NM9xx only: the kind of runtime finding (a key of RulePack.kinds)
 
     @property
     def family(self) -> Family:
@@ -188,6 +189,11 @@ class RulePack:
     redirects: dict[str, str] = field(default_factory=dict)  # old code -> live code
     digest: str = ""  # hash of every loaded file; part of the scan cache key
     torch: str = ""  # the PyTorch versions it describes (">=2.13,<2.15")
+    # Runtime finding kinds (rules/pack.yaml `runtime_kinds`): kind -> section title, in report order.
+    kinds: dict[str, str] = field(default_factory=dict)
+
+    def codes_of_kind(self, kind: str) -> tuple[str, ...]:
+        return tuple(code for code, rule in self.rules.items() if rule.kind == kind)
 
     def get(self, code: str) -> Rule | None:
         return self.rules.get(self.redirects.get(code, code))
