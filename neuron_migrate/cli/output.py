@@ -115,19 +115,31 @@ def fail_on_errors(run: Callable[[], int]) -> int:
     return EXIT_ERROR
 
 
-def information_uri() -> str:
-    """The project's home page from the installed metadata (SARIF `informationUri`), if any."""
+def _project_urls() -> dict[str, str]:
+    """`Project-URL` entries of the installed metadata by label (lower case), "home" for Home-page."""
     from importlib.metadata import PackageNotFoundError, metadata
 
     try:
         meta = metadata("neuron-migrate")
     except PackageNotFoundError:
-        return ""
+        return {}
+    urls = {"home": meta.get("Home-page") or ""}
     for entry in meta.get_all("Project-URL") or ():
-        _, _, url = entry.partition(",")
+        label, _, url = entry.partition(",")
         if url.strip():
-            return url.strip()
-    return meta.get("Home-page") or ""
+            urls.setdefault(label.strip().lower(), url.strip())
+    return {k: v for k, v in urls.items() if v}
+
+
+def information_uri() -> str:
+    """The project's home page (SARIF `informationUri`): the first Project-URL, else Home-page."""
+    urls = _project_urls()
+    return next((v for k, v in urls.items() if k != "home"), urls.get("home", ""))
+
+
+def rules_uri() -> str:
+    """The rules page online (`Project-URL: Rules, ...`): SARIF points each rule at its section."""
+    return _project_urls().get("rules", "")
 
 
 def choose(option: str, value: str, allowed: Sequence[str]) -> str:
@@ -163,7 +175,8 @@ def deliver(
         if not quiet:
             note(f"wrote baseline of {len(report.findings)} findings to {settings.write_baseline}")
     options = EmitOptions(pack=pack, target=settings.target, summary=not quiet,
-                          junit_grouping=junit_group or JUnitGrouping.RULE, information_uri=information_uri())
+                          junit_grouping=junit_group or JUnitGrouping.RULE, information_uri=information_uri(),
+                          rules_uri=rules_uri())
     rendered = [
         (dest, FORMATS[fmt](report, replace(options, color=dest is None and colour(sys.stdout))),
          None if quiet else f"wrote {fmt} report to {dest}")

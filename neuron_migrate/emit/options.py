@@ -25,3 +25,4 @@ class EmitOptions:
     information_uri: str = ""  # the tool's home page (from the installed metadata), if any
     color: bool = False  # text: ANSI colours (the CLI's console policy decides)
     width: int = 100  # text: the line width check's rich-rendered report wraps at
+    rules_uri: str = ""  # the rules page (docs/rules.md) online, if the metadata names one: SARIF helpUri
