@@ -55,7 +55,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}(*ops): CPU-fallback ops this test may use on neuron.")
     if not config.getoption("--neuron-emulate"):
         return
+    from neuron_migrate.check.torch_requirement import INSTALL, torch_problem
     from neuron_migrate.ruleset.load import load_pack
+
+    problem = torch_problem()
+    if problem is not None:
+        raise pytest.UsageError(f"--neuron-emulate: {problem}. Install it with: {INSTALL}")
 
     kinds = set(_split(config.getoption("--neuron-fail-on")))
     known = load_pack().kinds
