@@ -48,6 +48,16 @@ def test_annotations_are_well_formed() -> None:
             assert ns.file in pkg.files and ns.reason in gt.NOT_A_SITE_REASONS, (pkg.name, ns)
 
 
+def test_corpus_is_big_enough_to_measure_the_target() -> None:
+    """Issue 12: at least 6 packages and 300 required sites, of several kinds of code."""
+    packages = fetch.load_packages()
+    sites = [s for pkg in packages for s in gt.load_annotations(pkg.name).sites]
+    assert len(packages) >= 6
+    assert sum(s.required for s in sites) >= 300
+    assert any(f.endswith("setup.py") for pkg in packages for f in pkg.files)
+    assert len({s.category for s in sites if s.required}) >= 6
+
+
 def test_integrity_checks_catch_rot(tmp_path: Path) -> None:
     """The checker itself: an unadjudicated grep hit, a line past the end and an unknown category
     are each reported."""
