@@ -86,8 +86,12 @@ def measure(dest: Path | None = None) -> dict:
     trees = fetch.fetch_all(dest, packages)
     sites = sites_by_file(packages)
     scanner, grep, diagnostics = collect(packages, trees)
+    by_package: dict[str, dict[str, Reported]] = {"scanner": {}, "grep": {}}
+    for label, reported in (("scanner", scanner), ("grep", grep)):
+        for key, lines in reported.items():
+            by_package[label].setdefault(key[0], {})[key] = lines
     return {"scanner": gt.score(sites, scanner), "grep": gt.score(sites, grep), "diagnostics": diagnostics,
-            "packages": packages, "sites": sites}
+            "packages": packages, "sites": sites, "reported": by_package}
 
 
 def _ratio(a: int, b: int) -> str:
@@ -114,6 +118,13 @@ def report(m: dict, *, quiet: bool = False) -> None:
         g_found = g.per_category[c][3]
         print(f"{c:20} {req:8d} {found:10d} {_ratio(found, req):>7} {g_found:10d} {_ratio(g_found, req):>7}"
               f" {rep:13d} {true:5d} {_ratio(true, rep):>9}")
+    print(f"\n{'package':20} {'required':>8} {'scan found':>10} {'recall':>7} {'grep recall':>11}"
+          f" {'scan reported':>13} {'precision':>9}")
+    for pkg in m["packages"]:
+        mine = {k: v for k, v in m["sites"].items() if k[0] == pkg.name}
+        ps, pg = gt.score(mine, m["reported"]["scanner"].get(pkg.name, {})), gt.score(mine, m["reported"]["grep"].get(pkg.name, {}))
+        print(f"{pkg.name:20} {ps.required:8d} {ps.found_required:10d} {ps.recall:7.3f} {pg.recall:11.3f}"
+              f" {ps.reported:13d} {ps.precision:9.3f}")
     if m["diagnostics"]:
         print("\ntool diagnostics in annotated files (their sites are not seen):")
         for d in m["diagnostics"]:
