@@ -145,7 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON to this file")
     parser.add_argument("--quiet", action="store_true", help="figures only, no lists of misses")
     args = parser.parse_args(argv)
-    m = measure(args.dest)
+    try:
+        m = measure(args.dest)
+    except (OSError, RuntimeError, subprocess.CalledProcessError) as exc:
+        print(f"bench_corpus: {exc}", file=sys.stderr)
+        return 1
     report(m, quiet=args.quiet)
     if args.json:
         s, g = m["scanner"], m["grep"]

@@ -172,7 +172,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dest", type=Path, default=None, help="cache directory (default: %(default)s)")
     args = parser.parse_args(argv)
-    for name, tree in fetch_all(args.dest).items():
+    try:
+        trees = fetch_all(args.dest)
+    except (OSError, RuntimeError, subprocess.CalledProcessError) as exc:
+        print(f"fetch: {exc}", file=sys.stderr)
+        return 1
+    for name, tree in trees.items():
         print(f"{name}: {tree}")
     return 0
 

@@ -86,6 +86,58 @@ def test_scoring_rule() -> None:
     assert [u[2] for u in s.unmatched] == [20]
 
 
+def _artifact(tmp_path: Path, kind: str) -> tuple[Path, str]:
+    """A tiny wheel or sdist holding pkg/m.py, and its sha256."""
+    import hashlib
+    import io
+    import tarfile
+    import zipfile
+
+    data = b"import torch\nx = torch.zeros(1).cuda()\n"
+    if kind == "whl":
+        path = tmp_path / "pkg-1.0-py3-none-any.whl"
+        with zipfile.ZipFile(path, "w") as zf:
+            zf.writestr("pkg/m.py", data)
+    else:
+        path = tmp_path / "pkg-1.0.tar.gz"
+        with tarfile.open(path, "w:gz") as tf:
+            info = tarfile.TarInfo("pkg-1.0/pkg/m.py")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return path, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("kind", ["whl", "tar.gz"])
+def test_fetch_extracts_a_cached_artifact_once(tmp_path: Path, kind: str) -> None:
+    """An artifact already in the cache with the pinned sha256 is extracted without any download
+    (an sdist's top directory stripped) and not extracted again on the next call."""
+    built, digest = _artifact(tmp_path, kind)
+    cache = tmp_path / "cache"
+    (cache / "artifacts").mkdir(parents=True)
+    built.rename(cache / "artifacts" / built.name)
+    pkg = fetch.Package("pkg", "1.0", built.name, digest, ("pkg/m.py",))
+    tree = fetch.fetch_one(pkg, cache)
+    assert (tree / "pkg" / "m.py").read_text().endswith(".cuda()\n")
+    (tree / "pkg" / "m.py").write_text("changed\n")
+    assert fetch.fetch_one(pkg, cache) == tree
+    assert (tree / "pkg" / "m.py").read_text() == "changed\n"
+    assert [p.name for p in cache.iterdir() if p.name.startswith(".")] == []
+
+
+def test_fetch_rejects_a_tree_marked_with_another_sha(tmp_path: Path) -> None:
+    """A tree whose marker names another sha256 is replaced from the verified artifact."""
+    built, digest = _artifact(tmp_path, "whl")
+    cache = tmp_path / "cache"
+    (cache / "artifacts").mkdir(parents=True)
+    built.rename(cache / "artifacts" / built.name)
+    stale = cache / "pkg-1.0"
+    stale.mkdir()
+    (stale / fetch.MARKER).write_text("0" * 64 + "\n")
+    (stale / "left-over.py").write_text("")
+    tree = fetch.fetch_one(fetch.Package("pkg", "1.0", built.name, digest, ("pkg/m.py",)), cache)
+    assert not (tree / "left-over.py").exists() and (tree / "pkg" / "m.py").is_file()
+
+
 @pytest.fixture(scope="module")
 def trees() -> dict[str, Path]:
     return fetch.fetch_all()
