@@ -433,7 +433,8 @@ def _advice(details: Mapping[str, Any]) -> list[str]:
         options = [o for o in dim.get("options", ()) if isinstance(o, Mapping) and o.get("advice")]
         if options:
             best = min(options, key=lambda o: (_int(o.get("compiles"), 0), float(o.get("padding") or 0)))
-            out.append(str(best["advice"]))
+            if str(best["advice"]) not in out:  # ranks and ops often give the same advice
+                out.append(str(best["advice"]))
     return out
 
 
