@@ -41,6 +41,9 @@ def register() -> None:
 
         torch.utils.generate_methods_for_privateuse1_backend()
         torch._register_device_module("neuron", module.build())
+        from neuron_emu import device
+
+        device.configure_from_env()
         torch._C._acc.register_python_privateuseone_hook(br._DummyPrivateUse1Hook())
         torch._C._acc.register_python_privateuseone_device_guard(br._DummyDeviceGuard())
         storage.self_test()

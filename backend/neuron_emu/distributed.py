@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from neuron_emu import record
+from neuron_emu import device, record
 from neuron_emu.ops.cpu import CPU_KEYSET
 from neuron_emu.runtime.storage import to_cpu
 
@@ -27,6 +27,10 @@ _libs: list[torch.library.Library] = []
 
 def _create(store: Any, rank: int, world_size: int, timeout: timedelta) -> Any:
     record.mark_process_group_initialized()
+    if not device.configured and world_size > 1:
+        # No launcher told us (mp.spawn): the real setup learns the local rank and local world size
+        # through the store; every rank of an emulated run is on this host.
+        device.configure(rank, world_size)
     return dist.ProcessGroupGloo(store, rank, world_size, timeout)
 
 

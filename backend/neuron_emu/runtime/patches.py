@@ -5,6 +5,8 @@
 * ``torch.accelerator.synchronize``: the Python device guard has no ``synchronizeDevice``.
 * pinned host memory: ``_pin_memory``/``is_pinned`` CPU kernels that would ask the missing hooks.
 * ``torch.accelerator`` memory functions: served from ``torch.neuron``'s counters.
+* ``torch.accelerator.current_device_index``/``set_device_index``: the Python device guard always
+  reports device 0; a launched worker's device is `neuron:<local_rank>` (``torch.neuron``'s).
 * Inductor: it cannot target the device (as on real Neuron); say so and name ``backend="neuron"``.
 """
 
@@ -85,6 +87,22 @@ def _acc_memory_info(device_index: Any = None, /) -> tuple[int, int]:
     return props.total_memory - used, props.total_memory
 
 
+def _acc_current_device_index() -> int:
+    if not _on_neuron():
+        return _orig_acc["current_device_index"]()
+    return torch.neuron.current_device()  # type: ignore[attr-defined]
+
+
+def _acc_set_device_index(device: Any, /) -> None:
+    if not _on_neuron():
+        return _orig_acc["set_device_index"](device)
+    torch.neuron.set_device(device)  # type: ignore[attr-defined]
+
+
+_ACC_DEVICE = {
+    "current_device_index": _acc_current_device_index,
+    "set_device_index": _acc_set_device_index,
+}
 _ACC_MEMORY = {
     "memory_stats": _acc_memory_stats,
     "reset_peak_memory_stats": _acc_reset_peak,
@@ -131,6 +149,9 @@ def install() -> None:
         setattr(acc_memory, name, fn)
         if hasattr(torch.accelerator, name):
             setattr(torch.accelerator, name, fn)
+    for name, fn in _ACC_DEVICE.items():
+        _orig_acc[name] = getattr(torch.accelerator, name)
+        setattr(torch.accelerator, name, fn)
     lib = torch.library.Library("aten", "IMPL")
     lib.impl("is_pinned", _is_pinned, "CPU")
     lib.impl("_pin_memory", _pin_memory, "CPU")
