@@ -119,6 +119,17 @@ def physical(index: int | None) -> int:
     return _logical(index)
 
 
+def guard_resolved(index: int | None) -> int:
+    """The device for an index that C++ may have filled in for a bare `neuron`.
+
+    ``Tensor.to("neuron")`` and ``torch.tensor(..., device="neuron")`` complete a missing index
+    with the device guard's current device, which the Python guard always reports as 0; on any
+    other local rank that 0 means the process's own device."""
+    if index == 0 and _start != 0:
+        return _current
+    return physical(index)
+
+
 def current_device() -> int:
     return _current
 

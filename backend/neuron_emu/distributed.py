@@ -54,10 +54,31 @@ def _to_neuron(value: Any, back: dict[int, torch.Tensor]) -> Any:
     return value
 
 
+_CPU = torch.device("cpu")
+_NEURON = torch.device(BACKEND)
+
+
+def _serve_cpu(args: tuple[Any, ...]) -> None:
+    """Let the group's `neuron` backend also serve the CPU aliases the kernels pass on.
+
+    A group made with backend="neuron" maps both devices to it; one made without a backend
+    (``init_process_group()``, ``init_device_mesh("neuron", ...)``, whose default backend for the
+    `neuron` device is `neuron`, as in TorchNeuron) maps only `neuron`, and the CPU redispatch
+    would find no backend for `cpu`. The backend is registered under its real type, Gloo, which
+    is also what the group's own lookups by backend name expect."""
+    for boxed in args:
+        if isinstance(boxed, torch.ScriptObject):  # the c10d ops get the group boxed
+            pg = dist.ProcessGroup.unbox(boxed)
+            if all(d.type != "cpu" for d in pg._device_types):
+                pg._register_backend(_CPU, dist.ProcessGroup.BackendType.GLOO, pg._get_backend(_NEURON))
+            return
+
+
 def _override(op: Any) -> Callable[..., Any]:
     redispatch = op.redispatch
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
+        _serve_cpu(args)
         back: dict[int, torch.Tensor] = {}
         cargs = _to_cpu(args, back)
         ckw = {k: _to_cpu(v, back) for k, v in kwargs.items()}

@@ -1,5 +1,8 @@
 """The few places where torch needs C++ hooks a Python backend cannot provide, patched narrowly.
 
+* ``UntypedStorage.resize_`` of a `neuron` storage (FSDP2 frees and re-allocates parameter storage
+  this way): C++ asks the PrivateUse1 hooks, which a Python backend cannot provide. The storage's
+  memory is swapped in place for a fresh host buffer holding the kept bytes.
 * storage moves to `neuron` (``torch.load`` without ``map_location``): torch builds an
   ``UntypedStorage(n, device='neuron')``, which needs an allocator and segfaults; go through tensors.
 * ``torch.accelerator.synchronize``: the Python device guard has no ``synchronizeDevice``.
@@ -34,6 +37,31 @@ def _storage_to(self: Any, device: torch.device, non_blocking: bool = False) -> 
         return _orig_storage_to(self, device, non_blocking)
     holder = torch.empty(0, dtype=torch.uint8, device=self.device).set_(self)
     return holder.to(device).untyped_storage()
+
+
+def _storage_resize_(self: Any, size: int) -> Any:
+    if self.device.type != _BACKEND:
+        return _orig_storage_resize_(self, size)
+    size = int(size)
+    old = self.nbytes()
+    if size == old:
+        return self
+    from neuron_emu import memory
+    from neuron_emu.runtime.storage import to_cpu, to_neuron
+
+    index = self.device.index or 0
+    fresh = torch.empty(size, dtype=torch.uint8)
+    keep = min(size, old)
+    if keep:
+        fresh[:keep].copy_(to_cpu(torch.empty(0, dtype=torch.uint8, device=self.device).set_(self))[:keep])
+    holder = to_neuron(fresh, index)
+    memory.track(holder, index, size)
+    # _swap_data_ptr_ swaps memory and size, but only with an empty storage or one of equal size.
+    if old:
+        self._swap_data_ptr_(to_neuron(torch.empty(0, dtype=torch.uint8), index).untyped_storage())
+    if size:
+        self._swap_data_ptr_(holder.untyped_storage())
+    return self
 
 
 def _synchronize(device: Any = None, /) -> None:
@@ -133,12 +161,14 @@ def _inductor_call(self: Any, model_: Any, inputs_: Any, **kwargs: Any) -> Any:
 
 
 _orig_storage_to = torch.storage._to  # type: ignore[attr-defined]
+_orig_storage_resize_ = torch.UntypedStorage.resize_
 _orig_synchronize = torch.accelerator.synchronize
 _orig_inductor_call = torch._TorchCompileInductorWrapper.__call__
 
 
 def install() -> None:
     torch.storage._to = _storage_to  # type: ignore[attr-defined]
+    torch.UntypedStorage.resize_ = _storage_resize_  # type: ignore[method-assign]
     torch.accelerator.synchronize = _synchronize
     torch._TorchCompileInductorWrapper.__call__ = _inductor_call  # type: ignore[method-assign]
     # torch.accelerator.memory_* ask a C++ DeviceAllocator the Python backend cannot register.
