@@ -61,6 +61,9 @@ def register() -> None:
             distributed.install()
         record.install()
         _dynamo_skip.install()
+        from neuron_emu import torch_neuronx_shim
+
+        torch_neuronx_shim.install()
         ACTIVE = True
 
 

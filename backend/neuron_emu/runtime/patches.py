@@ -10,7 +10,8 @@
 * ``torch.accelerator`` memory functions: served from ``torch.neuron``'s counters.
 * ``torch.accelerator.current_device_index``/``set_device_index``: the Python device guard always
   reports device 0; a launched worker's device is `neuron:<local_rank>` (``torch.neuron``'s).
-* Inductor: it cannot target the device (as on real Neuron); say so and name ``backend="neuron"``.
+* ``torch.compile``'s default backend: TorchNeuron auto-selects its own backend on a Neuron device
+  (Inductor cannot target it), so a graph with `neuron` inputs goes to the ``neuron`` backend.
 """
 
 from __future__ import annotations
@@ -22,10 +23,6 @@ from typing import Any
 import torch
 
 _BACKEND = "neuron"
-INDUCTOR_MESSAGE = (
-    "torch.compile's default backend (Inductor) is not available for the 'neuron' device: "
-    "TorchNeuron compiles through its own backend. Use torch.compile(model, backend=\"neuron\")."
-)
 _pinned: dict[int, weakref.ref[torch.Tensor]] = {}
 _libs: list[torch.library.Library] = []
 
@@ -156,7 +153,9 @@ def _pin_memory(self: torch.Tensor, device: Any = None) -> torch.Tensor:
 
 def _inductor_call(self: Any, model_: Any, inputs_: Any, **kwargs: Any) -> Any:
     if any(isinstance(t, torch.Tensor) and t.device.type == _BACKEND for t in inputs_):
-        raise RuntimeError(INDUCTOR_MESSAGE)
+        from neuron_emu.compile import neuron_backend
+
+        return neuron_backend(model_, inputs_, options=dict(self.config))
     return _orig_inductor_call(self, model_, inputs_, **kwargs)
 
 
