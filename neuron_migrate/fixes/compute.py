@@ -41,6 +41,11 @@ def _compute(tf: TargetFix, site: Site, span: Span, ctx: FixContext, target: Tar
     kind = tf.kind
     if kind is FixKind.RENAME:
         return _rename(tf.value, site, span, ctx)
+    if site.kind == "device_strings" and kind in (FixKind.DEVICE_STRING, FixKind.FIXER):
+        from neuron_migrate.fixes.data import container_of, entry_fix
+
+        if container_of(site) is not None:  # a listed device type is data: add, never rename
+            return entry_fix(site, ctx)
     if kind is FixKind.DEVICE_STRING:
         if site.literal is None:
             return None

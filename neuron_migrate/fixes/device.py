@@ -7,30 +7,50 @@ import ast
 
 from neuron_migrate.findings import Edit, Span, Target
 from neuron_migrate.fixes.context import FixContext, FixResult
-from neuron_migrate.fixes.syntax import comparison_needs_parens
+from neuron_migrate.fixes.syntax import comparison_needs_parens, parent_of
 from neuron_migrate.scan.matchers.site import Site
 
 ACCELERATOR = "torch.accelerator.current_accelerator"
 
 
-def accelerator_type(ctx: FixContext) -> tuple[str, tuple[str, ...]]:
-    """`torch.accelerator.current_accelerator().type` as this file spells it."""
-    text, add = ctx.spelled(ACCELERATOR)
-    return f"{text}().type", add
+def accelerator_type(ctx: FixContext, quote: str = '"') -> tuple[str, tuple[str, ...]]:
+    """The current accelerator's device type, or "cpu" on a machine without one, as this file
+    spells it. `current_accelerator()` is None there, so a bare `.type` would fail (at import,
+    in a default argument) where the CUDA code ran on the CPU. `quote` writes the string."""
+    acc, add = ctx.spelled(ACCELERATOR)
+    dev, add2 = ctx.spelled("torch.device")
+    return f"({acc}() or {dev}({quote}cpu{quote})).type", add + add2
 
 
-def accelerator_string_edit(ctx: FixContext, literal: ast.AST, token: str) -> tuple[Edit, tuple[str, ...]] | None:
+def compared_accelerator_type(ctx: FixContext, quote: str = '"') -> tuple[str, tuple[str, ...]]:
+    """What a device type is compared with: the current accelerator's type, or a text no device
+    type equals or contains on a machine without one, so `x.device.type == "cuda"` stays False
+    there as it was (a "cpu" fallback would make every CPU tensor match)."""
+    acc, add = ctx.spelled(ACCELERATOR)
+    return f"getattr({acc}(), {quote}type{quote}, {quote}no accelerator{quote})", add
+
+
+def _other(quote: str) -> str:
+    return "'" if quote[0] == '"' else '"'
+
+
+def accelerator_string_edit(
+    ctx: FixContext, literal: ast.AST, token: str, *, compared: bool = False
+) -> tuple[Edit, tuple[str, ...]] | None:
     """Turn the device type at the start of a string into the current accelerator's type:
-    `"cuda"` -> `torch.accelerator.current_accelerator().type`, `"cuda:0"` -> f"{...}:0",
-    `f"cuda:{i}"` -> f"{...}:{i}"."""
-    expr, add = accelerator_type(ctx)
-    if literal.__class__ is ast.JoinedStr:
-        edit = ctx.token_edit(literal, token, "{" + expr + "}")
-        return (edit, add) if edit is not None else None
+    `"cuda"` -> `(torch.accelerator.current_accelerator() or torch.device("cpu")).type`,
+    `"cuda:0"` -> f"{...}:0", `f"cuda:{i}"` -> f"{...}:{i}". Inside an f-string the expression
+    quotes with the other quote (Python 3.11 cannot nest the same one). `compared`: the string is
+    an operand of a comparison (`compared_accelerator_type`)."""
+    form = compared_accelerator_type if compared else accelerator_type
     parts = ctx.string_parts(literal)
     if parts is None:
         return None
     span, prefix, quote = parts
+    if literal.__class__ is ast.JoinedStr:
+        expr, add = form(ctx, _other(quote))
+        edit = ctx.token_edit(literal, token, "{" + expr + "}")
+        return (edit, add) if edit is not None else None
     if span.line != span.end_line:
         return None
     line = ctx.lines.line(span.line)
@@ -39,8 +59,10 @@ def accelerator_string_edit(ctx: FixContext, literal: ast.AST, token: str) -> tu
         return None
     rest = line[start + len(token) : span.end_col]  # the tail of the contents and the closing quote
     if rest == quote:
+        expr, add = form(ctx, quote[0])
         return Edit(span, expr), add
     # Anything after the type stays literal text of an f-string (braces doubled for `.format`).
+    expr, add = form(ctx, _other(quote))
     f_prefix = prefix.replace("u", "").replace("U", "") + "f"
     escaped = rest[: -len(quote)].replace("{", "{{").replace("}", "}}") + quote
     return Edit(span, f"{f_prefix}{quote}{{{expr}}}{escaped}"), add
@@ -49,7 +71,8 @@ def accelerator_string_edit(ctx: FixContext, literal: ast.AST, token: str) -> tu
 def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
     if site.literal is None:
         return None
-    hit = accelerator_string_edit(ctx, site.literal, site.token)
+    compared = parent_of(site.stmt, site.literal).__class__ is ast.Compare
+    hit = accelerator_string_edit(ctx, site.literal, site.token, compared=compared)
     if hit is None:
         return None
     edit, add = hit
@@ -108,8 +131,9 @@ def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixR
             if index is None:
                 return None
             torch_device, add2 = ctx.spelled("torch.device")
-            add = add + add2
-            dev = f"{torch_device}({acc}().type, {index})"
+            kind, add3 = accelerator_type(ctx)
+            add = add + add2 + add3
+            dev = f"{torch_device}({kind}, {index})"
         title = "Use .to(<current accelerator>)"
     func = call.func
     end_line = func.end_lineno or func.lineno
@@ -131,7 +155,7 @@ def is_cuda_attribute(site: Site, span: Span, ctx: FixContext, target: Target) -
         return None
     if node.value.__class__ not in (ast.Name, ast.Attribute, ast.Call, ast.Subscript):  # type: ignore[attr-defined]
         receiver = f"({receiver})"
-    acc, add = accelerator_type(ctx)
+    acc, add = compared_accelerator_type(ctx)
     text = f"{receiver}.device.type == {acc}"
     if comparison_needs_parens(site.stmt, node):
         text = f"({text})"

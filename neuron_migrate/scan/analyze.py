@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from neuron_migrate.findings import Finding, FixClass, Span
+from neuron_migrate.findings import Finding, FixClass, Span, Target
 from neuron_migrate.ruleset.model import ArgumentPattern, FixKind, Rule, RulePack
 from neuron_migrate.scan.aliases import AliasTable, HiddenRead
 from neuron_migrate.scan.matchers import arguments as args_m
@@ -740,6 +740,7 @@ def _check_unwalked(aliases: AliasTable, gate: RegionGate, sparse: SparseTree) -
 
 def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: int | None) -> list[Finding]:
     from neuron_migrate.fixes.compute import FixContext, fixes_for  # only files with a match pay for it
+    from neuron_migrate.fixes.data import already_listed
 
     lines = LineIndex(source)
     ctx = FixContext(lines, walker.aliases, source, tree)
@@ -755,7 +756,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
                 ctx.removed.setdefault(target.value, set()).add(id(site.stmt))
     findings: list[Finding] = []
     for (code, span), (rule, site) in spans.items():
-        if site.kind == "device_strings" and span in argument_spans:
+        if site.kind == "device_strings" and (span in argument_spans or already_listed(site)):
             continue
         symbol = site.symbol or _symbol(site, lines)
         fixes = fixes_for(rule, site, span, ctx) if rule.fix.fix_class in (FixClass.SAFE, FixClass.UNSAFE) else ()
@@ -775,6 +776,10 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
                 statement_line=site.stmt_line,
             )
         )
+    if any(f.fixes for f in findings):
+        from neuron_migrate.fixes.guards import settle
+
+        findings = settle(findings, tree, lines, Target)
     findings.sort(key=lambda f: (f.span.line, f.span.col, f.code))
     return findings
 

@@ -220,9 +220,9 @@ def test_columns_are_characters_after_non_ascii_text() -> None:
 def test_fstring_fixes_keep_their_parts() -> None:
     assert fixed("y = x.to(f'cuda:{rank}')\n") == "y = x.to(f'neuron:{rank}')\n"
     assert fixed("y = x.to(f'cuda:{rank}')\n", A) == (
-        "import torch\n\ny = x.to(f'{torch.accelerator.current_accelerator().type}:{rank}')\n")
+        "import torch\n\ny = x.to(f'{(torch.accelerator.current_accelerator() or torch.device(\"cpu\")).type}:{rank}')\n")
     assert fixed("import torch\ny = x.to('cuda:{}'.format(r))\n", A) == (
-        "import torch\ny = x.to(f'{torch.accelerator.current_accelerator().type}:{{}}'.format(r))\n")
+        "import torch\ny = x.to(f'{(torch.accelerator.current_accelerator() or torch.device(\"cpu\")).type}:{{}}'.format(r))\n")
 
 
 def test_statement_line_is_the_first_line_of_a_multiline_statement() -> None:
