@@ -67,7 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
         neuron_emu.activate()  # idempotent: fine when the entry point already activated it
     except neuron_emu.EmulatorUnavailable as exc:
         raise pytest.UsageError(f"--neuron-emulate: {exc}") from None
-    from neuron_migrate.check import observe
+    from neuron_migrate.check.probe import observe
     from neuron_migrate.ruleset.load import load_pack
 
     observed = observe.Observations()
@@ -87,7 +87,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return
     import neuron_emu
 
-    from neuron_migrate.check.passes import PassTracker
+    from neuron_migrate.check.probe.passes import PassTracker
 
     item.config.stash[_STATE]["observed"].clear()
     with neuron_emu.recording() as rec:

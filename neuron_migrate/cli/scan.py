@@ -1,7 +1,7 @@
 """`neuron-migrate scan`: find CUDA-specific code, report it in one or more formats, gate CI.
 
 Streams follow ruff and pip-audit: the report goes to stdout (or `--output`), progress and notes
-to stderr. The exit code comes from `neuron_migrate.gate` alone, whatever formats are written.
+to stderr. The exit code comes from `neuron_migrate.pipeline.gate` alone, whatever formats are written.
 """
 
 from __future__ import annotations
@@ -129,12 +129,12 @@ def run_scan(
     changed_only: bool = False,
     junit_group: str = "rule",
 ) -> int:
-    from neuron_migrate import baseline, gate
+    from neuron_migrate.pipeline import baseline, gate
     from neuron_migrate.api import scan_with_settings
     from neuron_migrate.config import load_settings
     from neuron_migrate.emit import JUnitGrouping
     from neuron_migrate.errors import NeuronMigrateError
-    from neuron_migrate.pipeline import build_report
+    from neuron_migrate.pipeline.finalize import build_report
     from neuron_migrate.ruleset.load import load_pack
 
     try:

@@ -160,7 +160,7 @@ def _hold_guards(
     """The guard rule for this run: a fix in a guard's test only goes with every fix it guards
     (scan already withheld guards around code with no fix; here an unsafe fix left out, or one
     skipped for an overlap, holds its guard back too)."""
-    from neuron_migrate.fixes.guards import blocked, guards_in, reason
+    from neuron_migrate.scan.fixes.guards import blocked, guards_in, reason
     from neuron_migrate.scan.matchers.site import LineIndex
 
     try:

@@ -26,7 +26,7 @@ TargetFix is exactly one of:
     {replace: "text"}                    # replace the matched node's source text
     {remove_argument: true}              # drop the matched keyword/positional argument
     {remove_statement: true}             # drop the statement holding the match
-    {fixer: snake_case_name}             # a named fixer in neuron_migrate/fixes/registry.py
+    {fixer: snake_case_name}             # a named fixer in neuron_migrate/scan/fixes/registry.py
 """
 
 from __future__ import annotations

@@ -739,8 +739,8 @@ def _check_unwalked(aliases: AliasTable, gate: RegionGate, sparse: SparseTree) -
 
 
 def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: int | None) -> list[Finding]:
-    from neuron_migrate.fixes.compute import FixContext, fixes_for  # only files with a match pay for it
-    from neuron_migrate.fixes.data import already_listed
+    from neuron_migrate.scan.fixes.compute import FixContext, fixes_for  # only files with a match pay for it
+    from neuron_migrate.scan.fixes.data import already_listed
 
     lines = LineIndex(source)
     ctx = FixContext(lines, walker.aliases, source, tree)
@@ -777,7 +777,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
             )
         )
     if any(f.fixes for f in findings):
-        from neuron_migrate.fixes.guards import settle
+        from neuron_migrate.scan.fixes.guards import settle
 
         findings = settle(findings, tree, lines, Target)
     findings.sort(key=lambda f: (f.span.line, f.span.col, f.code))

@@ -18,9 +18,9 @@ import ast
 from typing import assert_never
 
 from neuron_migrate.findings import Edit, Fix, Span, Target
-from neuron_migrate.fixes.context import FixContext, FixResult
-from neuron_migrate.fixes.registry import FIXERS
-from neuron_migrate.fixes.syntax import block_of
+from neuron_migrate.scan.fixes.context import FixContext, FixResult
+from neuron_migrate.scan.fixes.registry import FIXERS
+from neuron_migrate.scan.fixes.syntax import block_of
 from neuron_migrate.ruleset.model import FixKind, Rule, TargetFix
 from neuron_migrate.scan.matchers.site import Site
 
@@ -42,7 +42,7 @@ def _compute(tf: TargetFix, site: Site, span: Span, ctx: FixContext, target: Tar
     if kind is FixKind.RENAME:
         return _rename(tf.value, site, span, ctx)
     if site.kind == "device_strings" and kind in (FixKind.DEVICE_STRING, FixKind.FIXER):
-        from neuron_migrate.fixes.data import container_of, entry_fix
+        from neuron_migrate.scan.fixes.data import container_of, entry_fix
 
         if container_of(site) is not None:  # a listed device type is data: add, never rename
             return entry_fix(site, ctx)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 
 from neuron_migrate.findings import Edit
-from neuron_migrate.fixes.context import FixContext, FixResult
-from neuron_migrate.fixes.syntax import parent_of
+from neuron_migrate.scan.fixes.context import FixContext, FixResult
+from neuron_migrate.scan.fixes.syntax import parent_of
 from neuron_migrate.scan.matchers.site import Site
 
 _CONTAINERS = (ast.Tuple, ast.List, ast.Set)
