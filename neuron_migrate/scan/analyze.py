@@ -760,11 +760,14 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
             continue
         symbol = site.symbol or _symbol(site, lines)
         fixes = fixes_for(rule, site, span, ctx) if rule.fix.fix_class in (FixClass.SAFE, FixClass.UNSAFE) else ()
+        fix_class = rule.fix.fix_class
+        if fixes and fix_class is FixClass.SAFE and all(f.applicability is FixClass.UNSAFE for f in fixes):
+            fix_class = FixClass.UNSAFE  # this site's fix relies on what it cannot see (fixes.bindings)
         findings.append(
             Finding(
                 code=code,
                 severity=rule.severity,
-                fix_class=rule.fix.fix_class,
+                fix_class=fix_class,
                 category=rule.category,
                 path=path,
                 span=span,

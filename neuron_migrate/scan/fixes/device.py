@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 
 from neuron_migrate.findings import Edit, Span, Target
+from neuron_migrate.scan.fixes.bindings import evidently_torch
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
 from neuron_migrate.scan.fixes.syntax import comparison_needs_parens, parent_of
 from neuron_migrate.scan.matchers.site import Site
@@ -140,7 +141,8 @@ def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixR
     name_start = ctx.lines.col(end_line, (func.end_col_offset or 0) - len(func.attr.encode("utf-8")))  # type: ignore[attr-defined]
     whole = ctx.span(call)
     edit = Edit(Span(end_line, name_start, whole.end_line, whole.end_col), f"to({', '.join([dev, *rest])})")
-    return FixResult(title, (edit,), add)
+    # `.to(...)` means the same only on a tensor or module; any other object's `.cuda()` is its own.
+    return FixResult(title, (edit,), add, unsafe=not evidently_torch(func.value, ctx.aliases))  # type: ignore[attr-defined]
 
 
 def is_cuda_attribute(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:

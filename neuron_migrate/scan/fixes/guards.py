@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from neuron_migrate.findings import Finding, FixClass, Severity, Span, Target
+from neuron_migrate.findings import Edit, Finding, FixClass, Severity, Span, Target
 from neuron_migrate.scan.matchers.site import LineIndex
 
 _BLOCKS = ("body", "orelse", "finalbody")
@@ -31,6 +32,7 @@ class Guard:
     tests: tuple[Span, ...]  # the condition(s) whose rewrite changes which path runs
     region: Span  # everything the guard decides, tests included
     kind: str  # "if", "while", "ternary", "assert", "and"
+    message: Span | None = None  # an assert's message, when it is one plain one-line string
 
 
 def _start(s: Span) -> tuple[int, int]:
@@ -72,7 +74,12 @@ def _asserts(block: list[ast.stmt], lines: LineIndex, out: list[Guard]) -> None:
         if stmt.__class__ is ast.Assert:
             test = lines.span(stmt.test)  # type: ignore[attr-defined]
             own, last = lines.span(stmt), lines.span(block[-1])
-            out.append(Guard((test,), Span(own.line, own.col, last.end_line, last.end_col), "assert"))
+            msg = stmt.msg  # type: ignore[attr-defined]
+            message = None
+            if msg is not None and msg.__class__ is ast.Constant and isinstance(msg.value, str):
+                span = lines.span(msg)
+                message = span if span.line == span.end_line else None
+            out.append(Guard((test,), Span(own.line, own.col, last.end_line, last.end_col), "assert", message))
 
 
 class _Index:
@@ -160,6 +167,7 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
     dropped: dict[int, set[Target]] = {}
     notes: dict[int, list[str]] = {}
     targets = tuple(targets)
+    findings = _share_removals(findings, guards, targets)
     for target in targets:
 
         def fixed(f: Finding, target: Target = target) -> bool:
@@ -178,17 +186,79 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
                     note = f"it is guarded by the condition at line {block.guard.tests[0].line}, which stays as it is"
                     if note not in notes.setdefault(id(f), []):
                         notes[id(f)].append(note)
-    if not dropped:
+    words = _retell_asserts(findings, guards, lines)
+    if not dropped and not words:
         return list(findings)
     out: list[Finding] = []
     for f in findings:
-        lost = dropped.get(id(f))
+        key = id(f)
+        lost = dropped.get(key)
+        if key in words:
+            f = replace(f, fixes=tuple(
+                x if x.target in (lost or ()) else
+                replace(x, edits=x.edits + tuple(replace(e, replacement=_SAYS[x.target]) for e in words[key]))
+                for x in f.fixes))
         if not lost:
             out.append(f)
             continue
         fixes = tuple(x for x in f.fixes if x.target not in lost)
         cls = f.fix_class if fixes else FixClass.MANUAL
         only = f" for the {' and '.join(sorted(t.value for t in lost))} target" if fixes else ""
-        message = f"{f.message}; left as is{only} because {' and '.join(notes[id(f)])}"
+        message = f"{f.message}; left as is{only} because {' and '.join(notes[key])}"
         out.append(replace(f, fixes=fixes, fix_class=cls, message=message))
+    return out
+
+
+_CUDA_WORD = re.compile(r"\bCUDA\b")
+_SAYS = {Target.NEURON: "Neuron", Target.ACCELERATOR: "an accelerator"}
+
+
+def _retell_asserts(findings: Sequence[Finding], guards: Sequence[Guard], lines: LineIndex) -> dict[int, tuple[Edit, ...]]:
+    """`assert torch.cuda.is_available(), "CUDA is required"`: when the assert moves, its message
+    stops saying CUDA (the word inside the string only). Per finding of an assert's test (the
+    first one carries them), the word's edits: `Edit.replacement` is filled in per target."""
+    out: dict[int, tuple[Edit, ...]] = {}
+    index = _Index(findings)
+    for guard in guards:
+        if guard.message is None:
+            continue
+        m_span = guard.message
+        text = lines.line(m_span.line)[m_span.col : m_span.end_col]
+        words = [Edit(Span(m_span.line, m_span.col + m.start(), m_span.line, m_span.col + m.end()), "")
+                 for m in _CUDA_WORD.finditer(text)]
+        carrier = next((f for f in index.within(guard.tests[0]) if f.fixes), None)
+        if words and carrier is not None:
+            out[id(carrier)] = tuple(words)
+    return out
+
+
+def _share_removals(findings: Sequence[Finding], guards: Sequence[Guard], targets: Sequence[Target]) -> list[Finding]:
+    """When a fix removes a whole guarded statement (its block emptied, `compute._emptied_guard`),
+    the findings in the guard's test take that same edit (applied once) instead of an edit inside
+    the removed text, which would only be skipped as an overlap."""
+    out = list(findings)
+    position = {id(f): i for i, f in enumerate(out)}
+    index = _Index(out)
+    for guard in guards:
+        if guard.kind != "if":
+            continue
+        region = index.within(guard.region)
+        for target in targets:
+            covering = next(
+                (x for f in region if (x := f.fix_for(target)) is not None
+                 and any(_start(e.span) <= _start(guard.region) and _end(guard.region) <= _end(e.span) for e in x.edits)),
+                None,
+            )
+            if covering is None:
+                continue
+            for f in region:
+                if not any(inside(f.span, t) for t in guard.tests):
+                    continue
+                current = out[position[id(f)]]
+                own = current.fix_for(target)
+                if own is None or own.edits == covering.edits:
+                    continue
+                # The removal needs what it removes to go: it is as safe as the fix that removes it.
+                shared = replace(own, edits=covering.edits, add_imports=(), applicability=covering.applicability)
+                out[position[id(f)]] = replace(current, fixes=tuple(shared if x is own else x for x in current.fixes))
     return out
