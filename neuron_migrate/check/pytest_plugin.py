@@ -56,6 +56,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("--neuron-emulate"):
         return
     from neuron_migrate.check.gate import KINDS
+    from neuron_migrate.check.torch_requirement import INSTALL, torch_problem
+
+    problem = torch_problem()
+    if problem is not None:
+        raise pytest.UsageError(f"--neuron-emulate: {problem}. Install it with: {INSTALL}")
 
     kinds = set(_split(config.getoption("--neuron-fail-on")))
     unknown = kinds - set(KINDS)

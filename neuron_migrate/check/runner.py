@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from neuron_migrate.check.records import CHILD_PREFIX, EMU_PREFIX, Records, load_dir
+from neuron_migrate.check.torch_requirement import require_torch
 from neuron_migrate.errors import NeuronMigrateError
 
 GRACE_S = 5.0  # SIGTERM -> SIGKILL
@@ -133,6 +134,7 @@ def run_program(
     grace: float = GRACE_S,
 ) -> RunResult:
     """Run `program` on the emulated device; its output goes to `stdout` (default: inherited)."""
+    require_torch("check")
     if program.mode == "path" and not Path(program.target).is_file():
         raise NeuronMigrateError(f"no such file: {program.target}")
     if timeout is not None and timeout <= 0:

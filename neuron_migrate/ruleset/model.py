@@ -159,6 +159,11 @@ class Rule:
     def family(self) -> Family:
         return FAMILIES[self.code[:3]]
 
+    @property
+    def anchor(self) -> str:
+        """The fragment of this rule's section in docs/rules.md (its heading `CODE name`)."""
+        return f"{self.code.lower()}-{self.name}"
+
     def render_message(self, symbol: str) -> str:
         return self.message.replace("{symbol}", symbol)
 
