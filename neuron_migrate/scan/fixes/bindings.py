@@ -13,7 +13,6 @@ from collections import Counter
 
 from neuron_migrate.scan.aliases import AliasTable
 
-_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 # Tensor/Module methods that return a tensor or module again.
 _CHAINED = frozenset({"to", "float", "half", "bfloat16", "double", "contiguous", "detach", "clone", "view",
                       "reshape", "train", "eval", "requires_grad_", "pin_memory", "cpu", "cuda"})
@@ -42,9 +41,10 @@ def module_bindings(tree: ast.Module) -> Counter[str]:
         elif cls is ast.ExceptHandler and node.name:  # type: ignore[attr-defined]
             counts[node.name] += 1  # type: ignore[attr-defined]
         for child in ast.iter_child_nodes(node):
-            if child.__class__ in _NESTED:
-                if child.__class__ is not ast.Lambda:
-                    counts[child.name] += 1  # type: ignore[attr-defined]
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                counts[child.name] += 1
+                continue
+            if isinstance(child, ast.Lambda):
                 continue
             if isinstance(child, (ast.stmt, ast.ExceptHandler, ast.match_case)):
                 todo.append(child)
@@ -63,9 +63,9 @@ def _targets(node: ast.AST) -> list[ast.AST]:
 
 
 def leftmost_name(node: ast.AST) -> str | None:
-    while node.__class__ in (ast.Attribute, ast.Call, ast.Subscript):
-        node = node.func if node.__class__ is ast.Call else node.value  # type: ignore[attr-defined]
-    return node.id if node.__class__ is ast.Name else None  # type: ignore[attr-defined]
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def evidently_torch(node: ast.AST, aliases: AliasTable) -> bool:

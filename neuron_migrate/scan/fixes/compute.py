@@ -18,10 +18,10 @@ import ast
 from typing import assert_never
 
 from neuron_migrate.findings import Edit, Fix, FixClass, Span, Target
+from neuron_migrate.ruleset.model import FixKind, Rule, TargetFix
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
 from neuron_migrate.scan.fixes.registry import FIXERS
 from neuron_migrate.scan.fixes.syntax import block_of
-from neuron_migrate.ruleset.model import FixKind, Rule, TargetFix
 from neuron_migrate.scan.matchers.site import Site
 
 __all__ = ["FixContext", "fixes_for", "remove_statement_edit", "removed_import"]

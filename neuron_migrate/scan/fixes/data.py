@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 
-from neuron_migrate.findings import Edit
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
 from neuron_migrate.scan.fixes.syntax import parent_of
 from neuron_migrate.scan.matchers.site import Site

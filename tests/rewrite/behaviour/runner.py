@@ -33,7 +33,7 @@ def _child(path: str, args: list[str], cwd: str, timeout: int, out: int, err: in
         runpy.run_path(path, run_name="__main__")
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except BaseException:
+    except BaseException:  # noqa: BLE001  (the program's own failure is its exit status)
         traceback.print_exc()
         code = 1
     sys.stdout.flush()
