@@ -33,7 +33,9 @@ SAMPLE_RUNS = {
     "hf_inference": ("generate.py", []),
 }
 # Samples that cannot run before (they name "cuda" outright) and that the safe rewrite makes run.
-RUN_AFTER_NEURON_REWRITE = {"gpt_train", "vision_cnn"}
+# (vision_cnn's `.cuda()` receivers are not evidently tensors or modules, so moving them is
+# unsafe; hf_inference times with `torch.cuda.Event`, which has no automatic rewrite.)
+RUN_AFTER_NEURON_REWRITE = {"gpt_train"}
 
 _MASKS = (re.compile(r"\d+(?:\.\d+)?\s*(?:ms|s|[KMG]i?B)\b"),)
 # The intended change: the device a program picks (`picked cpu`, `device=cpu`) becomes neuron.
