@@ -287,8 +287,10 @@ def test_amp_autocast_turns_positional_arguments_into_keywords() -> None:
 
 
 def test_remove_statement_keeps_blocks_non_empty() -> None:
-    code = "import torch\nif fast:\n    torch.backends.cudnn.benchmark = True\n"
-    assert fixed(code) == "import torch\nif fast:\n    pass\n"
+    code = "import torch\nif fast():\n    torch.backends.cudnn.benchmark = True\n"
+    assert fixed(code) == "import torch\nif fast():\n    pass\n"
+    # A test that only asks (no call outside torch) goes with its emptied block: no `if x: pass`.
+    assert fixed("import torch\nif fast:\n    torch.backends.cudnn.benchmark = True\n") == "import torch\n"
 
 
 # --- env vars ------------------------------------------------------------------------------------
