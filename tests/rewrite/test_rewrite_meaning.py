@@ -196,3 +196,9 @@ def test_a_moved_assert_stops_saying_cuda() -> None:
     assert 'assert torch.accelerator.is_available(), "an accelerator is required"' in fixed(src, A)
     held = 'import torch\n\nassert torch.cuda.is_available(), "CUDA is required"\nc = torch.cuda.get_device_capability()\n'
     assert fixed(held) == held
+
+
+def test_cuda_inside_an_fstring_uses_the_other_quote_for_python_311() -> None:
+    out = fixed('import torch\nx = torch.ones(2)\nprint(f"{x.cuda()}")\nprint(f"{x.cuda(i)}")\n', unsafe=True)
+    assert "print(f\"{x.to('neuron')}\")" in out and "print(f\"{x.to(f'neuron:{i}')}\")" in out
+    compile(out, "m.py", "exec")  # the 3.11 grammar

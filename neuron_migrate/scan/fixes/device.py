@@ -85,6 +85,17 @@ def _index_text(ctx: FixContext, node: ast.AST) -> str | None:
     return None if "\n" in text else text
 
 
+def _quote_inside(site: Site, node: ast.AST, ctx: FixContext) -> str:
+    """The quote a string written at `node` may use: inside an f-string (`f"{x.cuda()}"`), the
+    other one than the f-string's (Python 3.11 cannot nest the same quote)."""
+    for outer in ast.walk(site.stmt):
+        if outer.__class__ is ast.JoinedStr and any(n is node for n in ast.walk(outer)):
+            parts = ctx.string_parts(outer)
+            if parts is not None:
+                return _other(parts[2])
+    return '"'
+
+
 def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
     """`.cuda()` -> `.to("neuron")`, `.cuda(i)` -> `.to(f"neuron:{i}")` (accelerator target:
     `.to(torch.accelerator.current_accelerator())` / `.to(torch.device(<type>, i))`); other
@@ -109,16 +120,17 @@ def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixR
         else:
             rest.append(ctx.text(kw))
     add: tuple[str, ...] = ()
+    q = _quote_inside(site, call, ctx)
     if target is Target.NEURON:
         if device is None:
-            dev = '"neuron"'
+            dev = f"{q}neuron{q}"
         elif device.__class__ is ast.Constant and device.value.__class__ is int:  # type: ignore[attr-defined]
-            dev = f'"neuron:{device.value}"'  # type: ignore[attr-defined]
+            dev = f"{q}neuron:{device.value}{q}"  # type: ignore[attr-defined]
         else:
             index = _index_text(ctx, device)
             if index is None or "{" in index or "}" in index or "\\" in index:
                 return None
-            quote = '"' if '"' not in index else "'"
+            quote = q if q not in index and q == "'" else ('"' if '"' not in index else "'")
             if quote in index:
                 return None
             dev = f"f{quote}neuron:{{{index}}}{quote}"
