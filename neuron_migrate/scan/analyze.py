@@ -33,6 +33,7 @@ from neuron_migrate.scan.matchers.imports import ImportTable
 from neuron_migrate.scan.matchers.names import name_table
 from neuron_migrate.scan.matchers.qualified_names import QualifiedNameTable
 from neuron_migrate.scan.matchers.site import LineIndex, Site
+from neuron_migrate.scan.matchers.tokens import TokenTable, first_words
 from neuron_migrate.scan.prefilter import pattern_requirements
 from neuron_migrate.scan.regions import RegionGate, SparseTree
 
@@ -54,9 +55,11 @@ class CompiledPack:
     imports: ImportTable
     env: EnvVarTable
     files: FileTable
+    tokens: TokenTable
     implicit_roots: frozenset[str]
     device_words: tuple[str, ...]  # a file without any of these has no device-string match
     env_words: tuple[str, ...]  # ... without any of these, no env-var match
+    token_words: tuple[str, ...]  # ... without any of these, no `tokens` match
     regions: RegionGate  # which functions of a large file need parsing
 
 
@@ -86,9 +89,11 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         imports=imports,
         env=env,
         files=FileTable(rules),
+        tokens=TokenTable(rules),
         implicit_roots=frozenset(r for r in roots if r.isidentifier()) | _ALWAYS_IMPLICIT,
         device_words=_words([t for t, _, _ in devices.types]),
         env_words=_words([literal_prefix(p) for p, _, _ in env.patterns]),
+        token_words=first_words(rules),
         regions=RegionGate(pattern_requirements(pack), {name.rpartition(".")[0] for name in qualified.exact}),
     )
     if len(_COMPILED) >= 8:
@@ -112,6 +117,12 @@ _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LITERALS = (ast.Constant, ast.UnaryOp)  # what `arguments.literal_value` may evaluate
 _SCOPE_END = ast.Pass()  # pushed under a function's body: popping it closes the function's scope
+# Calls whose arguments are messages for people (print, logging, warnings, exceptions).
+_MESSAGE_CALLS = frozenset({"print", "exit", "debug", "info", "warning", "warn", "error", "exception",
+                            "critical", "fatal", "log", "warning_once", "info_once", "warn_once", "echo", "secho"})
+_MESSAGE_MODULES = ("logging.", "warnings.")
+_EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning")
+_MESSAGE_KEYWORDS = frozenset({"help", "description", "epilog", "usage", "msg", "message", "desc"})
 
 
 class _Walker:
@@ -120,11 +131,16 @@ class _Walker:
         # Matchers whose words the file does not contain cannot match: leave them out of the walk.
         self.devices_on = any(t in source for t in cp.device_words)
         self.env_on = any(t in source for t in cp.env_words)
+        self.tokens = cp.tokens if any(t in source for t in cp.token_words) else None
+        self.silent: set[int] = set()  # ids of string literals that are messages, not code
         self.aliases = AliasTable(cp.implicit_roots)
         self.sites: list[tuple[Rule, Site]] = []
         self.stmt: ast.AST = tree
         self.stmt_line = 1
         self.scopes: list[dict[str, ast.AST | None]] = []  # enclosing functions' known locals
+        # Per enclosing function, the names it binds itself (parameters, assignments, loop and
+        # `with` targets): there they are not the module's imports of the same name.
+        self.locals: list[set[str]] = []
         self.func_names: list[str] = []
         self.consts: dict[str, ast.AST | None] = {}  # module-level literal constants
         self.argparse: dict[str, ast.AST] = {}  # option dest -> literal default
@@ -185,6 +201,11 @@ class _Walker:
 
     def _import(self, node: ast.AST) -> None:
         self.aliases.add(node)  # type: ignore[arg-type]
+        if self.locals:  # a function's own import: the name is the import, not a local
+            for alias in node.names:  # type: ignore[attr-defined]
+                self.locals[-1].discard((alias.asname or alias.name).partition(".")[0])
+        if self.tokens is not None:
+            self._import_tokens(node)
         table = self.cp.imports
         if not table.patterns:
             return
@@ -212,6 +233,8 @@ class _Walker:
         if value is None:
             return
         for target in targets:
+            if self.locals:
+                self._bind(target)
             if self.devices_on and dev_m.device_like(target):
                 self._device_literals(value)
             if target.__class__ is ast.Name:
@@ -221,6 +244,62 @@ class _Walker:
                     self._remember(scope, target.id, value)
                 if self.env_on and value.__class__ is ast.Dict and env_m.env_like_name(target.id):
                     self._env_dict(value)
+
+    def _bind(self, target: ast.AST) -> None:
+        """Names a function binds by assignment, for `_shadowed`."""
+        cls = target.__class__
+        if cls is ast.Name:
+            self.locals[-1].add(target.id)  # type: ignore[attr-defined]
+        elif cls in (ast.Tuple, ast.List):
+            for elt in target.elts:  # type: ignore[attr-defined]
+                self._bind(elt)
+        elif cls is ast.Starred:
+            self._bind(target.value)  # type: ignore[attr-defined]
+
+    def _for(self, node: ast.AST) -> None:
+        if self.locals:
+            self._bind(node.target)  # type: ignore[attr-defined]
+
+    def _with(self, node: ast.AST) -> None:
+        if self.locals:
+            for item in node.items:  # type: ignore[attr-defined]
+                if item.optional_vars is not None:
+                    self._bind(item.optional_vars)
+
+    def _expr_stmt(self, node: ast.AST) -> None:
+        """A string statement is a docstring or a comment written as a string: not code."""
+        value = node.value  # type: ignore[attr-defined]
+        if value.__class__ in (ast.Constant, ast.JoinedStr):
+            self.silent.add(id(value))
+
+    def _raise(self, node: ast.AST) -> None:
+        if node.exc is not None:  # type: ignore[attr-defined]
+            self._silence(node.exc)  # type: ignore[attr-defined]
+
+    def _assert(self, node: ast.AST) -> None:
+        if node.msg is not None:  # type: ignore[attr-defined]
+            self._silence(node.msg)  # type: ignore[attr-defined]
+
+    def _silence(self, expr: ast.AST) -> None:
+        """Mark the strings that make up a message (its literal parts, `%`/`+` operands, a
+        `.format` receiver, a call's arguments), not the code inside it."""
+        cls = expr.__class__
+        if cls is ast.Constant or cls is ast.JoinedStr:
+            self.silent.add(id(expr))
+        elif cls is ast.BinOp:
+            self._silence(expr.left)  # type: ignore[attr-defined]
+            self._silence(expr.right)  # type: ignore[attr-defined]
+        elif cls is ast.Call:
+            func = expr.func  # type: ignore[attr-defined]
+            if func.__class__ is ast.Attribute:
+                self._silence(func.value)
+            for a in expr.args:  # type: ignore[attr-defined]
+                self._silence(a)
+            for kw in expr.keywords:  # type: ignore[attr-defined]
+                self._silence(kw.value)
+        elif cls in (ast.Tuple, ast.List):
+            for elt in expr.elts:  # type: ignore[attr-defined]
+                self._silence(elt)
 
     def _function(self, node: ast.AST) -> None:
         decorators = node.decorator_list  # type: ignore[attr-defined]
@@ -259,6 +338,7 @@ class _Walker:
         implicit = aliases.implicit
         scope_end = _SCOPE_END
         name_kind, case_kind = _NAME, _CASE
+        tokens = self.tokens
         while stack:
             node = pop()
             entry = dispatch.get(node.__class__)
@@ -271,6 +351,11 @@ class _Walker:
             elif kind == name_kind:  # the most common node: inlined
                 ident = node.id
                 q = names.get(ident)
+                if q is not None and self.locals and self._shadowed(ident):
+                    q = None
+                    if tokens is not None:
+                        self._token_name(node, ident)
+                    continue
                 if q is not None:
                     if "." in q:
                         self._qualified(node, q, [])
@@ -278,10 +363,13 @@ class _Walker:
                     aliases.implicit_seen.add(ident)
                 elif aliases.stars:
                     self._star(node)
+                if tokens is not None:
+                    self._token_name(node, ident)
                 continue
             else:  # a statement (or except handler / match case): blocks first, expressions on top
                 if node is scope_end:
                     self.scopes.pop()
+                    self.locals.pop()
                     self.func_names.pop()
                     continue
                 self.stmt = node
@@ -294,7 +382,9 @@ class _Walker:
                         extend(reversed(v))
                 if node.__class__ in _FUNCS:
                     stack.insert(len(stack) - len(node.body), scope_end)
-                    self.scopes.append(self._params(node))
+                    params = self._params(node)
+                    self.scopes.append(params)
+                    self.locals.append(set(params))
                     self.func_names.append(node.name)
             for f in fields:
                 v = getattr(node, f)
@@ -312,7 +402,7 @@ class _Walker:
             expr = expr.value  # type: ignore[attr-defined]
         if expr.__class__ is not ast.Name:
             return None
-        root = self.aliases.root(expr.id)  # type: ignore[attr-defined]
+        root = self._root(expr.id)  # type: ignore[attr-defined]
         if root is None:
             return None
         if attrs:
@@ -323,7 +413,21 @@ class _Walker:
     def _is_module_expr(self, expr: ast.AST) -> bool:
         while expr.__class__ is ast.Attribute:
             expr = expr.value  # type: ignore[attr-defined]
-        return expr.__class__ is ast.Name and self.aliases.is_import(expr.id)  # type: ignore[attr-defined]
+        return (expr.__class__ is ast.Name and self.aliases.is_import(expr.id)  # type: ignore[attr-defined]
+                and not (self.locals and self._shadowed(expr.id)))  # type: ignore[attr-defined]
+
+    def _shadowed(self, name: str) -> bool:
+        """Whether an enclosing function binds `name` itself (a parameter `config` is not the
+        module's `import ... as config`)."""
+        for local in self.locals:
+            if name in local:
+                return True
+        return False
+
+    def _root(self, name: str) -> str | None:
+        if self.locals and self._shadowed(name):
+            return None
+        return self.aliases.root(name)
 
     def _attribute(self, node: ast.AST) -> bool:
         self._chain(node)
@@ -347,7 +451,9 @@ class _Walker:
         if cur.__class__ is not ast.Name:
             self.stack.append(cur)
             return None
-        root = self.aliases.root(cur.id)  # type: ignore[attr-defined]
+        root = self._root(cur.id)  # type: ignore[attr-defined]
+        if self.tokens is not None:
+            self._token_chain(cur, links)
         if root is None:
             if self.aliases.stars:
                 self._star(cur)
@@ -407,6 +513,8 @@ class _Walker:
                     self._report(rule, "methods", call, f".{leaf}()", call=call, pos=pos)
         if leaf == "add_argument":
             self._argparse_default(call)
+        if self.tokens is not None:
+            self._call_messages(call, leaf, qn)
         if cp.arguments:
             for rule, pat in cp.arguments.candidates(leaf, qn, call.keywords):
                 self._argument(call, rule, pat, leaf, qn)
@@ -415,6 +523,95 @@ class _Walker:
         if self.env_on:
             self._call_env(call, fcls, leaf, qn)
         return True
+
+    def _call_messages(self, call: ast.Call, leaf: str | None, qn: str | None) -> None:
+        """A message's strings are read by people, not run: print/logging/warnings/exception
+        arguments and `help=`-like keywords."""
+        if leaf is not None and (leaf in _MESSAGE_CALLS or leaf.endswith(_EXCEPTION_SUFFIXES)
+                                 or (qn is not None and qn.startswith(_MESSAGE_MODULES))):
+            for a in call.args:
+                self._silence(a)
+            for kw in call.keywords:
+                self._silence(kw.value)
+            return
+        for kw in call.keywords:
+            if kw.arg in _MESSAGE_KEYWORDS:
+                self._silence(kw.value)
+
+    # -- CUDA-indicative words (`match.tokens`) --
+
+    def _token_name(self, node: ast.AST, ident: str) -> None:
+        hit = self.tokens.name(ident)  # type: ignore[union-attr]
+        if hit is not None:
+            for rule in hit[1]:
+                self._report(rule, "tokens", node, ident, token=hit[0])
+
+    def _token_chain(self, root: ast.AST, links: list[ast.Attribute]) -> None:
+        """The first CUDA word of a dotted chain (`torch.version.cuda`), at that link."""
+        table: TokenTable = self.tokens  # type: ignore[assignment]
+        hit = table.name(root.id)  # type: ignore[attr-defined]
+        if hit is not None:
+            for rule in hit[1]:
+                self._report(rule, "tokens", root, root.id, token=hit[0])  # type: ignore[attr-defined]
+            return
+        for link in links:
+            hit = table.name(link.attr)
+            if hit is not None:
+                for rule in hit[1]:
+                    self._report(rule, "tokens", link, link.attr, token=hit[0], pos=_attr_pos(link))
+                return
+
+    def _keyword(self, node: ast.AST) -> bool:
+        kw: ast.keyword = node  # type: ignore[assignment]
+        if self.tokens is not None and kw.arg is not None:
+            hit = self.tokens.name(kw.arg)
+            if hit is not None:
+                pos = (kw.lineno, kw.col_offset, kw.lineno, kw.col_offset + len(kw.arg.encode()))
+                for rule in hit[1]:
+                    self._report(rule, "tokens", kw, kw.arg, token=hit[0], pos=pos)
+        return False
+
+    def _constant(self, node: ast.AST) -> bool:
+        value = node.value  # type: ignore[attr-defined]
+        if self.tokens is not None and value.__class__ is str and id(node) not in self.silent:
+            hit = self.tokens.string(value)
+            if hit is not None:
+                for rule in hit[1]:
+                    self._report(rule, "tokens", node, "", token=hit[0])
+        return True
+
+    def _joined(self, node: ast.AST) -> bool:
+        """An f-string: its literal text as one string (`f"cuda:{rank}"` -> `cuda:{}`); the code
+        in its fields is walked as code."""
+        parts = node.values  # type: ignore[attr-defined]
+        for part in parts:
+            if part.__class__ is ast.FormattedValue:
+                self.stack.append(part.value)  # type: ignore[attr-defined]
+                if part.format_spec is not None:  # type: ignore[attr-defined]
+                    self.stack.append(part.format_spec)  # type: ignore[attr-defined]
+        if self.tokens is None or id(node) in self.silent:
+            return True
+        text = "".join(p.value if p.__class__ is ast.Constant else "{}" for p in parts)  # type: ignore[attr-defined]
+        hit = self.tokens.string(text)
+        if hit is not None:
+            for rule in hit[1]:
+                self._report(rule, "tokens", node, "", token=hit[0])
+        return True
+
+    def _import_tokens(self, node: ast.AST) -> None:
+        """Imported modules and names with a CUDA word (`import foo_cuda`, `from .triton_ops
+        import f`, `from torch.utils.cpp_extension import CUDA_HOME`): once per import."""
+        table: TokenTable = self.tokens  # type: ignore[assignment]
+        names = [a.name for a in node.names]  # type: ignore[attr-defined]
+        if node.__class__ is ast.ImportFrom and node.module:  # type: ignore[attr-defined]
+            names.insert(0, node.module)  # type: ignore[attr-defined]
+        for name in names:
+            for part in name.split("."):
+                hit = table.name(part)
+                if hit is not None:
+                    for rule in hit[1]:
+                        self._report(rule, "tokens", node, name, token=hit[0])
+                    return
 
     def _call_devices(self, call: ast.Call, fcls: type, leaf: str | None, qn: str | None) -> None:
         if qn is not None:
@@ -639,6 +836,8 @@ class _Walker:
 _EXPR, _NAME, _STMT, _CASE = 0, 1, 2, 3  # _EXPR must stay falsy (tested with `not kind`)
 _Entry = tuple[int, tuple[str, ...], "Callable[..., object] | None", tuple[str, ...]]
 _EXPR_HANDLERS: dict[type, Callable[[_Walker, ast.AST], bool]] = {
+    ast.keyword: _Walker._keyword,
+    ast.JoinedStr: _Walker._joined,
     ast.Attribute: _Walker._attribute,
     ast.Call: _Walker._call,
     ast.Compare: _Walker._compare,
@@ -656,10 +855,17 @@ _STMT_HANDLERS: dict[type, Callable[[_Walker, ast.AST], None]] = {
     ast.ClassDef: _Walker._function,  # decorators only
     ast.Return: _Walker._return,
     ast.Match: _Walker._match,
+    ast.For: _Walker._for,
+    ast.AsyncFor: _Walker._for,
+    ast.With: _Walker._with,
+    ast.AsyncWith: _Walker._with,
+    ast.Expr: _Walker._expr_stmt,
+    ast.Raise: _Walker._raise,
+    ast.Assert: _Walker._assert,
 }
 _DISPATCH: dict[type, _Entry] = {
     type(None): (_EXPR, (), None, ()),
-    ast.Constant: (_EXPR, (), None, ()),
+    ast.Constant: (_EXPR, (), _Walker._constant, ()),
     ast.MatchSingleton: (_EXPR, (), None, ()),
     ast.Name: (_NAME, (), None, ()),
 }
@@ -685,6 +891,8 @@ def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
 
 
 # --- findings -----------------------------------------------------------------------------------
+
+_NOT_CUDA_FAMILY = "NM8"
 
 
 def _parse(source: str, path: str) -> ast.Module:
@@ -753,10 +961,18 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
         for target, tf in rule.fix.targets.items():
             if tf.kind is FixKind.REMOVE_STATEMENT:
                 ctx.removed.setdefault(target.value, set()).add(id(site.stmt))
+    # A CUDA word (`match.tokens`) is the net under the specific rules: reported once per line,
+    # and only on a line no CUDA rule reported (the NM8xx dtype hazards are not about CUDA).
+    seen_lines = {span.line for (code, span), (_, site) in spans.items()
+                  if site.kind != "tokens" and not code.startswith(_NOT_CUDA_FAMILY)}
     findings: list[Finding] = []
     for (code, span), (rule, site) in spans.items():
         if site.kind == "device_strings" and span in argument_spans:
             continue
+        if site.kind == "tokens":
+            if span.line in seen_lines:
+                continue
+            seen_lines.add(span.line)
         symbol = site.symbol or _symbol(site, lines)
         fixes = fixes_for(rule, site, span, ctx) if rule.fix.fix_class in (FixClass.SAFE, FixClass.UNSAFE) else ()
         findings.append(

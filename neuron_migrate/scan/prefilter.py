@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from neuron_migrate.ruleset.model import ArgumentPattern, Match, RulePack
+from neuron_migrate.scan.matchers.tokens import first_words_of
 
 _WILDCARD = re.compile(r"[*?]|\[[^\]]*\]")
 # Characters that continue a name. Non-ASCII bytes count as word boundaries: a non-ASCII
@@ -165,6 +166,8 @@ def _required(m: Match, common_roots: frozenset[str]) -> list[frozenset[Token]]:
     out = [_dotted(p, common_roots) for p in (*m.qualified_names, *m.imports)]
     out += [_literal(p) for p in (*m.device_strings, *m.methods, *m.attributes, *m.env_vars)]
     out += [tokens for arg in m.arguments for tokens in _argument(arg, common_roots)]
+    if m.tokens:  # words inside names and strings, in any case: no word bounds
+        out += [frozenset({Token(w)}) for w in first_words_of(m.tokens)]
     return out
 
 
