@@ -14,13 +14,13 @@ Never imports torch or libcst.
 from __future__ import annotations
 
 import ast
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from neuron_migrate.findings import Finding, FixClass, Span
 from neuron_migrate.ruleset.model import ArgumentPattern, FixKind, Rule, RulePack
-from neuron_migrate.scan.aliases import AliasTable, HiddenRead
+from neuron_migrate.scan import parse as parse_m
+from neuron_migrate.scan.aliases import AliasTable
 from neuron_migrate.scan.matchers import arguments as args_m
 from neuron_migrate.scan.matchers import device_strings as dev_m
 from neuron_migrate.scan.matchers import env_vars as env_m
@@ -34,8 +34,8 @@ from neuron_migrate.scan.matchers.names import name_table
 from neuron_migrate.scan.matchers.qualified_names import QualifiedNameTable
 from neuron_migrate.scan.matchers.site import LineIndex, Site
 from neuron_migrate.scan.matchers.tokens import TokenTable, first_words
-from neuron_migrate.scan.prefilter import pattern_requirements
-from neuron_migrate.scan.regions import RegionGate, SparseTree
+from neuron_migrate.scan.prefilter import pattern_requirements, pattern_values
+from neuron_migrate.scan.regions import RegionGate
 
 __all__ = ["CompiledPack", "analyze_file_path", "analyze_source", "compile_pack"]
 
@@ -61,6 +61,7 @@ class CompiledPack:
     env_words: tuple[str, ...]  # ... without any of these, no env-var match
     token_words: tuple[str, ...]  # ... without any of these, no `tokens` match
     regions: RegionGate  # which functions of a large file need parsing
+    fix_roots: frozenset[str]  # top-level modules a fix may write (and have to import)
 
 
 _COMPILED: dict[object, CompiledPack] = {}
@@ -94,7 +95,10 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         device_words=_words([t for t, _, _ in devices.types]),
         env_words=_words([literal_prefix(p) for p, _, _ in env.patterns]),
         token_words=first_words(rules),
-        regions=RegionGate(pattern_requirements(pack), {name.rpartition(".")[0] for name in qualified.exact}),
+        regions=RegionGate(pattern_requirements(pack), pattern_values(pack),
+                           {name.rpartition(".")[0] for name in qualified.exact}),
+        fix_roots=frozenset({"torch"} | {tf.value.partition(".")[0] for r in rules for tf in r.fix.targets.values()
+                                         if tf.kind is FixKind.RENAME}),
     )
     if len(_COMPILED) >= 8:
         _COMPILED.pop(next(iter(_COMPILED)))
@@ -895,55 +899,30 @@ def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
 _NOT_CUDA_FAMILY = "NM8"
 
 
-def _parse(source: str, path: str) -> ast.Module:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # invalid escape sequences etc. are not ours to report
-        try:
-            return ast.parse(source, filename=path)
-        except (RecursionError, MemoryError) as exc:
-            raise ValueError(f"{path}: too deeply nested to parse") from exc
-
-
 def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None = None) -> list[Finding]:
     """Every finding of every rule in `pack` (selection happens later), sorted by position.
 
-    A file (not a notebook cell) is parsed without the functions that cannot hold a finding
-    (`scan.regions`) when that pays; if the walk then depends on what it skipped, the file is
-    analysed again whole. Raises SyntaxError or ValueError when `source` does not parse.
+    A file (not a notebook cell) may be parsed without the functions that cannot hold a finding
+    (`scan.parse`); the findings are those of the whole file either way. Raises SyntaxError or
+    ValueError when `source` does not parse.
     """
     cp = compile_pack(pack)
-    if cell is None:
-        sparse = cp.regions.parse(source, lambda text: _parse(text, path))
-        if sparse is not None:
-            try:
-                return _analyze_tree(cp, sparse.tree, source, path, cell, sparse)
-            except HiddenRead:
-                pass
-    return _analyze_tree(cp, _parse(source, path), source, path, cell, None)
-
-
-def _analyze_tree(cp: CompiledPack, tree: ast.Module, source: str, path: str, cell: int | None,
-                  sparse: SparseTree | None) -> list[Finding]:
-    walker = _Walker(cp, tree, source)
-    walker.walk(tree)
-    walker.finish()
-    if sparse is not None:
-        _check_unwalked(walker.aliases, cp.regions, sparse)
+    parsed = parse_m.parse(source, path, cp.regions if cell is None else None)
+    walker = _walk(cp, parsed.tree, source)
+    tree = parsed.tree
+    if parsed.sparse is not None and not parse_m.complete(parsed.sparse, walker.aliases, cp.regions, cp.fix_roots):
+        tree = parse_m.parse_whole(source, path)
+        walker = _walk(cp, tree, source)
     if not walker.sites:
         return []
     return _findings(walker, tree, source, path, cell)
 
 
-def _check_unwalked(aliases: AliasTable, gate: RegionGate, sparse: SparseTree) -> None:
-    """Raise HiddenRead when a skipped region may hold a finding after all: it uses a name an
-    import binds to a token's module that the text scan did not see, or the file star-imports a
-    module with a name a rule matches (`_Walker._star`)."""
-    if not gate.star_modules.isdisjoint(aliases.stars):
-        raise HiddenRead("*")
-    for name, target in aliases.names.items():
-        if not gate.hidden(target) <= sparse.anchors.get(name, frozenset()) and sparse.hides(name):
-            raise HiddenRead(name)
-    aliases.hidden = sparse.hides
+def _walk(cp: CompiledPack, tree: ast.Module, source: str) -> _Walker:
+    walker = _Walker(cp, tree, source)
+    walker.walk(tree)
+    walker.finish()
+    return walker
 
 
 def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: int | None) -> list[Finding]:

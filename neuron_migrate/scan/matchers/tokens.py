@@ -26,6 +26,7 @@ _PROSE_WORDS = 3  # a string with more whitespace-separated words than this is p
 _MAX_STRING = 200
 _CUDA_SOURCE = (".cu", ".cuh")
 _MISS = object()
+_EVERYDAY = frozenset({"load", "in", "attention", "gpu"})
 
 
 def words(text: str) -> list[str]:
@@ -103,7 +104,7 @@ def first_words_of(patterns: tuple[str, ...]) -> tuple[str, ...]:
     source suffixes), for a text gate: one of them is written wherever a pattern matches."""
     out: dict[str, None] = {}
     for p in patterns:
-        run = max(re.split(r"[*?]|\[[^\]]*\]|_", p), key=len)
+        run = max((r for r in re.split(r"[*?]|\[[^\]]*\]|_", p) if r), key=_rarity, default="")
         for form in (run.lower(), run.upper(), run.capitalize()):
             if form:
                 out[form] = None
@@ -115,6 +116,12 @@ def first_words_of(patterns: tuple[str, ...]) -> tuple[str, ...]:
 def _word_regex(glob: str) -> str:
     """One word glob as a regex over a word (`*` and `?` stay inside the word)."""
     return fnmatch.translate(glob).removeprefix("(?s:").removesuffix(")\\Z").replace(".*", "[a-z0-9]*").replace(".", "[a-z0-9]")
+
+
+def _rarity(run: str) -> tuple[bool, bool, int]:
+    """Which literal run of a pattern a gate looks for: one with a digit, not an everyday word,
+    then the longest (`8bit` of `load_in_8bit`, `flash` of `flash_attention`)."""
+    return (any(c.isdigit() for c in run), run not in _EVERYDAY, len(run))
 
 
 def _pattern_words(pattern: str) -> tuple[str, ...]:
