@@ -149,6 +149,7 @@ def rule_to_dict(rule: Rule, *, full: bool = False) -> dict[str, Any]:
         "targets": {t.value: describe_fix(f) for t, f in rule.fix.targets.items()},
         "status": rule.status.value,
         "since": rule.since,
+        "default": rule.default,
         "message": rule.message,
         "references": list(rule.references),
     }

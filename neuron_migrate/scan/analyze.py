@@ -14,7 +14,7 @@ Never imports torch or libcst.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from neuron_migrate.findings import Finding, FixClass, Span
@@ -147,7 +147,11 @@ class _Walker:
         self.locals: list[set[str]] = []
         self.func_names: list[str] = []
         self.consts: dict[str, ast.AST | None] = {}  # module-level literal constants
-        self.argparse: dict[str, ast.AST] = {}  # option dest -> literal default
+        self.argparse: dict[str, list[ast.AST]] = {}  # option dest -> its literal default and const
+        # Attribute name -> literal: class-level fields (a config dataclass) and `self.x = ...`.
+        self.fields: dict[str, ast.AST | None] = {}
+        # Module-level names assigned a CUDA reference (`amp_ctx = torch.cuda.amp.autocast`).
+        self.assigned: dict[str, str] = {}
         # Arguments whose value is a variable, resolved once every module constant and argparse
         # default is known; each keeps the statement it stands in.
         self.pending: list[tuple[ast.Call, Rule, ArgumentPattern, ast.AST, ast.AST,
@@ -167,6 +171,13 @@ class _Walker:
             elif cls is ast.Assign:
                 if len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:  # type: ignore[attr-defined]
                     self._remember(self.consts, stmt.targets[0].id, stmt.value)  # type: ignore[attr-defined]
+                    self._alias_assignment(stmt.targets[0].id, stmt.value)  # type: ignore[attr-defined]
+            elif cls is ast.ClassDef:
+                for member in stmt.body:  # type: ignore[attr-defined]
+                    if member.__class__ is ast.AnnAssign and member.target.__class__ is ast.Name and member.value is not None:
+                        self._remember(self.fields, member.target.id, member.value)
+                    elif member.__class__ is ast.Assign and len(member.targets) == 1 and member.targets[0].__class__ is ast.Name:
+                        self._remember(self.fields, member.targets[0].id, member.value)
             elif cls is ast.AnnAssign:
                 if stmt.target.__class__ is ast.Name and stmt.value is not None:  # type: ignore[attr-defined]
                     self._remember(self.consts, stmt.target.id, stmt.value)  # type: ignore[attr-defined]
@@ -175,6 +186,17 @@ class _Walker:
                     self._prepass(getattr(stmt, f, None) or [])
                 for handler in getattr(stmt, "handlers", ()):
                     self._prepass(handler.body)
+
+    def _alias_assignment(self, name: str, value: ast.AST) -> None:
+        """`amp_ctx = torch.cuda.amp.autocast` (or a `functools.partial` of it): a later `amp_ctx()`
+        is a use of a CUDA name through an alias of its own, reported by the `tokens` rule."""
+        if value.__class__ is ast.Call and value.args and self.resolve(value.func) == "functools.partial":  # type: ignore[attr-defined]
+            value = value.args[0]  # type: ignore[attr-defined]
+        if value.__class__ is not ast.Attribute or self.tokens is None:
+            return
+        qn = self.resolve(value)
+        if qn is not None and (self.cp.qualified.best(qn, []) is not None or self.tokens.name(qn.replace(".", "_"))):
+            self.assigned[name] = qn
 
     @staticmethod
     def _remember(table: dict[str, ast.AST | None], name: str, value: ast.AST) -> None:
@@ -241,6 +263,9 @@ class _Walker:
                 self._bind(target)
             if self.devices_on and dev_m.device_like(target):
                 self._device_literals(value)
+            if (target.__class__ is ast.Attribute and target.value.__class__ is ast.Name  # type: ignore[attr-defined]
+                    and target.value.id == "self"):  # type: ignore[attr-defined]
+                self._remember(self.fields, target.attr, value)  # type: ignore[attr-defined]
             if target.__class__ is ast.Name:
                 # A local assignment shadows the module's constant of the same name, literal or not.
                 scope = self.scopes[-1] if self.scopes else None
@@ -520,8 +545,9 @@ class _Walker:
         if self.tokens is not None:
             self._call_messages(call, leaf, qn)
         if cp.arguments:
-            for rule, pat in cp.arguments.candidates(leaf, qn, call.keywords):
-                self._argument(call, rule, pat, leaf, qn)
+            target = _spread(call)
+            for rule, pat in cp.arguments.candidates(leaf, qn, target.keywords):
+                self._argument(target, rule, pat, leaf, qn)
         if self.devices_on:
             self._call_devices(call, fcls, leaf, qn)
         if self.env_on:
@@ -546,6 +572,10 @@ class _Walker:
 
     def _token_name(self, node: ast.AST, ident: str) -> None:
         hit = self.tokens.name(ident)  # type: ignore[union-attr]
+        if hit is None and ident in self.assigned and not (self.locals and self._shadowed(ident)):
+            target = self.assigned[ident]
+            hit = self.tokens.name(target.replace(".", "_")) or (target, self.tokens.rules)  # type: ignore[union-attr]
+            ident = f"{ident} (= {target})"
         if hit is not None:
             for rule in hit[1]:
                 self._report(rule, "tokens", node, ident, token=hit[0])
@@ -553,10 +583,8 @@ class _Walker:
     def _token_chain(self, root: ast.AST, links: list[ast.Attribute]) -> None:
         """The first CUDA word of a dotted chain (`torch.version.cuda`), at that link."""
         table: TokenTable = self.tokens  # type: ignore[assignment]
-        hit = table.name(root.id)  # type: ignore[attr-defined]
-        if hit is not None:
-            for rule in hit[1]:
-                self._report(rule, "tokens", root, root.id, token=hit[0])  # type: ignore[attr-defined]
+        if table.name(root.id) is not None or root.id in self.assigned:  # type: ignore[attr-defined]
+            self._token_name(root, root.id)  # type: ignore[attr-defined]
             return
         for link in links:
             hit = table.name(link.attr)
@@ -638,13 +666,13 @@ class _Walker:
 
     def _argparse_default(self, call: ast.Call) -> None:
         dest = None
-        default = None
+        values: list[ast.AST] = []  # `default=` and `const=` (`nargs="?"`: the flag alone)
         for kw in call.keywords:
             if kw.arg == "dest" and kw.value.__class__ is ast.Constant:
                 dest = kw.value.value  # type: ignore[attr-defined]
-            elif kw.arg == "default":
-                default = kw.value
-        if default is None or args_m.literal_value(default) is args_m.UNKNOWN:
+            elif kw.arg in ("default", "const") and args_m.literal_value(kw.value) is not args_m.UNKNOWN:
+                values.append(kw.value)
+        if not values:
             return
         if dest is None:
             flags = [a.value for a in call.args if a.__class__ is ast.Constant and isinstance(a.value, str)]  # type: ignore[attr-defined]
@@ -652,7 +680,7 @@ class _Walker:
             name = longs[0][2:] if longs else (flags[0].lstrip("-") if flags else None)
             dest = name.replace("-", "_") if name else None
         if isinstance(dest, str):
-            self.argparse[dest] = default
+            self.argparse[dest] = values
 
     def _call_env(self, call: ast.Call, fcls: type, leaf: str | None, qn: str | None) -> None:
         if qn is not None:
@@ -711,6 +739,15 @@ class _Walker:
         return False
 
     def _dict(self, node: ast.AST) -> bool:
+        table = self.cp.arguments
+        if table.any_by_keyword:
+            # `{"pin_memory": True}`: keyword arguments on their way to a call (`**opts`).
+            keywords = _dict_keywords(node, table.any_by_keyword)
+            if keywords:
+                call = ast.Call(func=ast.Name("dict"), args=[], keywords=keywords)
+                ast.copy_location(call, node)
+                for rule, pat in table.candidates(None, None, keywords):
+                    self._argument(call, rule, pat, None, None)
         if not self.devices_on:
             return False
         for k, v in zip(node.keys, node.values):  # type: ignore[attr-defined]
@@ -793,6 +830,14 @@ class _Walker:
         if arg is None:
             return
         value_node = arg.value if arg.__class__ is ast.keyword else arg  # type: ignore[attr-defined]
+        if value_node.__class__ is ast.IfExp and (pat.values or pat.not_values):
+            # `device_map="auto" if quantize else None`: either branch may be the value.
+            for branch in (value_node.body, value_node.orelse):  # type: ignore[attr-defined]
+                v = args_m.literal_value(branch)
+                if v is not args_m.UNKNOWN and args_m.value_matches(pat, v):
+                    self._report_argument(call, rule, arg, value_node, v, display, branch)
+                    return
+            return
         value = args_m.literal_value(value_node)
         if value is args_m.UNKNOWN and (pat.values or pat.not_values):
             if value_node.__class__ in (ast.Name, ast.Attribute):
@@ -809,26 +854,32 @@ class _Walker:
         self._report(rule, "arguments", value_node, "", call=call, arg=arg, literal=literal,
                      token=value if isinstance(value, str) else "", qualified=display)
 
-    def _variable(self, node: ast.AST, scopes: tuple[dict[str, ast.AST | None], ...]) -> ast.AST | None:
-        """The literal a name or `args.<dest>` stands for, when it is known."""
+    def _variable(self, node: ast.AST, scopes: tuple[dict[str, ast.AST | None], ...]) -> list[ast.AST]:
+        """The literals a name, `args.<dest>` (an option's default and const) or `cfg.<field>` /
+        `self.<attr>` (a class field, an attribute set to a literal) may stand for, when known."""
         if node.__class__ is ast.Name:
             for scope in scopes:
                 if node.id in scope:  # type: ignore[attr-defined]
-                    return scope[node.id]  # type: ignore[attr-defined]
-            return self.consts.get(node.id)  # type: ignore[attr-defined]
+                    found = scope[node.id]  # type: ignore[attr-defined]
+                    return [found] if found is not None else []
+            found = self.consts.get(node.id)  # type: ignore[attr-defined]
+            return [found] if found is not None else []
         if node.value.__class__ is ast.Name:  # type: ignore[attr-defined]
-            return self.argparse.get(node.attr)  # type: ignore[attr-defined]
-        return None
+            options = self.argparse.get(node.attr)  # type: ignore[attr-defined]
+            if options is not None:
+                return options
+            found = self.fields.get(node.attr)  # type: ignore[attr-defined]
+            return [found] if found is not None else []
+        return []
 
     def finish(self) -> None:
         for call, rule, pat, arg, value_node, scopes, display, stmt, stmt_line in self.pending:
             self.stmt, self.stmt_line = stmt, stmt_line  # the finding's statement is the call's
-            literal = self._variable(value_node, scopes)
-            if literal is None:
-                continue
-            value = args_m.literal_value(literal)
-            if args_m.value_matches(pat, value):
-                self._report_argument(call, rule, arg, value_node, value, display, literal)
+            for literal in self._variable(value_node, scopes):
+                value = args_m.literal_value(literal)
+                if args_m.value_matches(pat, value):
+                    self._report_argument(call, rule, arg, value_node, value, display, literal)
+                    break
 
     def _report(self, rule: Rule, kind: str, node: ast.AST, symbol: str, **extra: object) -> Site:
         site = Site(kind, node, symbol, self.stmt, self.stmt_line, **extra)  # type: ignore[arg-type]
@@ -885,6 +936,37 @@ def _dispatch_entry(cls: type) -> _Entry:
         entry = (_EXPR, tuple(fields), _EXPR_HANDLERS.get(cls), ())
     _DISPATCH[cls] = entry
     return entry
+
+
+def _dict_keywords(node: ast.AST, only: Collection[str] | None = None) -> list[ast.keyword]:
+    """A dict literal's identifier-keyed entries (those in `only`, if given) as keywords, each
+    located from key to value."""
+    out = []
+    for k, v in zip(node.keys, node.values):  # type: ignore[attr-defined]
+        if k is None or k.__class__ is not ast.Constant or k.value.__class__ is not str:  # type: ignore[attr-defined]
+            continue
+        if (k.value in only) if only is not None else k.value.isidentifier():  # type: ignore[attr-defined]
+            kw = ast.keyword(arg=k.value, value=v)  # type: ignore[attr-defined]
+            kw.lineno, kw.col_offset = k.lineno, k.col_offset  # type: ignore[attr-defined]
+            kw.end_lineno, kw.end_col_offset = v.end_lineno, v.end_col_offset
+            out.append(kw)
+    return out
+
+
+def _spread(call: ast.Call) -> ast.Call:
+    """The call with the keywords of `**dict(k=v)` and `**{"k": v}` spelled out, or itself."""
+    extra: list[ast.keyword] = []
+    for kw in call.keywords:
+        if kw.arg is None:
+            v = kw.value
+            if v.__class__ is ast.Dict:
+                extra += _dict_keywords(v)
+            elif v.__class__ is ast.Call and v.func.__class__ is ast.Name and v.func.id == "dict":  # type: ignore[attr-defined]
+                extra += [k for k in v.keywords if k.arg is not None]  # type: ignore[attr-defined]
+    if not extra:
+        return call
+    spread = ast.Call(func=call.func, args=call.args, keywords=[*call.keywords, *extra])
+    return ast.copy_location(spread, call)
 
 
 def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:

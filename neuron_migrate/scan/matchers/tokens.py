@@ -37,12 +37,13 @@ def words(text: str) -> list[str]:
 class TokenTable:
     """Every `tokens` pattern of the pack; answers "which pattern does this name/string hit"."""
 
-    __slots__ = ("patterns", "_names", "_strings", "_runs", "_regexes")
+    __slots__ = ("patterns", "rules", "_names", "_strings", "_runs", "_regexes")
 
     def __init__(self, rules: list[Rule]) -> None:
         # (pattern words, rule); a pattern of one word is the common case
         self.patterns: list[tuple[tuple[str, ...], Rule]] = [
             (_pattern_words(p), rule) for rule in rules for p in rule.match.tokens]
+        self.rules = tuple({rule.code: rule for _, rule in self.patterns}.values())
         # Lower-case literal text one of which every match contains: most names contain none.
         runs = dict.fromkeys(max(re.split(r"[*?]|\[[^\]]*\]", w), key=len) for ws, _ in self.patterns for w in ws[:1])
         self._runs = re.compile("|".join(map(re.escape, runs)) or "(?!)", re.IGNORECASE).search
@@ -75,7 +76,7 @@ class TokenTable:
         except KeyError:
             hit = self._match(value)
             if hit is None and value.rstrip().endswith(_CUDA_SOURCE) and self.patterns:
-                hit = (value.strip(), tuple({rule.code: rule for _, rule in self.patterns}.values()))
+                hit = (value.strip(), self.rules)
             if len(self._strings) < 65536:
                 self._strings[value] = hit
             return hit
