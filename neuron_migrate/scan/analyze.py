@@ -1008,7 +1008,7 @@ def _walk(cp: CompiledPack, tree: ast.Module, source: str) -> _Walker:
 
 
 def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: int | None) -> list[Finding]:
-    from neuron_migrate.fixes.compute import FixContext, fixes_for  # only files with a match pay for it
+    from neuron_migrate.scan.fixes.compute import FixContext, fixes_for  # only files with a match pay for it
 
     lines = LineIndex(source)
     ctx = FixContext(lines, walker.aliases, source, tree)
