@@ -261,6 +261,10 @@ class _Walker:
         for target in targets:
             if self.locals:
                 self._bind(target)
+            if self.tokens is not None and target.__class__ is ast.Name and target.id == "__all__":  # type: ignore[attr-defined]
+                self._silence(value)  # the module's exported names
+            if target.__class__ is ast.Subscript and self.cp.arguments.any_by_keyword:
+                self._subscript_keyword(target, value)
             if self.devices_on and dev_m.device_like(target):
                 self._device_literals(value)
             if (target.__class__ is ast.Attribute and target.value.__class__ is ast.Name  # type: ignore[attr-defined]
@@ -273,6 +277,17 @@ class _Walker:
                     self._remember(scope, target.id, value)
                 if self.env_on and value.__class__ is ast.Dict and env_m.env_like_name(target.id):
                     self._env_dict(value)
+
+    def _subscript_keyword(self, target: ast.AST, value: ast.AST) -> None:
+        """`kwargs["load_in_8bit"] = True`: a keyword argument on its way to a call."""
+        key = target.slice  # type: ignore[attr-defined]
+        if key.__class__ is ast.Constant and key.value in self.cp.arguments.any_by_keyword:  # type: ignore[attr-defined]
+            kw = ast.keyword(arg=key.value, value=value)  # type: ignore[attr-defined]
+            kw.lineno, kw.col_offset = key.lineno, key.col_offset
+            kw.end_lineno, kw.end_col_offset = value.end_lineno, value.end_col_offset
+            call = ast.copy_location(ast.Call(func=ast.Name("dict"), args=[], keywords=[kw]), target)
+            for rule, pat in self.cp.arguments.candidates(None, None, [kw]):
+                self._argument(call, rule, pat, None, None)
 
     def _bind(self, target: ast.AST) -> None:
         """Names a function binds by assignment, for `_shadowed`."""
@@ -310,25 +325,13 @@ class _Walker:
             self._silence(node.msg)  # type: ignore[attr-defined]
 
     def _silence(self, expr: ast.AST) -> None:
-        """Mark the strings that make up a message (its literal parts, `%`/`+` operands, a
-        `.format` receiver, a call's arguments), not the code inside it."""
-        cls = expr.__class__
-        if cls is ast.Constant or cls is ast.JoinedStr:
+        """A message and what it shows (`print(f"CUDA {torch.version.cuda}")`) is read by people:
+        no CUDA word in it is reported for itself. Code in it that a specific rule matches (a
+        `torch.cuda` call) still is."""
+        if expr.__class__ is ast.Constant:
             self.silent.add(id(expr))
-        elif cls is ast.BinOp:
-            self._silence(expr.left)  # type: ignore[attr-defined]
-            self._silence(expr.right)  # type: ignore[attr-defined]
-        elif cls is ast.Call:
-            func = expr.func  # type: ignore[attr-defined]
-            if func.__class__ is ast.Attribute:
-                self._silence(func.value)
-            for a in expr.args:  # type: ignore[attr-defined]
-                self._silence(a)
-            for kw in expr.keywords:  # type: ignore[attr-defined]
-                self._silence(kw.value)
-        elif cls in (ast.Tuple, ast.List):
-            for elt in expr.elts:  # type: ignore[attr-defined]
-                self._silence(elt)
+            return
+        self.silent.update(map(id, ast.walk(expr)))
 
     def _function(self, node: ast.AST) -> None:
         decorators = node.decorator_list  # type: ignore[attr-defined]
@@ -380,7 +383,7 @@ class _Walker:
             elif kind == name_kind:  # the most common node: inlined
                 ident = node.id
                 q = names.get(ident)
-                if q is not None and self.locals and self._shadowed(ident):
+                if q is not None and (node.ctx.__class__ is ast.Store or (self.locals and self._shadowed(ident))):
                     q = None
                     if tokens is not None:
                         self._token_name(node, ident)
@@ -571,6 +574,8 @@ class _Walker:
     # -- CUDA-indicative words (`match.tokens`) --
 
     def _token_name(self, node: ast.AST, ident: str) -> None:
+        if id(node) in self.silent:
+            return
         hit = self.tokens.name(ident)  # type: ignore[union-attr]
         if hit is None and ident in self.assigned and not (self.locals and self._shadowed(ident)):
             target = self.assigned[ident]
@@ -583,6 +588,8 @@ class _Walker:
     def _token_chain(self, root: ast.AST, links: list[ast.Attribute]) -> None:
         """The first CUDA word of a dotted chain (`torch.version.cuda`), at that link."""
         table: TokenTable = self.tokens  # type: ignore[assignment]
+        if id(root) in self.silent:
+            return
         if table.name(root.id) is not None or root.id in self.assigned:  # type: ignore[attr-defined]
             self._token_name(root, root.id)  # type: ignore[attr-defined]
             return
@@ -595,7 +602,7 @@ class _Walker:
 
     def _keyword(self, node: ast.AST) -> bool:
         kw: ast.keyword = node  # type: ignore[assignment]
-        if self.tokens is not None and kw.arg is not None:
+        if self.tokens is not None and kw.arg is not None and id(kw) not in self.silent:
             hit = self.tokens.name(kw.arg)
             if hit is not None:
                 pos = (kw.lineno, kw.col_offset, kw.lineno, kw.col_offset + len(kw.arg.encode()))
@@ -634,16 +641,16 @@ class _Walker:
         """Imported modules and names with a CUDA word (`import foo_cuda`, `from .triton_ops
         import f`, `from torch.utils.cpp_extension import CUDA_HOME`): once per import."""
         table: TokenTable = self.tokens  # type: ignore[assignment]
-        names = [a.name for a in node.names]  # type: ignore[attr-defined]
+        where: list[tuple[ast.AST, str]] = [(a, a.name) for a in node.names]  # type: ignore[attr-defined]
         if node.__class__ is ast.ImportFrom and node.module:  # type: ignore[attr-defined]
-            names.insert(0, node.module)  # type: ignore[attr-defined]
-        for name in names:
+            where.insert(0, (node, node.module))  # type: ignore[attr-defined]
+        for at, name in where:  # a name is reported on its own line (`from m import (\n x_cuda,`)
             for part in name.split("."):
                 hit = table.name(part)
                 if hit is not None:
                     for rule in hit[1]:
-                        self._report(rule, "tokens", node, name, token=hit[0])
-                    return
+                        self._report(rule, "tokens", at, name, token=hit[0])
+                    break
 
     def _call_devices(self, call: ast.Call, fcls: type, leaf: str | None, qn: str | None) -> None:
         if qn is not None:

@@ -42,17 +42,22 @@ class TokenTable:
     def __init__(self, rules: list[Rule]) -> None:
         # (pattern words, rule); a pattern of one word is the common case
         self.patterns: list[tuple[tuple[str, ...], Rule]] = [
-            (_pattern_words(p), rule) for rule in rules for p in rule.match.tokens]
+            (_pattern_words(p), rule) for rule in rules for p in rule.match.tokens if not p.startswith("!")]
         self.rules = tuple({rule.code: rule for _, rule in self.patterns}.values())
         # Lower-case literal text one of which every match contains: most names contain none.
         runs = dict.fromkeys(max(re.split(r"[*?]|\[[^\]]*\]", w), key=len) for ws, _ in self.patterns for w in ws[:1])
         self._runs = re.compile("|".join(map(re.escape, runs)) or "(?!)", re.IGNORECASE).search
         # Per rule, one regex over a text's words joined by spaces.
-        by_rule: dict[str, tuple[Rule, list[str]]] = {}
-        for ws, rule in self.patterns:
-            by_rule.setdefault(rule.code, (rule, []))[1].append(" ".join(map(_word_regex, ws)))
-        self._regexes = [(re.compile(r"(?:^| )(" + "|".join(alts) + r")(?= |$)"), rule)
-                         for rule, alts in by_rule.values()]
+        by_rule: dict[str, tuple[Rule, list[str], list[str]]] = {}
+        for rule in rules:
+            for p in rule.match.tokens:
+                entry = by_rule.setdefault(rule.code, (rule, [], []))
+                if p.startswith("!"):  # an exception: text with these words is something else
+                    entry[2].append(" ".join(map(_word_regex, _pattern_words(p[1:]))))
+                else:
+                    entry[1].append(" ".join(map(_word_regex, _pattern_words(p))))
+        self._regexes = [(_words_regex(alts), _words_regex(nots) if nots else None, rule)
+                         for rule, alts, nots in by_rule.values() if alts]
         self._names: dict[str, tuple[str, tuple[Rule, ...]] | None] = {}
         self._strings: dict[str, tuple[str, tuple[Rule, ...]] | None] = {}
 
@@ -87,9 +92,9 @@ class TokenTable:
         joined = " ".join(words(text))
         token = ""
         found: list[Rule] = []
-        for rx, rule in self._regexes:
+        for rx, exception, rule in self._regexes:
             m = rx.search(joined)
-            if m is not None:
+            if m is not None and (exception is None or exception.search(joined) is None):
                 token = token or m.group(1).replace(" ", "_")
                 found.append(rule)
         return (token, tuple(found)) if found else None
@@ -105,6 +110,8 @@ def first_words_of(patterns: tuple[str, ...]) -> tuple[str, ...]:
     source suffixes), for a text gate: one of them is written wherever a pattern matches."""
     out: dict[str, None] = {}
     for p in patterns:
+        if p.startswith("!"):
+            continue
         run = max((r for r in re.split(r"[*?]|\[[^\]]*\]|_", p) if r), key=_rarity, default="")
         for form in (run.lower(), run.upper(), run.capitalize()):
             if form:
@@ -112,6 +119,10 @@ def first_words_of(patterns: tuple[str, ...]) -> tuple[str, ...]:
     if out:
         out.update(dict.fromkeys(_CUDA_SOURCE))  # a source file name: `"kernel.cu"`
     return tuple(out)
+
+
+def _words_regex(alternatives: list[str]) -> re.Pattern[str]:
+    return re.compile(r"(?:^| )(" + "|".join(alternatives) + r")(?= |$)")
 
 
 def _word_regex(glob: str) -> str:
