@@ -37,7 +37,7 @@ def words(text: str) -> list[str]:
 class TokenTable:
     """Every `tokens` pattern of the pack; answers "which pattern does this name/string hit"."""
 
-    __slots__ = ("patterns", "rules", "_names", "_strings", "_runs", "_regexes")
+    __slots__ = ("_names", "_regexes", "_runs", "_strings", "patterns", "rules")
 
     def __init__(self, rules: list[Rule]) -> None:
         # (pattern words, rule); a pattern of one word is the common case
