@@ -26,7 +26,6 @@ EXTRAS = (
     'name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"\nprint("name", name)\n',
     'if device.startswith("cuda"):\n    torch.backends.cudnn.benchmark = True\n    print("bench on")\n',
     'if "cuda" in device:\n    props = torch.cuda.get_device_properties(0)\n    print("mem", props.total_memory)\n',
-    'print("known", device.split(":")[0] in ("cuda", "cpu"))\n',
     'def on_gpu(t):\n    return t.device.type == "cuda"\nprint("on gpu", on_gpu(torch.ones(1)))\n',
     ("def check():\n    assert torch.cuda.is_available(), \"CUDA needed\"\n    return torch.cuda.get_device_name(0)\n"
      'try:\n    print(check())\nexcept AssertionError as exc:\n    print("no:", exc)\n'),
