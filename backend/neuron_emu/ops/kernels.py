@@ -93,6 +93,20 @@ def record_stream(self: torch.Tensor, s: Any) -> None:
     return None
 
 
+_SHALLOW_COPY_DEVICES = frozenset({"cpu", _BACKEND})
+
+
+def has_compatible_shallow_copy_type(self: torch.Tensor, from_: torch.Tensor) -> bool:
+    """CPU and `neuron` dense tensors may swap impls, as TorchNeuron registers: ``param.data =
+    neuron_tensor`` works and ``Module.to("neuron")`` keeps every Parameter object (so tied weights
+    stay tied and an optimizer built before ``.to()`` still owns the parameters). torch's own check
+    only knows its built-in dense backends; any other pair keeps its answer (same key set only)."""
+    if self.layout == torch.strided and from_.layout == torch.strided:
+        if self.device.type in _SHALLOW_COPY_DEVICES and from_.device.type in _SHALLOW_COPY_DEVICES:
+            return True
+    return torch._C._dispatch_keys(self) == torch._C._dispatch_keys(from_)
+
+
 # -- copies ----------------------------------------------------------------------------------
 def _cpu_view(t: torch.Tensor) -> torch.Tensor:
     return to_cpu(t) if t.get_device() >= 0 else t
@@ -171,6 +185,7 @@ RUNTIME_KERNELS: dict[str, Kernel] = {
     "aten::resize_": resize_,
     "aten::_local_scalar_dense": local_scalar_dense,
     "aten::record_stream": record_stream,
+    "aten::_has_compatible_shallow_copy_type": has_compatible_shallow_copy_type,
     "aten::_copy_from": copy_from,
     "aten::_copy_from_and_resize": copy_from_and_resize,
 }
@@ -178,4 +193,4 @@ COPY_FACTORIES: dict[str, Callable[[OpInfo], Kernel]] = {
     "aten::copy_": make_copy_,
     "aten::_to_copy": make_to_copy,
 }
-SILENT_OPS = frozenset({"aten::new_empty", "aten::_has_compatible_shallow_copy_type"})
+SILENT_OPS = frozenset({"aten::new_empty"})
