@@ -73,7 +73,8 @@ def _install_kernels(torch: Any) -> None:
     glob = torch.library.Library("_", "IMPL")
     _libs.extend((aten, glob))
     known = set(torch._C._dispatch_get_all_op_names())
-    names = set(table().native) | set(kernels.RUNTIME_KERNELS) | set(kernels.METADATA_OPS)
+    names = (set(table().native) | set(kernels.RUNTIME_KERNELS) | set(kernels.METADATA_OPS)
+             | set(kernels.CONTIGUOUS_INPUT_COMPOSITES))
     registered, decomposed, missing = 0, [], []
     for name in sorted(names):
         if name not in known:
@@ -84,6 +85,8 @@ def _install_kernels(torch: Any) -> None:
             fn = kernels.RUNTIME_KERNELS[name]
         elif name in kernels.METADATA_OPS:
             fn = kernels.metadata_kernel(name)
+        elif name in kernels.CONTIGUOUS_INPUT_COMPOSITES:
+            fn = kernels.contiguous_input_composite(name)
         elif name == "aten::contiguous":
             aten.impl(short, kernels.contiguous_autograd, "AutogradPrivateUse1")
             decomposed.append(name)

@@ -149,10 +149,45 @@ def make_to_copy(info: OpInfo) -> Kernel:
     return _to_copy
 
 
+def _traced(t: torch.Tensor) -> bool:
+    # FakeTensor / FunctionalTensor (Dynamo and AOTAutograd tracing) override __torch_dispatch__;
+    # plain tensors and Parameters do not.
+    return type(t).__torch_dispatch__ is not torch.Tensor.__torch_dispatch__
+
+
 def contiguous_autograd(self: torch.Tensor, memory_format: Any = torch.contiguous_format) -> torch.Tensor:
-    """AutogradPrivateUse1 kernel for CompositeImplicit ``contiguous``: reject channels_last first."""
-    check_memory_format(memory_format)
+    """AutogradPrivateUse1 kernel for CompositeImplicit ``contiguous``: reject channels_last first.
+
+    Only for a tensor on the device: while torch.compile traces, the decompositions' own
+    ``contiguous(memory_format=...)`` calls (upsample keeps its input's channels_last layout) are
+    graph construction, not a device cast; TorchNeuron lowers the graph instead of running them.
+    """
+    if not _traced(self):
+        check_memory_format(memory_format)
     return torch.ops.aten.contiguous.default.decompose(self, memory_format=memory_format)
+
+
+def contiguous_input_composite(name: str) -> Kernel:
+    """PrivateUse1 kernel for a CompositeExplicitAutograd op whose composite views its input
+    (``math_group_norm`` views to (1, N*G, -1), which a channels_last-strided input cannot take):
+    the input is made contiguous on the device first, as the real backend does for device-op inputs,
+    then torch's own composite runs, so the ops it reaches are recorded as before."""
+    from neuron_emu import _torch_private
+
+    composite = _torch_private.composite_kernel(name)
+    keys = _torch_private.PRIVATEUSE1_KEYSET
+
+    def kernel(x: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        if not x.is_contiguous():
+            x = x.contiguous()
+        return composite.call_boxed(keys, x, *args, **kwargs)
+
+    return kernel
+
+
+# CompositeExplicitAutograd ops with a CPU kernel that accepts any strides, whose composite (what
+# PrivateUse1 runs) calls view on the input: GroupNorm on a permuted input (diffusers' UNet2DModel).
+CONTIGUOUS_INPUT_COMPOSITES = ("aten::native_group_norm",)
 
 
 # -- recording kernel for table ops ------------------------------------------------------------
