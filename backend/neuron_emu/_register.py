@@ -39,7 +39,7 @@ def register() -> None:
         torch.utils.rename_privateuse1_backend("neuron")
         from neuron_emu import module  # creates `neuron` generators: needs the name
 
-        torch.utils.generate_methods_for_privateuse1_backend()
+        torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)  # as TorchNeuron
         torch._register_device_module("neuron", module.build())
         torch._C._acc.register_python_privateuseone_hook(br._DummyPrivateUse1Hook())
         torch._C._acc.register_python_privateuseone_device_guard(br._DummyDeviceGuard())

@@ -25,6 +25,13 @@ def composite_kernel(name: str) -> torch._C._SafeKernelFunction:  # type: ignore
     return torch._C._dispatch_get_computed_kernel_for_dispatch_key(name, "PrivateUse3")
 
 
+def device_constructors() -> set[object]:
+    """The factories ``torch.set_default_device`` redirects (a cached set, matched by identity)."""
+    import torch.utils._device
+
+    return torch.utils._device._device_constructors()
+
+
 def torch_minor(version: str = torch.__version__) -> str:
     return ".".join(version.split("+")[0].split(".")[:2])
 

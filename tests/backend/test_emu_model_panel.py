@@ -119,7 +119,7 @@ check("transformer_encoder", lambda: compare(encoder, {"s": seq}, lambda m, b: m
                                              eval_out=lambda m, b: m(b["s"])))
 """
 
-RUNS = {name: Pending(code, timeout=400) for name, code in (("lm", LM), ("seq", SEQ), ("vision", VISION))}
+CODES = {"lm": LM, "seq": SEQ, "vision": VISION}
 MODELS = {"lm": ("llama", "qwen2", "gpt2"), "seq": ("bert", "t5", "whisper"),
           "vision": ("unet2d", "cnn", "transformer_encoder")}
 TIED = {"qwen2", "gpt2", "bert", "t5", "whisper"}
@@ -130,26 +130,32 @@ ZERO_GRADIENT = {"unet2d": "to_k.bias of each attention block",
                  "transformer_encoder": "the key third of self_attn.in_proj_bias"}
 
 
-def _result(group: str, model: str) -> dict[str, Any]:
-    r = RUNS[group].wait().result[model]
-    assert "error" not in r, r
-    return r
-
-
-@pytest.mark.parametrize(("group", "model"), [(g, m) for g, ms in MODELS.items() for m in ms])
-def test_model_trains_on_neuron_as_on_cpu(group: str, model: str) -> None:
-    r = _result(group, model)
-    assert r["init_diff"] == 0.0 and r["moved"] == ["neuron:0"] and r["changed"]
-    assert r["grad_diff"] <= 1e-6, r
+def _problems(model: str, r: dict[str, Any]) -> list[str]:
+    if "error" in r:
+        return [f"{r['error']}: {r['message']}"]
+    checks = {
+        "same init, moved, trained": r["init_diff"] == 0.0 and r["moved"] == ["neuron:0"] and r["changed"],
+        "first-step gradients within 1e-6": r["grad_diff"] <= 1e-6,
+        "losses within 1e-5": r["loss_diff"] <= 1e-5,
+        "eval outputs within 1e-5": r["eval_diff"] <= 1e-5,
+    }
     if model in ZERO_GRADIENT:  # every other element within 1e-5; the noise-stepped ones ~lr a step
-        assert r["param_diff"] <= 1e-5, r
-        assert r["param_diff_all"] <= 2 * 3 * 1e-3, r
+        checks["parameters within 1e-5 (noise-gradient elements apart)"] = r["param_diff"] <= 1e-5
+        checks["noise-gradient elements within 3 steps of lr"] = r["param_diff_all"] <= 2 * 3 * 1e-3
     else:
-        assert r["param_diff_all"] <= 1e-5, r
-    assert r["loss_diff"] <= 1e-5, r
-    assert r["eval_diff"] <= 1e-5, r
+        checks["parameters within 1e-5"] = r["param_diff_all"] <= 1e-5
     if model in TIED:
-        assert r["tied"] == [True, True], r
+        checks["tied weights still one Parameter"] = r["tied"] == [True, True]
     if model in GENERATES:
         cpu_tokens, neuron_tokens = r["generate"]
-        assert neuron_tokens == cpu_tokens and len(cpu_tokens[0]) > 4
+        checks["generate() tokens equal"] = neuron_tokens == cpu_tokens and len(cpu_tokens[0]) > 4
+    return [name for name, ok in checks.items() if not ok]
+
+
+# One test per group (one interpreter each, started when the test runs): under xdist each group runs
+# once, on whichever worker takes it.
+@pytest.mark.parametrize("group", list(MODELS))
+def test_models_train_on_neuron_as_on_cpu(group: str) -> None:
+    result = Pending(CODES[group], timeout=600).wait().result
+    failures = {m: p for m in MODELS[group] if (p := _problems(m, result[m]))}
+    assert not failures, {m: (failures[m], result[m]) for m in failures}

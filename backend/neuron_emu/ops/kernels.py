@@ -101,9 +101,9 @@ def has_compatible_shallow_copy_type(self: torch.Tensor, from_: torch.Tensor) ->
     neuron_tensor`` works and ``Module.to("neuron")`` keeps every Parameter object (so tied weights
     stay tied and an optimizer built before ``.to()`` still owns the parameters). torch's own check
     only knows its built-in dense backends; any other pair keeps its answer (same key set only)."""
-    if self.layout == torch.strided and from_.layout == torch.strided:
-        if self.device.type in _SHALLOW_COPY_DEVICES and from_.device.type in _SHALLOW_COPY_DEVICES:
-            return True
+    if (self.layout == torch.strided and from_.layout == torch.strided
+            and self.device.type in _SHALLOW_COPY_DEVICES and from_.device.type in _SHALLOW_COPY_DEVICES):
+        return True
     return torch._C._dispatch_keys(self) == torch._C._dispatch_keys(from_)
 
 
