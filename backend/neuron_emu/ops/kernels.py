@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch._ops import OpOverload
 
-from neuron_emu import memory, record
+from neuron_emu import memory, narrowing, record
 from neuron_emu.device import physical
 from neuron_emu.ops.cpu import CPU_KEYSET, OpInfo, execute
 from neuron_emu.ops.registry import resolve, table
@@ -193,15 +193,20 @@ CONTIGUOUS_INPUT_COMPOSITES = ("aten::native_group_norm",)
 # -- recording kernel for table ops ------------------------------------------------------------
 def make_device_kernel(info: OpInfo) -> Kernel:
     observe = record.observe
+    state = narrowing.STATE
+    narrow = narrowing.narrow_result
 
     if not info.record:
         def silent(*args: Any, **kwargs: Any) -> Any:
-            return execute(info, args, kwargs)
+            out = execute(info, args, kwargs)
+            return narrow(out) if state[0] else out
 
         return silent
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         out = execute(info, args, kwargs)
+        if state[0]:
+            out = narrow(out)
         observe(info, args, out)
         return out
 
