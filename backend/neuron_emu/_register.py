@@ -24,14 +24,18 @@ def register() -> None:
             return
         import torch
 
+        from neuron_emu import EmulatorUnavailable, _torch_private
+
+        problem = _torch_private.version_problem()
+        if problem:
+            raise EmulatorUnavailable(problem)
         owner = torch._C._get_privateuse1_backend_name()
         if owner != "privateuseone":
-            from neuron_emu import EmulatorUnavailable
-
             raise EmulatorUnavailable(f"PrivateUse1 is already registered as {owner!r} in this process")
         from torch.utils import backend_registration as br
 
         from neuron_emu import _dynamo_skip, record, streams
+        from neuron_emu import device as module_device
         from neuron_emu.runtime import generator, patches, storage
 
         # The steps of br._setup_privateuseone_for_python_backend, with the rename first so the
@@ -51,6 +55,7 @@ def register() -> None:
             patches.install()
         streams.install()
         generator.install()
+        module_device.install_fork_guard()
         from neuron_emu import distributed
 
         with warnings.catch_warnings():

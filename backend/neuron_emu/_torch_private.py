@@ -2,7 +2,7 @@
 
 A Python PrivateUse1 backend needs torch internals no public API offers (a tensor relabel through
 DLPack capsules, dispatcher entry points, Dynamo's log text, a few monkeypatches). Each is named here
-so a torch upgrade is one file to review. :func:`check_version` runs at activation and refuses an
+so a torch upgrade is one file to review. :func:`version_problem` runs at activation and refuses an
 unknown torch minor with a message naming what to verify, instead of failing later in some kernel.
 """
 
@@ -36,13 +36,15 @@ def torch_minor(version: str = torch.__version__) -> str:
     return ".".join(version.split("+")[0].split(".")[:2])
 
 
-def check_version(version: str = torch.__version__) -> None:
-    """Raise at activation when this torch was never checked (see CHECKED_VERSIONS)."""
+def version_problem(version: str = torch.__version__) -> str | None:
+    """Why this torch cannot be trusted (a minor not in CHECKED_VERSIONS), or None; activation
+    refuses with this message."""
     minor = torch_minor(version)
-    if minor not in CHECKED_VERSIONS:
-        raise RuntimeError(
-            f"neuron emulator: torch {version} is not a version it was checked on "
-            f"({', '.join(CHECKED_VERSIONS)}; TorchNeuron supports 2.13 and 2.14). It relies on private "
-            "torch internals listed in neuron_emu/_torch_private.py; verify them on this version and "
-            "add it to CHECKED_VERSIONS."
-        )
+    if minor in CHECKED_VERSIONS:
+        return None
+    return (
+        f"neuron emulator: torch {version} is not a version it was checked on "
+        f"({', '.join(CHECKED_VERSIONS)}; TorchNeuron supports 2.13 and 2.14). It relies on private "
+        "torch internals listed in neuron_emu/_torch_private.py; verify them on this version and "
+        "add it to CHECKED_VERSIONS."
+    )

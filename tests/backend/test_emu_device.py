@@ -136,7 +136,8 @@ def test_generated_helpers(r: dict[str, Any]) -> None:
 
 
 def test_torch_neuron_device_functions(r: dict[str, Any]) -> None:
-    assert r["neuron_device_api"] == [True, 1, 0, "neuron:0", "neuron:0", True, True, None, None, None, None]
+    # get_device_name is "neuron:<i>" (TorchNeuron), the properties name the instance type
+    assert r["neuron_device_api"] == [True, 1, 0, "neuron:0", "trn2.48xlarge", True, True, None, None, None, None]
     assert r["device_ctx"] == 0
     assert is_error(r["bad_ordinal"], "RuntimeError")
 
