@@ -39,6 +39,9 @@ result["parent_still_works"] = (x + 1).cpu().tolist()
 from neuron_emu import _torch_private
 result["versions"] = [_torch_private.version_problem("2.14.1+cpu"), _torch_private.version_problem("2.13.0"),
                       _torch_private.version_problem("2.15.0")]
+result["symbols_present"] = _torch_private.missing_symbols(with_dynamo=True)
+_torch_private.SYMBOLS["torch._C._no_such_private_symbol"] = "planted"
+result["missing"] = _torch_private.version_problem()
 """
 RUN = Pending(CODE)
 IMPORT_ONLY = Pending("""
@@ -71,6 +74,8 @@ def test_activation_refuses_an_unchecked_torch(r: dict[str, Any]) -> None:
     assert ok_214 is None and ok_213 is None
     assert "torch 2.15.0 is not a version it was checked on" in refused
     assert "neuron_emu/_torch_private.py" in refused
+    assert r["symbols_present"] == []  # every private symbol the emulator lists exists in this torch
+    assert "lacks private symbols it relies on: torch._C._no_such_private_symbol" in r["missing"]
 
 
 def test_importing_the_backend_leaves_dynamo_config_alone() -> None:
