@@ -202,6 +202,7 @@ def _copy_project(project: Path, dest: Path) -> Path:
         target = dest / project.name
         shutil.copytree(project, target, symlinks=True, ignore=shutil.ignore_patterns(*_COPY_IGNORE))
         return target
+    dest.mkdir(parents=True, exist_ok=True)
     target = dest / project.name
     shutil.copy2(project, target)
     return target
