@@ -44,6 +44,8 @@ class Candidate:
     mtime_ns: int
     size: int
     mode: int
+    ctime_ns: int = 0  # with the inode, what a restored mtime cannot fake (scan.cache)
+    inode: int = 0
 
 
 @dataclass(slots=True)
@@ -200,7 +202,8 @@ class _Walker:
         if not stat_mod.S_ISREG(st.st_mode):
             return  # fifo, socket, device: never read
         self.result.files.append(
-            Candidate(_printable(rel), path, kind, file_level, st.st_mtime_ns, st.st_size, st.st_mode))
+            Candidate(_printable(rel), path, kind, file_level, st.st_mtime_ns, st.st_size, st.st_mode,
+                      st.st_ctime_ns, st.st_ino))
 
     def _ignored(self, path: str, rel: str, ignores: list[_Ignore], *, is_dir: bool) -> bool:
         if self.exclude is not None and self.exclude.match_file(rel + "/" if is_dir else rel):
