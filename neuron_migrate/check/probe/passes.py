@@ -29,7 +29,7 @@ import sys
 from types import CodeType, FrameType
 from typing import Any
 
-from neuron_migrate.check import frames, monitor
+from neuron_migrate.check.probe import frames, monitor
 
 
 def render_signature(sig: tuple[Any, ...]) -> list[Any]:
