@@ -113,7 +113,7 @@ def test_end_to_end_with_the_real_scan(tmp_path: Path) -> None:
 
 def _scan_report(tmp_path: Path, text: str) -> list[tuple[int, str, str]]:
     from neuron_migrate.config import Settings
-    from neuron_migrate.pipeline import build_report
+    from neuron_migrate.pipeline.finalize import build_report
     from neuron_migrate.ruleset.load import load_pack
     from neuron_migrate.scan.engine import scan_paths
 
