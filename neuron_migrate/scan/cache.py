@@ -179,62 +179,82 @@ _FIX_CLASSES = frozenset({"safe", "unsafe", "manual", "none"})
 _TARGETS = frozenset({"neuron", "accelerator"})
 
 
-def _int(x: Any) -> bool:
-    return type(x) is int
-
-
-def _opt_int(x: Any) -> bool:
-    return x is None or type(x) is int
-
-
 def _strs(x: Any) -> bool:
-    return type(x) is tuple and all(type(s) is str for s in x)
+    if type(x) is not tuple:
+        return False
+    for s in x:
+        if type(s) is not str:
+            return False
+    return True
 
 
 def _span(x: Any) -> bool:
-    return type(x) is tuple and len(x) == 4 and all(type(v) is int for v in x)
+    return (type(x) is tuple and len(x) == 4 and type(x[0]) is int and type(x[1]) is int
+            and type(x[2]) is int and type(x[3]) is int)
 
 
 def _plain(x: Any, depth: int = 0) -> bool:
     """A JSON-like value (what `details` holds), bounded in depth."""
-    if x is None or type(x) in (str, int, float, bool):
+    kind = type(x)
+    if x is None or kind is str or kind is int or kind is float or kind is bool:
         return True
     if depth > 20:
         return False
-    if type(x) in (list, tuple):
+    if kind is list or kind is tuple:
         return all(_plain(v, depth + 1) for v in x)
-    if type(x) is dict:
+    if kind is dict:
         return all(type(k) is str and _plain(v, depth + 1) for k, v in x.items())
     return False
 
 
 def _fix_row(r: Any) -> bool:
-    return (type(r) is tuple and len(r) == 6 and r[0] in _TARGETS and r[1] in _FIX_CLASSES
-            and type(r[2]) is str and type(r[3]) is tuple
-            and all(type(e) is tuple and len(e) == 2 and _span(e[0]) and type(e[1]) is str for e in r[3])
-            and _strs(r[4]) and _strs(r[5]))
+    if not (type(r) is tuple and len(r) == 6 and type(r[0]) is str and r[0] in _TARGETS
+            and type(r[1]) is str and r[1] in _FIX_CLASSES and type(r[2]) is str and type(r[3]) is tuple
+            and _strs(r[4]) and _strs(r[5])):
+        return False
+    for e in r[3]:
+        if not (type(e) is tuple and len(e) == 2 and _span(e[0]) and type(e[1]) is str):
+            return False
+    return True
 
 
 def valid_finding_row(r: Any) -> bool:
-    """The shape `scan.rows.finding_to_row` writes (13 fields)."""
-    return (type(r) is tuple and len(r) == 13 and type(r[0]) is str and r[1] in _SEVERITIES
-            and r[2] in _FIX_CLASSES and type(r[3]) is str and _span(r[4]) and type(r[5]) is str
-            and type(r[6]) is str and type(r[7]) is str and type(r[8]) is tuple and all(_fix_row(x) for x in r[8])
-            and _opt_int(r[9]) and _opt_int(r[10]) and (r[11] is None or (type(r[11]) is dict and _plain(r[11])))
-            and type(r[12]) is str)
+    """The shape `scan.rows.finding_to_row` writes (13 fields). Written out flat: a warm scan of
+    a large tree checks tens of thousands of rows."""
+    if type(r) is not tuple or len(r) != 13:
+        return False
+    code, severity, fix_class, category, span, message, source_line, symbol, fixes, cell, statement, details, fp = r
+    if not (type(code) is str and type(severity) is str and severity in _SEVERITIES and type(fix_class) is str
+            and fix_class in _FIX_CLASSES and type(category) is str and type(message) is str
+            and type(source_line) is str and type(symbol) is str and type(fp) is str and _span(span)
+            and (cell is None or type(cell) is int) and (statement is None or type(statement) is int)
+            and type(fixes) is tuple):
+        return False
+    for fix in fixes:
+        if not _fix_row(fix):
+            return False
+    return details is None or (type(details) is dict and _plain(details))
 
 
 def valid_directive_row(r: Any) -> bool:
     """The shape `scan.rows.directive_to_row` writes."""
-    return (type(r) is tuple and len(r) == 4 and _int(r[0]) and (r[1] is None or _strs(r[1]))
-            and _opt_int(r[2]) and (r[3] is None or type(r[3]) is str))
+    return (type(r) is tuple and len(r) == 4 and type(r[0]) is int and (r[1] is None or _strs(r[1]))
+            and (r[2] is None or type(r[2]) is int) and (r[3] is None or type(r[3]) is str))
 
 
 def valid_entry(entry: Any) -> bool:
-    return (type(entry) is tuple and len(entry) == 9 and all(type(v) is int for v in entry[:5])
-            and (entry[5] is None or type(entry[5]) is bytes) and _int(entry[6])
-            and type(entry[ROWS]) is tuple and all(valid_finding_row(r) for r in entry[ROWS])
-            and type(entry[DIRECTIVES]) is tuple and all(valid_directive_row(r) for r in entry[DIRECTIVES]))
+    if not (type(entry) is tuple and len(entry) == 9 and type(entry[0]) is int and type(entry[1]) is int
+            and type(entry[2]) is int and type(entry[3]) is int and type(entry[4]) is int
+            and (entry[5] is None or type(entry[5]) is bytes) and type(entry[6]) is int
+            and type(entry[ROWS]) is tuple and type(entry[DIRECTIVES]) is tuple):
+        return False
+    for row in entry[ROWS]:
+        if not valid_finding_row(row):
+            return False
+    for row in entry[DIRECTIVES]:
+        if not valid_directive_row(row):
+            return False
+    return True
 
 
 def has_fixes(entry: Entry) -> bool:

@@ -24,7 +24,7 @@ _UNBRACKETED = re.compile(r"[ \t]*(?::|[A-Za-z]{2}\d)")
 def find_directives(text: str, cell: int | None = None) -> list[Directive]:
     if MARKER not in text:
         return []
-    out = []
+    out: list[Directive] = []
     for line, comment in _comments(text):
         if MARKER in comment:
             out += (_directive(comment, m.end(), line, cell) for m in _DIRECTIVE.finditer(comment))

@@ -140,6 +140,8 @@ def _malformed_variants() -> list[tuple[str, Callable[[tuple[Any, ...]], Any]]]:
         ("row too short", row(lambda r: r[:12])),
         ("row is a list", row(list)),
         ("unknown severity", row(lambda r: r[:1] + ("fatal",) + r[2:])),
+        ("severity unhashable", row(lambda r: r[:1] + ([],) + r[2:])),
+        ("fix target unhashable", row(lambda r: r[:8] + ((({},) + r[8][0][1:],),) + r[9:])),
         ("span of strings", row(lambda r: r[:4] + (("1", "2", "3", "4"),) + r[5:])),
         ("span of three", row(lambda r: r[:4] + ((1, 2, 3),) + r[5:])),
         ("message is None", row(lambda r: r[:5] + (None,) + r[6:])),
