@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import difflib
 import io
+import re
 import stat
 import textwrap
 import tokenize
@@ -98,6 +99,12 @@ def _import_lines(text: str) -> set[int]:
     return lines
 
 
+def _lines(text: str) -> list[str]:
+    """Lines as Python counts them, with their newlines (`str.splitlines` also splits at form
+    feeds and U+2028, which are no newlines to the tokenizer)."""
+    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
+
+
 def _decode(data: bytes) -> str:
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     return data.decode(encoding)
@@ -132,7 +139,7 @@ def _check_program(tmp_path: Path, data: bytes, newline: str, mode: int, target:
             fix = applicable_fix(finding, target, unsafe=False)
             for edit in fix.edits if fix else ():
                 touched.update(range(edit.span.line, edit.span.end_line + 1))
-    old_lines, new_lines = old_text.splitlines(keepends=True), new_text.splitlines(keepends=True)
+    old_lines, new_lines = _lines(old_text), _lines(new_text)
     matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
     for op, i1, i2, _, _ in matcher.get_opcodes():
         if op in ("replace", "delete"):
