@@ -40,9 +40,11 @@ def scan_with_settings(
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     root: Path | None = None,
+    cached_fixes: bool = True,
 ) -> ScanResult:
     """`scan_paths` with the file-selection and cache settings of a run (include, exclude,
-    respect-gitignore, cache-dir): what `scan`, `rewrite` and `report` all read."""
+    respect-gitignore, cache-dir): what `scan`, `rewrite` and `report` all read. `rewrite` passes
+    `cached_fixes=False`: edits it writes come from the source, never from the cache file."""
     from neuron_migrate.scan.engine import scan_paths
 
     return scan_paths(
@@ -56,4 +58,5 @@ def scan_with_settings(
         jobs=jobs,
         progress=progress,
         root=root,
+        cached_fixes=cached_fixes,
     )

@@ -291,7 +291,9 @@ def rewrite_paths(
 
     start = time.perf_counter()
     pack = load_pack(settings.extra_rules)
-    scan = scan_with_settings(paths, settings, pack, use_cache=use_cache, jobs=jobs, progress=progress)
+    # Fix edits are written into sources: never take them from the cache file (scan.cache).
+    scan = scan_with_settings(paths, settings, pack, use_cache=use_cache, jobs=jobs, progress=progress,
+                              cached_fixes=False)
     report = build_report(scan, settings, pack)
     outcomes = rewrite_findings(
         Path(scan.root), report.findings, target=target, unsafe=unsafe, apply=apply, allow_dirty=allow_dirty, jobs=jobs
