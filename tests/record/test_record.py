@@ -429,6 +429,42 @@ def test_diff_check_that_stops_completing_is_a_regression(base: dict[str, Any]) 
     assert compare(base, new).check_broke and "check completed before" in compare(base, new).reasons[-1]
 
 
+def test_diff_a_record_without_check_is_not_a_fix(base: dict[str, Any], project: Path) -> None:
+    """The runtime findings of OLD are not "fixed" when NEW never ran the program: a regression."""
+    unchecked = _record(project)  # same project, no --run
+    d = compare(base, unchecked)
+    assert not [f for f, _ in d.fixed if f.code.startswith("NM9")]
+    assert "check ran before and was not run now" in d.reasons and d.regression
+    assert any("has no check run" in w for w in d.warnings)
+    assert "warning: NEW has no check run" in render_text(d)
+    back = compare(unchecked, base)  # a check added: its findings are not "new" either
+    assert not [f for f, _ in back.new if f.code.startswith("NM9")] and not back.regression
+
+
+def test_diff_selection_change_is_listed_not_fixed(project: Path) -> None:
+    settings = load_settings(project, {})
+    old = _record(project)
+    narrowed = build_record(project, load_settings(project, {"ignore": ["NM7"]}), argv=[], use_cache=False,
+                            check_runner=FakeCheck([]))
+    assert narrowed["settings"]["ignore"] == ["NM7"] and "NM707" not in narrowed["settings"]["enabled"]
+    assert settings.ignore == ()
+    d = compare(old, narrowed)
+    assert not d.fixed  # NM707 was turned off, not fixed
+    assert [f.code for f, _ in d.deselected] == ["NM707"]
+    assert ("rules no longer selected", ) == tuple(c.key for c in d.selection if c.key.startswith("rules"))
+    assert "Findings of rules no longer selected (not fixed): 1" in render_text(d)
+    back = compare(narrowed, old)
+    assert [f.code for f, _ in back.newly_selected] == ["NM707"] and not back.new
+    assert "| rules selected |" in render_markdown(back)
+
+
+def test_diff_warns_when_the_projects_differ(base: dict[str, Any]) -> None:
+    other = _with(base, lambda r: r["project"].update(path="/elsewhere/proj"))
+    d = compare(base, other)
+    assert any("different projects" in w for w in d.warnings) and not d.regression
+    assert "> **Warning:** the records are of different projects" in render_markdown(d)
+
+
 # --- CLI --------------------------------------------------------------------------------------------
 
 
