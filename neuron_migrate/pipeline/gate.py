@@ -42,3 +42,9 @@ def exit_code(report: Report, settings: Settings) -> int:
     if settings.exit_zero or settings.write_baseline is not None:
         return EXIT_OK
     return EXIT_FINDINGS if failing(report, settings.fail_on) else EXIT_OK
+
+
+def record_exit_code(check_requested: bool, check_completed: bool) -> int:
+    """`report`: 1 when it was asked to check the rewritten program and that check did not complete
+    (did not start, crashed, raised, timed out); the findings themselves are `diff`'s to gate."""
+    return EXIT_FINDINGS if check_requested and not check_completed else EXIT_OK

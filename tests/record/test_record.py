@@ -488,13 +488,28 @@ def test_cli_report_writes_every_format(project: Path, tmp_path: Path) -> None:
     assert "CUDA-specific sites found" in result.stderr and result.stdout == ""
 
 
-def test_cli_report_json_to_stdout_and_usage_errors(project: Path) -> None:
-    result = _cli("report", str(project), "--no-cache", "-q")
+def test_cli_report_json_to_stdout_only_when_asked_and_usage_errors(project: Path) -> None:
+    result = _cli("report", str(project), "--no-cache", "--output-json", "-", "-q")
     assert result.exit_code == 0 and validate(json.loads(result.stdout), "stdout")["headline"]["sites"] == 3
+    plain = _cli("report", str(project), "--no-cache")  # no output asked: the headline, not 60 KB of JSON
+    assert plain.exit_code == 0 and plain.stdout.startswith("CUDA-specific sites found")
+    assert "{" not in plain.stdout and "no record written" in plain.stderr
+    two = _cli("report", str(project), "--output-json", "-", "--output-html", "-")
+    assert two.exit_code == 2 and "only one output can go to stdout" in two.stderr
     bad = _cli("report", str(project), "--no-cache", "--", "--steps", "2")
     assert bad.exit_code == 2 and "need --run SCRIPT" in bad.stderr
     missing = _cli("report", str(project / "nope"))
     assert missing.exit_code == 2 and "nope: no such file or directory" in missing.stderr
+
+
+def test_cli_report_exits_1_when_the_check_of_the_rewritten_program_fails(project: Path, tmp_path: Path) -> None:
+    (project / "boom.py").write_text("raise SystemExit('the program failed')\n", encoding="utf-8")
+    out = tmp_path / "r.json"
+    result = _cli("report", str(project), "--no-cache", "--run", "boom.py", "--output-json", str(out))
+    assert result.exit_code == 1, result.stderr
+    assert load_record(out)["headline"]["check_completed"] is False  # the record is still written
+    (project / "fine.py").write_text("print('ok')\n", encoding="utf-8")
+    assert _cli("report", str(project), "--no-cache", "--run", "fine.py", "-q").exit_code == 0
 
 
 def test_cli_diff_exit_codes(base: dict[str, Any], tmp_path: Path) -> None:
