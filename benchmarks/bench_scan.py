@@ -109,7 +109,7 @@ def main() -> None:
         library = [sys.executable, "-c",
                    "import sys; from neuron_migrate.api import scan; "
                    "r = scan([sys.argv[1]], use_cache=sys.argv[2] == '1'); "
-                   "print(r.files_scanned, sum(f.finding_count for f in r.files))", str(tree)]
+                   "print(r.files_scanned, len(r.findings))", str(tree)]
         cli = [sys.executable, "-m", "neuron_migrate", "scan", str(tree), "--quiet", "--exit-zero",
                "--output", os.devnull]
         counted = subprocess.run([*library, "0"], capture_output=True, text=True, env=env, check=True)

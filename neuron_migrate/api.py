@@ -1,34 +1,75 @@
-"""Library entry points for people who call neuron-migrate from Python (the CLI uses the engines
-directly, through the same functions). Importing this module is cheap and never imports torch."""
+"""The application layer: `scan`, `rewrite` and `check` of a project, as the CLI and the migration
+record run them.
+
+    from neuron_migrate.api import scan, rewrite, check
+
+    report = scan(["src"])                      # the Report `neuron-migrate scan src` renders
+    result = rewrite(["src"], apply=False)      # result.report(): what `rewrite --format json` prints
+    report = check("train.py", args=["--steps", "2"])
+
+Settings are found as the CLI finds them (`[tool.neuron-migrate]` in pyproject.toml, or
+`.neuron-migrate.toml`, above the first path; then NEURON_MIGRATE_* variables), with `overrides`
+(kebab-case keys, as on the command line) on top; pass `settings` to skip discovery. Every report
+went through the same pipeline: inline suppressions, select/ignore, per-file-ignores, severity
+overrides, baseline and diff filter. Importing this module is cheap and never imports torch; only
+`check` needs it (in the child process that runs the program).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from neuron_migrate.scan.result import ScanResult
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from neuron_migrate.check.runner import Program
     from neuron_migrate.config import Settings
+    from neuron_migrate.findings import Report, Target
+    from neuron_migrate.rewrite.engine import RewriteResult
     from neuron_migrate.ruleset.model import RulePack
+    from neuron_migrate.scan.result import ScanResult
 
-__all__ = ["scan", "scan_with_settings"]
+__all__ = ["check", "check_program", "check_settings", "load", "rewrite", "rewrite_paths", "scan",
+           "scan_with_settings"]
+
+PathArg = str | PathLike[str]
+Progress = Callable[[int, int], None]
 
 
-def scan(paths: Sequence[str | PathLike[str]] = (".",), *, rule_files: Sequence[str | PathLike[str]] = (),
-         **options: Any) -> ScanResult:
-    """Scan files and directories with the built-in rule pack (plus `rule_files`).
-
-    `options` are those of `neuron_migrate.scan.engine.scan_paths` (include, exclude,
-    respect_gitignore, use_cache, cache_dir, jobs, progress, root, max_file_size). The result holds
-    raw findings; `neuron_migrate.pipeline.finalize.build_report` applies selection, suppressions and baselines.
-    """
+def load(start: PathArg, overrides: Mapping[str, Any] | None = None, *,
+         config: PathArg | None = None) -> tuple[Settings, RulePack]:
+    """The settings of a run over `start` (config discovered from it) and the rule pack they name."""
+    from neuron_migrate.config import load_settings
     from neuron_migrate.ruleset.load import load_pack
-    from neuron_migrate.scan.engine import scan_paths
 
-    return scan_paths([Path(p) for p in paths], load_pack([Path(f) for f in rule_files]), **options)
+    settings = load_settings(Path(start), overrides, config_file=Path(config) if config is not None else None)
+    return settings, load_pack(settings.extra_rules)
+
+
+def _resolve(start: Path, settings: Settings | None, overrides: Mapping[str, Any] | None,
+             config: PathArg | None) -> tuple[Settings, RulePack]:
+    if settings is None:
+        return load(start, overrides, config=config)
+    from neuron_migrate.ruleset.load import load_pack
+
+    return settings, load_pack(settings.extra_rules)
+
+
+def existing(paths: Sequence[PathArg]) -> list[Path]:
+    """`paths` as Paths (default: the working directory); NeuronMigrateError naming any missing."""
+    from neuron_migrate.errors import NeuronMigrateError
+
+    found = [Path(p) for p in paths] or [Path(".")]
+    missing = [str(p) for p in found if not p.exists() and not p.is_symlink()]
+    if missing:
+        raise NeuronMigrateError(f"no such file or directory: {', '.join(missing)}")
+    return found
+
+
+# --- scan -----------------------------------------------------------------------------------------
 
 
 def scan_with_settings(
@@ -38,11 +79,11 @@ def scan_with_settings(
     *,
     use_cache: bool = True,
     jobs: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     root: Path | None = None,
 ) -> ScanResult:
-    """`scan_paths` with the file-selection and cache settings of a run (include, exclude,
-    respect-gitignore, cache-dir): what `scan`, `rewrite` and `report` all read."""
+    """The raw scan (findings before the pipeline) with the file-selection and cache settings of a
+    run (include, exclude, respect-gitignore, cache-dir)."""
     from neuron_migrate.scan.engine import scan_paths
 
     return scan_paths(
@@ -57,3 +98,209 @@ def scan_with_settings(
         progress=progress,
         root=root,
     )
+
+
+def scan(
+    paths: Sequence[PathArg] = (".",),
+    *,
+    settings: Settings | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    config: PathArg | None = None,
+    use_cache: bool = True,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+    root: PathArg | None = None,
+) -> Report:
+    """Scan files and directories: the Report `neuron-migrate scan PATHS` renders. Its `warnings`
+    are the notes the CLI prints on stderr (an unreadable ignore file, ...)."""
+    from neuron_migrate.pipeline.finalize import build_report
+
+    found = existing(paths)
+    settings, pack = _resolve(found[0], settings, overrides, config)
+    result = scan_with_settings(found, settings, pack, use_cache=use_cache, jobs=jobs, progress=progress,
+                                root=Path(root) if root is not None else None)
+    return replace(build_report(result, settings, pack), warnings=tuple(result.warnings))
+
+
+# --- rewrite --------------------------------------------------------------------------------------
+
+
+def rewrite_paths(
+    paths: Sequence[Path],
+    settings: Settings,
+    *,
+    apply: bool,
+    unsafe: bool,
+    allow_dirty: bool,
+    target: Target,
+    use_cache: bool = True,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+) -> RewriteResult:
+    """Scan `paths` with `settings`, then fix what the resulting report holds (after selection,
+    per-file ignores, inline suppressions, baseline and diff filter: what `scan` would show)."""
+    from neuron_migrate.pipeline.finalize import build_report
+    from neuron_migrate.rewrite.engine import FileStatus, RewriteResult, rewrite_findings
+    from neuron_migrate.ruleset.load import load_pack
+
+    start = time.perf_counter()
+    pack = load_pack(settings.extra_rules)
+    scanned = scan_with_settings(paths, settings, pack, use_cache=use_cache, jobs=jobs, progress=progress)
+    report = build_report(scanned, settings, pack)
+    outcomes = rewrite_findings(
+        Path(scanned.root), report.findings, target=target, unsafe=unsafe, apply=apply, allow_dirty=allow_dirty,
+        jobs=jobs,
+    )
+    rescanned = None
+    if apply and any(o.status is FileStatus.CHANGED for o in outcomes):
+        # Only the written files miss the cache, so this costs one analysis of each of them.
+        after = scan_with_settings(paths, settings, pack, use_cache=use_cache, jobs=jobs)
+        rescanned = build_report(after, settings, pack).findings
+    return RewriteResult(
+        root=scanned.root,
+        target=target,
+        apply=apply,
+        unsafe=unsafe,
+        files=outcomes,
+        findings=tuple(report.findings),
+        files_scanned=scanned.files_scanned,
+        duration_s=time.perf_counter() - start,
+        warnings=tuple(scanned.warnings),
+        pack_version=pack.version,
+        rescanned=rescanned,
+    )
+
+
+def rewrite(
+    paths: Sequence[PathArg] = (".",),
+    *,
+    apply: bool = False,
+    allow_dirty: bool = False,
+    settings: Settings | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    config: PathArg | None = None,
+    use_cache: bool = True,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+) -> RewriteResult:
+    """Rewrite (or, without `apply`, plan the rewrite of) what a scan of `paths` reports, with the
+    target and `unsafe-fixes` of the settings. `result.report()` is the Report
+    `neuron-migrate rewrite --format json` prints; the result also holds each file's diff and
+    outcome, which the text output shows (a Report of findings does not hold them)."""
+    found = existing(paths)
+    settings, _ = _resolve(found[0], settings, overrides, config)
+    return rewrite_paths(found, settings, apply=apply, unsafe=settings.unsafe_fixes, allow_dirty=allow_dirty,
+                         target=settings.target, use_cache=use_cache, jobs=jobs, progress=progress)
+
+
+# --- check ----------------------------------------------------------------------------------------
+
+
+def _project_root(explicit: PathArg | None, script: Path | None, cwd: Path) -> Path:
+    """Findings' paths are relative to the project root: `root`, else the working directory when
+    it holds the script (as scan does), else the script's directory."""
+    if explicit is not None:
+        return (cwd / explicit).resolve()
+    if script is None:
+        return cwd
+    script = (cwd / script).resolve()
+    return cwd if script.is_relative_to(cwd) else script.parent
+
+
+def check_program(
+    script: PathArg | None = None,
+    args: Sequence[str] = (),
+    *,
+    module: str | None = None,
+    pytest: bool = False,
+    from_records: PathArg | None = None,
+    launcher: str | None = None,
+    nproc_per_node: int = 1,
+) -> Program | None:
+    """What `check` runs (None: it reads `from_records`); NeuronMigrateError on a usage error."""
+    from neuron_migrate.check.runner import Program
+    from neuron_migrate.errors import NeuronMigrateError
+
+    if sum(bool(x) for x in (module, pytest, from_records is not None)) > 1:
+        raise NeuronMigrateError("use only one of -m/--module, --pytest and --from-records")
+    if from_records is not None and (script is not None or args):
+        raise NeuronMigrateError("--from-records reports existing records: give no program")
+    if script is not None and (module or pytest):
+        raise NeuronMigrateError("give either a script or -m MODULE / --pytest")
+    if script is None and not (module or pytest or from_records is not None):
+        raise NeuronMigrateError("nothing to check: give a script, -m MODULE, --pytest or --from-records DIR")
+    if launcher is None and nproc_per_node != 1:
+        raise NeuronMigrateError("--nproc-per-node needs --launcher torchrun")
+    if launcher is not None and pytest:
+        raise NeuronMigrateError("--launcher cannot run --pytest")
+    if module:
+        return Program("module", module, tuple(args))
+    if pytest:
+        return Program("pytest", "pytest", tuple(args))
+    return Program("path", str(script), tuple(args)) if script is not None else None
+
+
+def check_settings(
+    script: PathArg | None = None,
+    *,
+    root: PathArg | None = None,
+    cwd: PathArg | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    config: PathArg | None = None,
+) -> tuple[Settings, RulePack]:
+    """The settings of a check run: the config found from the script (or the project root)."""
+    from neuron_migrate.config import load_settings
+    from neuron_migrate.ruleset.load import load_pack
+
+    workdir = Path(cwd).resolve() if cwd is not None else Path.cwd().resolve()
+    script_path = Path(script) if script is not None else None
+    start = workdir / script_path if script_path is not None else _project_root(root, None, workdir)
+    settings = load_settings(start, overrides, config_file=Path(config) if config is not None else None, cwd=workdir)
+    if settings.write_baseline is not None:
+        settings = replace(settings, baseline=None)  # record everything, even what an old baseline hides
+    return settings, load_pack(settings.extra_rules)
+
+
+def check(
+    script: PathArg | None = None,
+    args: Sequence[str] = (),
+    *,
+    module: str | None = None,
+    pytest: bool = False,
+    from_records: PathArg | None = None,
+    launcher: str | None = None,
+    nproc_per_node: int = 1,
+    timeout: float | None = None,
+    keep_records: PathArg | None = None,
+    root: PathArg | None = None,
+    cwd: PathArg | None = None,
+    settings: Settings | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    config: PathArg | None = None,
+    stdout: IO[Any] | None = None,
+) -> Report:
+    """Run a program on the emulated device (a script with `args`, a `module`, or `pytest` with
+    `args`) and return the Report of NM9xx findings `neuron-migrate check` renders; or report
+    the records of an earlier run (`from_records`). The program runs in a child process, in `cwd`
+    (default: this process's), with its output on `stdout` (default: inherited)."""
+    from neuron_migrate.check.records import load_dir
+    from neuron_migrate.check.report import build_report
+    from neuron_migrate.check.runner import run_program
+    from neuron_migrate.ruleset.load import load_pack
+
+    program = check_program(script, args, module=module, pytest=pytest, from_records=from_records,
+                            launcher=launcher, nproc_per_node=nproc_per_node)
+    workdir = Path(cwd).resolve() if cwd is not None else Path.cwd().resolve()
+    project = _project_root(root, Path(script) if script is not None else None, workdir)
+    if settings is None:
+        settings, pack = check_settings(script, root=root, cwd=workdir, overrides=overrides, config=config)
+    else:
+        pack = load_pack(settings.extra_rules)
+    if program is None:
+        assert from_records is not None
+        return build_report(load_dir(Path(from_records)), settings, pack, root=project, program=str(from_records))
+    result = run_program(program, launcher=launcher, nproc_per_node=nproc_per_node, timeout=timeout,
+                         records_dir=Path(keep_records) if keep_records is not None else None, stdout=stdout,
+                         cwd=workdir)
+    return build_report(result.records, settings, pack, root=project, program=program.describe(),
+                        duration_s=result.duration_s, timeout=result.timeout, crash=result.crash)

@@ -30,6 +30,9 @@ from neuron_migrate.findings import Severity, Target
 PYPROJECT = "pyproject.toml"
 DOTFILE = ".neuron-migrate.toml"
 ENV_PREFIX = "NEURON_MIGRATE_"
+# The report formats a run may ask for (`format`, `--format`): the keys of neuron_migrate.emit.FORMATS,
+# named here so settings are checked without importing the emitters (a test keeps the two equal).
+REPORT_FORMATS = ("text", "json", "sarif", "junit", "github", "markdown")
 # A code or a code prefix (NM, NM1, NM20, NM201) or ALL: what --select/--ignore accept.
 SELECTOR_RE = re.compile(r"^(NM\d{0,3}|ALL)$")
 
@@ -71,6 +74,7 @@ class Settings:
     exit_zero: bool = False
     write_baseline: Path | None = None
     diff_against: str | None = None
+    fail_on_kinds: frozenset[str] = frozenset()  # check's `--fail-on fallback,recompile` kinds
     # Where each value came from: key -> "default" | "cli" | "env NEURON_MIGRATE_X" | file path.
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     config_files: tuple[Path, ...] = ()
@@ -222,10 +226,8 @@ def _nonempty(value: Any) -> str:
 
 
 def _format(value: Any) -> str:
-    from neuron_migrate.emit import FORMATS  # the registry is the list of valid names
-
-    if value not in FORMATS:
-        raise _Bad(f"expected one of {', '.join(FORMATS)}, got {value!r}")
+    if value not in REPORT_FORMATS:
+        raise _Bad(f"expected one of {', '.join(REPORT_FORMATS)}, got {value!r}")
     return str(value)
 
 

@@ -193,6 +193,13 @@ class Finding:
         )
 
 
+# Report.extras keys the pipeline and check fill in, and emitters read.
+EXTRA_BASELINE = "baseline"  # {"path", "matched", "fixed": [{fingerprint, code, path, symbol, count}]}
+EXTRA_SUPPRESSED = "suppressed"  # number of findings silenced by inline comments
+EXTRA_DIFF = "diff"  # {"against": rev, "outside": findings dropped as not on changed lines}
+EXTRA_CHECK = "check"  # the run summary of check (neuron_migrate.check.analyze)
+
+
 @dataclass(frozen=True, slots=True)
 class Report:
     """What one command produced: the input of every emitter and of the gate."""
@@ -206,6 +213,8 @@ class Report:
     pack_version: str = ""
     # Free-form, command-specific extras (rewrite: changed files; check: run summary; baseline: fixed).
     extras: Mapping[str, Any] = field(default_factory=dict)
+    # Notes about the run that are not findings (an unreadable ignore file): shown, never serialised.
+    warnings: tuple[str, ...] = ()
 
     def sorted(self) -> Report:
         return replace(self, findings=tuple(sorted(self.findings, key=lambda f: f.sort_key)))

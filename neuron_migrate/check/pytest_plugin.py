@@ -55,17 +55,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}(*ops): CPU-fallback ops this test may use on neuron.")
     if not config.getoption("--neuron-emulate"):
         return
-    from neuron_migrate.check.gate import KINDS
     from neuron_migrate.check.torch_requirement import INSTALL, torch_problem
+    from neuron_migrate.ruleset.load import load_pack
 
     problem = torch_problem()
     if problem is not None:
         raise pytest.UsageError(f"--neuron-emulate: {problem}. Install it with: {INSTALL}")
 
     kinds = set(_split(config.getoption("--neuron-fail-on")))
-    unknown = kinds - set(KINDS)
+    known = load_pack().kinds
+    unknown = kinds - set(known)
     if unknown:
-        raise pytest.UsageError(f"--neuron-fail-on: unknown kinds {sorted(unknown)} (known: {', '.join(KINDS)})")
+        raise pytest.UsageError(f"--neuron-fail-on: unknown kinds {sorted(unknown)} (known: {', '.join(known)})")
     import neuron_emu
 
     try:
@@ -150,13 +151,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     state["tests"].append((item.nodeid, findings))
     if not state["kinds"] or not report.passed:
         return
-    from neuron_migrate.check.gate import kind_failures
     from neuron_migrate.config import Settings
     from neuron_migrate.findings import Report
+    from neuron_migrate.pipeline.gate import kind_failures
+    from neuron_migrate.ruleset.load import load_pack
 
     kinds = state["kinds"]
     settings = Settings(max_recompiles=state["max_recompiles"] if "recompile" in kinds else None)
-    reasons = kind_failures(Report("check", str(item.config.rootpath), tuple(findings)), settings, kinds)
+    reasons = kind_failures(Report("check", str(item.config.rootpath), tuple(findings)), settings, kinds,
+                            load_pack())
     if reasons:
         report.outcome = "failed"
         report.longrepr = "neuron: " + "; ".join(reasons) + "\n" + _section(findings)

@@ -8,11 +8,9 @@ from typing import Any
 from neuron_migrate.check.analyze import analyze
 from neuron_migrate.check.records import Records
 from neuron_migrate.config import Settings
-from neuron_migrate.findings import Report
+from neuron_migrate.findings import EXTRA_CHECK, Report
 from neuron_migrate.pipeline.finalize import finalize
 from neuron_migrate.ruleset.model import RulePack
-
-EXTRA_CHECK = "check"  # Report.extras key of the run summary (neuron_migrate.check.analyze)
 
 
 def build_report(

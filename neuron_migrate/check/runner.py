@@ -132,10 +132,12 @@ def run_program(
     env: dict[str, str] | None = None,
     stdout: IO[Any] | None = None,
     grace: float = GRACE_S,
+    cwd: Path | None = None,
 ) -> RunResult:
-    """Run `program` on the emulated device; its output goes to `stdout` (default: inherited)."""
+    """Run `program` on the emulated device in `cwd` (default: this process's); its output goes to
+    `stdout` (default: inherited)."""
     require_torch("check")
-    if program.mode == "path" and not Path(program.target).is_file():
+    if program.mode == "path" and not (cwd or Path()).joinpath(program.target).is_file():
         raise NeuronMigrateError(f"no such file: {program.target}")
     if timeout is not None and timeout <= 0:
         raise NeuronMigrateError("--timeout must be a positive number of seconds")
@@ -149,7 +151,7 @@ def run_program(
     began = time.perf_counter()
     try:
         proc = subprocess.Popen(cmd, env=_environment(directory, env, launcher=launcher is not None), stdin=subprocess.DEVNULL,
-                                stdout=out, start_new_session=True)
+                                stdout=out, start_new_session=True, cwd=cwd)
     except OSError as e:
         raise NeuronMigrateError(f"cannot start {cmd[0]}: {e.strerror or e}") from None
     try:

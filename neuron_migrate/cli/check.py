@@ -16,7 +16,6 @@ The program's own output goes to stderr so that a report on stdout stays parseab
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -24,38 +23,10 @@ from typing import Any
 
 import typer
 
-from neuron_migrate.cli.output import fail_on_errors, note, write_atomic, write_outputs
+from neuron_migrate.cli.output import deliver, fail_on_errors, gate
+from neuron_migrate.config import REPORT_FORMATS
 
-FORMAT_NAMES = ("text", "json", "sarif", "junit", "github", "markdown")
 EXTRA_OUTPUTS = ("json", "sarif", "junit", "github", "markdown")
-
-
-def _root(explicit: Path | None, script: Path | None) -> Path:
-    """Findings' paths are relative to the project root: --root, else the working directory when
-    it holds the script (as scan does), else the script's directory."""
-    if explicit is not None:
-        return explicit.resolve()
-    cwd = Path.cwd().resolve()
-    if script is None:
-        return cwd
-    script = script.resolve()
-    return cwd if script.is_relative_to(cwd) else script.parent
-
-
-def _emit(report: Any, settings: Any, pack: Any, outputs: list[tuple[str, Path | None]], *, quiet: bool) -> None:
-    from neuron_migrate.emit.check_text import render
-    from neuron_migrate.cli.scan import _information_uri
-    from neuron_migrate.emit import FORMATS, EmitOptions
-
-    options = EmitOptions(pack=pack, target=settings.target, summary=not quiet, information_uri=_information_uri())
-    rendered = []
-    for fmt, dest in outputs:
-        if fmt == "text":
-            color = dest is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-            rendered.append((fmt, dest, render(report, color=color, summary=not quiet)))
-        else:
-            rendered.append((fmt, dest, FORMATS[fmt](report, options)))
-    write_outputs([(dest, text, None if quiet else f"wrote {fmt} report to {dest}") for fmt, dest, text in rendered])
 
 
 def _program_args(args: list[str]) -> tuple[str, ...]:
@@ -91,63 +62,24 @@ def run_check(
     extra_outputs: list[tuple[str, Path]],
     quiet: bool,
 ) -> int:
-    from neuron_migrate.pipeline import baseline
-    from neuron_migrate.check import gate as check_gate
-    from neuron_migrate.check.records import load_dir
-    from neuron_migrate.check.report import build_report
-    from neuron_migrate.check.runner import Program, run_program
-    from neuron_migrate.config import load_settings
-    from neuron_migrate.errors import NeuronMigrateError
+    from neuron_migrate import api
+    from neuron_migrate.pipeline.gate import parse_fail_on
     from neuron_migrate.ruleset.load import load_pack
 
-    modes = sum(bool(x) for x in (module, pytest_mode, from_records))
-    if modes > 1:
-        raise NeuronMigrateError("use only one of -m/--module, --pytest and --from-records")
-    if module:
-        program = Program("module", module, _program_args(args))
-    elif pytest_mode:
-        program = Program("pytest", "pytest", _pytest_args(args))
-    elif from_records:
-        if args:
-            raise NeuronMigrateError("--from-records reports existing records: give no program")
-        program = None
-    elif args:
-        program = Program("path", args[0], _program_args(args[1:]))
-    else:
-        raise NeuronMigrateError("nothing to check: give a script, -m MODULE, --pytest or --from-records DIR")
-    if launcher is None and nproc_per_node != 1:
-        raise NeuronMigrateError("--nproc-per-node needs --launcher torchrun")
-    if launcher is not None and program is not None and program.mode == "pytest":
-        raise NeuronMigrateError("--launcher cannot run --pytest")
-
-    spec = check_gate.parse_fail_on(fail_on)
-    script = Path(program.target) if program is not None and program.mode == "path" else None
-    project = _root(root, script)
-    settings = load_settings(script or project, {**overrides, "fail-on": spec.severity}, config_file=config_file)
-    if settings.write_baseline is not None:
-        settings = replace(settings, baseline=None)
-    pack = load_pack(settings.extra_rules)
-
-    if program is None:
-        assert from_records is not None
-        records, duration, timeout_info, crash, described = load_dir(from_records), 0.0, None, None, str(from_records)
-    else:
-        result = run_program(program, launcher=launcher, nproc_per_node=nproc_per_node, timeout=timeout,
-                             records_dir=keep_records, stdout=sys.stderr)
-        records, duration = result.records, result.duration_s
-        timeout_info, crash, described = result.timeout, result.crash, program.describe()
-    report = build_report(records, settings, pack, root=project, program=described, duration_s=duration,
-                          timeout=timeout_info, crash=crash)
-    if settings.write_baseline is not None:
-        text = baseline.dumps(baseline.from_findings(report.findings), report.tool_version)
-        write_atomic(settings.write_baseline, text)
-        if not quiet:
-            note(f"wrote baseline of {len(report.findings)} findings to {settings.write_baseline}")
-    _emit(report, settings, pack, [(settings.format, output), *extra_outputs], quiet=quiet)
-    code, reasons = check_gate.exit_code(report, settings, spec.kinds)
-    if reasons and not quiet:
-        note("check failed: " + "; ".join(reasons))
-    return code
+    # The program's arguments come after the script name (`check train.py -- --steps 6`).
+    script = args[0] if args and not (module or pytest_mode or from_records) else None
+    program_args = (_pytest_args(args) if pytest_mode else _program_args(args[1:] if script is not None else args))
+    api.check_program(script, program_args, module=module, pytest=pytest_mode, from_records=from_records,
+                      launcher=launcher, nproc_per_node=nproc_per_node)  # usage errors first
+    spec = parse_fail_on(fail_on, load_pack())
+    settings, pack = api.check_settings(script, root=root, overrides={**overrides, "fail-on": spec.severity},
+                                        config=config_file)
+    settings = replace(settings, fail_on_kinds=spec.kinds)
+    report = api.check(script, program_args, module=module, pytest=pytest_mode, from_records=from_records,
+                       launcher=launcher, nproc_per_node=nproc_per_node, timeout=timeout,
+                       keep_records=keep_records, root=root, settings=settings, stdout=sys.stderr)
+    deliver(report, settings, pack, [(settings.format, output), *extra_outputs], quiet=quiet)
+    return gate(report, settings, pack, quiet=quiet)
 
 
 def register(app: typer.Typer) -> None:
@@ -166,7 +98,7 @@ def register(app: typer.Typer) -> None:
         root: Path | None = typer.Option(None, "--root", file_okay=False,
                                          help="Project root that finding paths are relative to."),
         format: str | None = typer.Option(None, "--format", "-f",
-                                          help=f"Report format: {', '.join(FORMAT_NAMES)} (default text)."),
+                                          help=f"Report format: {', '.join(REPORT_FORMATS)} (default text)."),
         output: Path | None = typer.Option(None, "--output", "-o", dir_okay=False, help="Write the report to FILE."),
         output_json: Path | None = typer.Option(None, "--output-json", dir_okay=False, help="Also write JSON to FILE."),
         output_sarif: Path | None = typer.Option(None, "--output-sarif", dir_okay=False, help="Also write SARIF."),

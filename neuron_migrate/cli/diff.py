@@ -10,23 +10,22 @@ from pathlib import Path
 
 import typer
 
-from neuron_migrate.cli.output import fail_on_errors, write_outputs
+from neuron_migrate.cli.output import choose, fail_on_errors, write_outputs
 
 _FORMATS = ("text", "markdown")
 
 
 def _run(old: Path, new: Path, output_format: str, output: Path | None) -> int:
-    from neuron_migrate.errors import ConfigError
+    from neuron_migrate.pipeline.gate import regression_exit
     from neuron_migrate.record.build import load_record
     from neuron_migrate.record.diff import compare, render_markdown, render_text
 
-    if output_format not in _FORMATS:
-        raise ConfigError(f"--format: expected one of {', '.join(_FORMATS)}, got {output_format!r}")
+    choose("--format", output_format, _FORMATS)
     result = compare(load_record(old), load_record(new), str(old), str(new))
     text = render_markdown(result) if output_format == "markdown" else render_text(result)
     regression = f"; regression: {'; '.join(result.reasons)}" if result.regression else ""
     write_outputs([(output, text, f"wrote {output}{regression}")])
-    return 1 if result.regression else 0
+    return regression_exit(result.regression)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,7 +8,15 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from neuron_migrate.config import Settings
+    from neuron_migrate.emit import JUnitGrouping
+    from neuron_migrate.findings import Report
+    from neuron_migrate.ruleset.model import RulePack
 
 
 def note(message: str) -> None:
@@ -105,3 +113,83 @@ def fail_on_errors(run: Callable[[], int]) -> int:
     except Exception:  # noqa: BLE001 - an internal error must not look like findings (1) or success
         note("neuron-migrate: internal error (please report it):\n" + traceback.format_exc())
     return EXIT_ERROR
+
+
+def _project_urls() -> dict[str, str]:
+    """`Project-URL` entries of the installed metadata by label (lower case), "home" for Home-page."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        meta = metadata("neuron-migrate")
+    except PackageNotFoundError:
+        return {}
+    urls = {"home": meta.get("Home-page") or ""}
+    for entry in meta.get_all("Project-URL") or ():
+        label, _, url = entry.partition(",")
+        if url.strip():
+            urls.setdefault(label.strip().lower(), url.strip())
+    return {k: v for k, v in urls.items() if v}
+
+
+def information_uri() -> str:
+    """The project's home page (SARIF `informationUri`): the first Project-URL, else Home-page."""
+    urls = _project_urls()
+    return next((v for k, v in urls.items() if k != "home"), urls.get("home", ""))
+
+
+def rules_uri() -> str:
+    """The rules page online (`Project-URL: Rules, ...`): SARIF points each rule at its section."""
+    return _project_urls().get("rules", "")
+
+
+def choose(option: str, value: str, allowed: Sequence[str]) -> str:
+    """A command's `--format`-style choice, checked one way for every command."""
+    from neuron_migrate.errors import ConfigError
+
+    if value not in allowed:
+        raise ConfigError(f"command line option {option}: expected one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+def deliver(
+    report: Report,
+    settings: Settings,
+    pack: RulePack | None,
+    outputs: Sequence[tuple[str, Path | None]],
+    *,
+    quiet: bool,
+    junit_group: JUnitGrouping | None = None,
+) -> None:
+    """A command's outputs: the baseline it was asked to write, every requested format rendered
+    first (pure emitters), then written (files atomically, the rest to stdout)."""
+    from neuron_migrate.cli.console import colour
+    from neuron_migrate.emit import FORMATS, EmitOptions, JUnitGrouping
+
+    for warning in report.warnings:
+        note(f"warning: {warning}")
+    if settings.write_baseline is not None:
+        from neuron_migrate.pipeline import baseline
+
+        write_atomic(settings.write_baseline, baseline.dumps(baseline.from_findings(report.findings),
+                                                             report.tool_version))
+        if not quiet:
+            note(f"wrote baseline of {len(report.findings)} findings to {settings.write_baseline}")
+    options = EmitOptions(pack=pack, target=settings.target, summary=not quiet,
+                          junit_grouping=junit_group or JUnitGrouping.RULE, information_uri=information_uri(),
+                          rules_uri=rules_uri())
+    rendered = [
+        (dest, FORMATS[fmt](report, replace(options, color=dest is None and colour(sys.stdout))),
+         None if quiet else f"wrote {fmt} report to {dest}")
+        for fmt, dest in outputs
+    ]
+    write_outputs(rendered)
+
+
+def gate(report: Report, settings: Settings, pack: RulePack, *, quiet: bool) -> int:
+    """The exit code of a command that produced `report` (neuron_migrate.pipeline.gate decides)."""
+    from neuron_migrate.pipeline.gate import EXIT_FINDINGS, EXIT_OK, failures
+
+    reasons = failures(report, settings, pack)
+    if reasons and not quiet and report.command == "check":  # scan's failing findings are its output
+        note("check failed: " + "; ".join(reasons))
+    return EXIT_FINDINGS if reasons else EXIT_OK

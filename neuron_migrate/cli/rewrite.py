@@ -8,23 +8,14 @@ stdout holds the JSON report instead (remaining findings; per-file outcomes and 
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import typer
 
-from neuron_migrate.cli.output import fail_on_errors
+from neuron_migrate.cli.output import choose, fail_on_errors, gate
 
 _FORMATS = ("text", "json")
-
-
-def _use_colour(stream) -> bool:  # type: ignore[no-untyped-def]
-    if os.environ.get("NO_COLOR"):
-        return False
-    if os.environ.get("FORCE_COLOR"):
-        return True
-    return bool(getattr(stream, "isatty", lambda: False)())
 
 
 def rewrite(
@@ -76,17 +67,12 @@ def _run(
     no_cache: bool,
     config: Path | None,
 ) -> int:
-    from neuron_migrate.config import load_settings
-    from neuron_migrate.errors import ConfigError
-    from neuron_migrate.pipeline.gate import exit_code
-    from neuron_migrate.rewrite.api import rewrite_paths
+    from neuron_migrate import api
+    from neuron_migrate.cli.console import colour
+    from neuron_migrate.emit import FORMATS, EmitOptions
     from neuron_migrate.emit.rewrite_text import colour_diff, summary_text
 
-    if output_format not in _FORMATS:
-        raise ConfigError(f"command line option --format: expected one of {', '.join(_FORMATS)}, got {output_format!r}")
-    missing = [str(p) for p in paths if not p.exists() and not p.is_symlink()]
-    if missing:
-        raise ConfigError(f"no such file or directory: {', '.join(missing)}")
+    choose("--format", output_format, _FORMATS)
     overrides = {
         "target": target,
         "unsafe-fixes": unsafe_fixes,
@@ -94,31 +80,21 @@ def _run(
         "ignore": ",".join(ignore) if ignore else None,
         "fail-on": fail_on,
     }
-    settings = load_settings(paths[0], overrides, config_file=config)
-    result = rewrite_paths(
-        paths,
-        settings,
-        apply=apply,
-        unsafe=settings.unsafe_fixes,
-        allow_dirty=allow_dirty,
-        target=settings.target,
-        use_cache=not no_cache,
-    )
+    settings, pack = api.load(api.existing(paths)[0], overrides, config=config)
+    result = api.rewrite(paths, apply=apply, allow_dirty=allow_dirty, settings=settings, use_cache=not no_cache)
     report = result.report()
     if output_format == "json":
-        from neuron_migrate.emit import FORMATS, EmitOptions
-
         sys.stdout.write(FORMATS["json"](report, EmitOptions(target=settings.target)))
     else:
         show_diff = (not apply) if diff is None else diff
         if show_diff:
             text = "".join(o.diff for o in result.files if o.diff)
-            sys.stdout.write(colour_diff(text) if _use_colour(sys.stdout) else text)
+            sys.stdout.write(colour_diff(text) if colour(sys.stdout) else text)
             sys.stdout.flush()
         for warning in result.warnings:
             typer.echo(f"neuron-migrate: warning: {warning}", err=True)
         typer.echo(summary_text(result), err=True, nl=False)
-    return exit_code(report, settings)
+    return gate(report, settings, pack, quiet=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -16,17 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from neuron_migrate.cli.output import check_destinations, fail_on_errors, note, write_atomic, write_outputs
+from neuron_migrate.cli.output import check_destinations, choose, deliver, fail_on_errors, gate
+from neuron_migrate.config import REPORT_FORMATS
 
 if TYPE_CHECKING:
-    from neuron_migrate.config import Settings
-    from neuron_migrate.emit import JUnitGrouping
-    from neuron_migrate.findings import Report
-    from neuron_migrate.ruleset.model import RulePack
+    pass
 
-# The names of neuron_migrate.emit.FORMATS (not imported here, to keep `--help` light; a test
-# checks that the two agree).
-FORMAT_NAMES = ("text", "json", "sarif", "junit", "github", "markdown")
 EXTRA_OUTPUTS = ("json", "sarif", "junit", "github", "markdown")  # --output-<format> FILE
 PROGRESS_MIN_FILES = 200  # below this a scan is quick: no progress bar
 
@@ -63,33 +58,6 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
             state["bar"].stop()
 
 
-def _project_urls() -> dict[str, str]:
-    """`Project-URL` entries of the installed metadata by label (lower case), "home" for Home-page."""
-    from importlib.metadata import PackageNotFoundError, metadata
-
-    try:
-        meta = metadata("neuron-migrate")
-    except PackageNotFoundError:
-        return {}
-    urls = {"home": meta.get("Home-page") or ""}
-    for entry in meta.get_all("Project-URL") or ():
-        label, _, url = entry.partition(",")
-        if url.strip():
-            urls.setdefault(label.strip().lower(), url.strip())
-    return {k: v for k, v in urls.items() if v}
-
-
-def _information_uri() -> str:
-    """The project's home page (SARIF `informationUri`): the first Project-URL, else Home-page."""
-    urls = _project_urls()
-    return next((v for k, v in urls.items() if k != "home"), urls.get("home", ""))
-
-
-def _rules_uri() -> str:
-    """The rules page online (`Project-URL: Rules, ...`): SARIF points each rule at its section."""
-    return _project_urls().get("rules", "")
-
-
 def _display_root(paths: list[Path]) -> Path | None:
     """The working directory when it holds every path (as ruff shows paths): then `scan src` and
     `scan .` name files alike, so baselines, annotations and SARIF URIs agree across invocations."""
@@ -100,33 +68,6 @@ def _display_root(paths: list[Path]) -> Path | None:
     if all(p == cwd or p.startswith(cwd.rstrip(os.sep) + os.sep) for p in inside):
         return Path(cwd)
     return None
-
-
-def render_outputs(
-    report: Report,
-    settings: Settings,
-    pack: RulePack | None,
-    outputs: list[tuple[str, Path | None]],
-    *,
-    quiet: bool,
-    junit_group: JUnitGrouping | None = None,
-) -> None:
-    """Render every requested format first (pure), then write them: files atomically, the rest
-    to stdout. Shared by `scan` and `check`."""
-    from neuron_migrate.emit import FORMATS, EmitOptions, JUnitGrouping
-
-    options = EmitOptions(
-        pack=pack,
-        target=settings.target,
-        summary=not quiet,
-        junit_grouping=junit_group or JUnitGrouping.RULE,
-        information_uri=_information_uri(),
-        rules_uri=_rules_uri(),
-    )
-    write_outputs([
-        (dest, FORMATS[fmt](report, options), None if quiet else f"wrote {fmt} report to {dest}")
-        for fmt, dest in outputs
-    ])
 
 
 def run_scan(
@@ -142,18 +83,11 @@ def run_scan(
     changed_only: bool = False,
     junit_group: str = "rule",
 ) -> int:
-    from neuron_migrate.pipeline import baseline, gate
-    from neuron_migrate.api import scan_with_settings
-    from neuron_migrate.config import load_settings
+    from neuron_migrate import api
     from neuron_migrate.emit import JUnitGrouping
     from neuron_migrate.errors import NeuronMigrateError
-    from neuron_migrate.pipeline.finalize import build_report
-    from neuron_migrate.ruleset.load import load_pack
 
-    try:
-        grouping = JUnitGrouping(junit_group)
-    except ValueError:
-        raise NeuronMigrateError(f"--junit-group: expected rule or file, got {junit_group!r}") from None
+    grouping = JUnitGrouping(choose("--junit-group", junit_group, tuple(JUnitGrouping)))
     if changed_only:
         if overrides.get("diff-against") is not None:
             raise NeuronMigrateError("use either --diff-against REV or --changed-only, not both")
@@ -162,27 +96,17 @@ def run_scan(
     missing = [str(p) for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
         raise NeuronMigrateError(f"no such file or directory: {', '.join(missing)}")
-    settings = load_settings(paths[0], overrides, config_file=config_file)
+    settings, pack = api.load(paths[0], overrides, config=config_file)
     check_destinations([settings.write_baseline, output, *(dest for _, dest in extra_outputs)])
     if settings.write_baseline is not None:
         if settings.diff_against is not None:
             raise NeuronMigrateError("--write-baseline records every finding: drop --diff-against/--changed-only")
         settings = replace(settings, baseline=None)  # record everything, even what an old baseline hides
-    pack = load_pack(settings.extra_rules)
     with _progress(not quiet) as progress:
-        result = scan_with_settings(paths, settings, pack, use_cache=use_cache, jobs=jobs, progress=progress,
-                                    root=_display_root(paths))
-    for warning in result.warnings:
-        note(f"warning: {warning}")
-    report = build_report(result, settings, pack)
-    if settings.write_baseline is not None:
-        text = baseline.dumps(baseline.from_findings(report.findings), report.tool_version)
-        write_atomic(settings.write_baseline, text)
-        if not quiet:
-            note(f"wrote baseline of {len(report.findings)} findings to {settings.write_baseline}")
-    outputs: list[tuple[str, Path | None]] = [(settings.format, output), *extra_outputs]
-    render_outputs(report, settings, pack, outputs, quiet=quiet, junit_group=grouping)
-    return gate.exit_code(report, settings)
+        report = api.scan(paths, settings=settings, use_cache=use_cache, jobs=jobs, progress=progress,
+                          root=_display_root(paths))
+    deliver(report, settings, pack, [(settings.format, output), *extra_outputs], quiet=quiet, junit_group=grouping)
+    return gate(report, settings, pack, quiet=quiet)
 
 
 def register(app: typer.Typer) -> None:
@@ -190,7 +114,7 @@ def register(app: typer.Typer) -> None:
     def scan(
         paths: list[Path] | None = typer.Argument(None, help="Files or directories to scan (default: .)."),
         format: str | None = typer.Option(
-            None, "--format", "-f", help=f"Report format: {', '.join(FORMAT_NAMES)} (default text)."
+            None, "--format", "-f", help=f"Report format: {', '.join(REPORT_FORMATS)} (default text)."
         ),
         output: Path | None = typer.Option(
             None, "--output", "-o", help="Write the report to FILE instead of stdout.", dir_okay=False

@@ -1,32 +1,20 @@
-"""check's terminal report: findings grouped by kind with the details a person acts on, then the run
-summary. Rendered with rich; plain text (no colour codes) when `color` is False, e.g. when piped."""
+"""check's text report: findings grouped by kind (the sections of rules/pack.yaml `runtime_kinds`)
+with the details a person acts on, then the run summary. Rendered with rich; plain text (no colour
+codes) unless `options.color`."""
 
 from __future__ import annotations
 
 import io
 from typing import Any
 
-from neuron_migrate.check.gate import KINDS
-from neuron_migrate.findings import Finding, Report
+from neuron_migrate.emit.options import EmitOptions
+from neuron_migrate.findings import EXTRA_CHECK, Finding, Report
 
-SECTIONS = {
-    "fallback": "CPU fallbacks (ops without a device kernel)",
-    "host-sync": "Expected host work (value reads, data-dependent shapes)",
-    "recompile": "Recompiles",
-    "graph-break": "torch.compile graph breaks",
-    "placement": "Placement",
-    "dtype": "64-bit work narrowed on the device",
-    "exception": "The program",
-}
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_SIGNATURES = 3
 
 
-def _kind(code: str) -> str:
-    return next((k for k, codes in KINDS.items() if code in codes), "exception")
-
-
-def _detail_lines(f: Finding) -> list[str]:
+def detail_lines(f: Finding) -> list[str]:
     d: dict[str, Any] = dict(f.details)
     lines: list[str] = []
     if f.code in ("NM901", "NM902"):
@@ -62,7 +50,7 @@ def _detail_lines(f: Finding) -> list[str]:
 
 
 def summary_lines(report: Report) -> list[str]:
-    s: dict[str, Any] = dict(report.extras.get("check", {}))
+    s: dict[str, Any] = dict(report.extras.get(EXTRA_CHECK, {}))
     if not s:
         return []
     ops = s.get("ops", {})
@@ -93,17 +81,24 @@ def summary_lines(report: Report) -> list[str]:
     return lines
 
 
-def render(report: Report, *, color: bool, summary: bool = True, width: int = 100) -> str:
+def emit(report: Report, options: EmitOptions) -> str:
     from rich.console import Console
     from rich.markup import escape
+
+    from neuron_migrate.ruleset.load import load_pack
+
+    pack = options.pack or load_pack()
+    color, summary, width = options.color, options.summary, options.width
 
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=color, no_color=not color, color_system="standard" if color else None,
                       width=width, highlight=False, soft_wrap=True)
     by_kind: dict[str, list[Finding]] = {}
+    last = next(reversed(pack.kinds), "")  # findings of no known kind go with the last section
     for f in report.findings:
-        by_kind.setdefault(_kind(f.code), []).append(f)
-    for kind, title in SECTIONS.items():
+        rule = pack.get(f.code)
+        by_kind.setdefault(rule.kind if rule is not None and rule.kind else last, []).append(f)
+    for kind, title in pack.kinds.items():
         found = by_kind.get(kind)
         if not found:
             continue
@@ -111,7 +106,7 @@ def render(report: Report, *, color: bool, summary: bool = True, width: int = 10
         for f in found:
             style = _SEVERITY_STYLE.get(f.severity.value, "")
             console.print(f"{escape(f.location())}: [{style}]{f.code}[/{style}] {escape(f.message)}")
-            for line in _detail_lines(f):
+            for line in detail_lines(f):
                 console.print(f"    {escape(line)}")
         console.print()
     if summary:

@@ -14,8 +14,15 @@ def _cell(text: str) -> str:
     return printable(" ".join(text.split())).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _finding_item(f: Finding) -> str:
-    return f"- {code_span(f.location())} **{f.code}** {_cell(f.message)}"
+def _finding_item(f: Finding, details: bool) -> str:
+    item = f"- {code_span(f.location())} **{f.code}** {_cell(f.message)}"
+    if not details:
+        return item
+    from neuron_migrate.emit.check_text import detail_lines
+
+    # An indented fence keeps the lines (tracebacks, signatures) verbatim inside the list item.
+    lines = [printable(line).replace("```", "` ` `") for line in detail_lines(f)]
+    return "\n".join([item, "  ```", *(f"  {line}" for line in lines), "  ```"]) if lines else item
 
 
 def emit(report: Report, options: EmitOptions) -> str:
@@ -48,6 +55,13 @@ def emit(report: Report, options: EmitOptions) -> str:
             out.append(f"| {code} | {title} | {sample.severity.value} | {sample.fix_class.value} | {n} |")
         out += ["", "**Files with most work**", ""]
         out += [f"- {code_span(path)}: {n}" for path, n in s.top_files]
+    checked = report.command == "check"
+    if checked:  # the run summary check's text report ends with
+        from neuron_migrate.emit.check_text import summary_lines
+
+        run = summary_lines(report)
+        if run:
+            out += ["", "**Run**", ""] + [f"- {_cell(line)}" for line in run]
     if s.suppressed:
         out += ["", f"{plural(s.suppressed, 'finding')} suppressed by inline comments."]
     if s.baseline_matched is not None:
@@ -64,7 +78,7 @@ def emit(report: Report, options: EmitOptions) -> str:
     if s.total:
         shown = report.findings[: options.markdown_max_details]
         out += ["", f"<details><summary>All findings ({s.total})</summary>", ""]
-        out += [_finding_item(f) for f in shown]
+        out += [_finding_item(f, checked) for f in shown]
         if len(report.findings) > len(shown):
             out.append(f"- … and {len(report.findings) - len(shown)} more (see the full report)")
         out += ["", "</details>"]

@@ -23,4 +23,6 @@ class EmitOptions:
     top_files: int = 5  # text/Markdown: how many "files with most work" to list
     markdown_max_details: int = 200  # keeps a PR comment under GitHub's 65,536-character limit
     information_uri: str = ""  # the tool's home page (from the installed metadata), if any
+    color: bool = False  # text: ANSI colours (the CLI's console policy decides)
+    width: int = 100  # text: the line width check's rich-rendered report wraps at
     rules_uri: str = ""  # the rules page (docs/rules.md) online, if the metadata names one: SARIF helpUri

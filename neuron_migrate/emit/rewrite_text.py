@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from neuron_migrate.findings import Finding, FixClass
-from neuron_migrate.rewrite.api import FileOutcome, FileStatus, RewriteResult, finding_key
+from neuron_migrate.rewrite.engine import FileOutcome, FileStatus, RewriteResult, finding_key
 from neuron_migrate.rewrite.apply import applicable_fix
 
 

@@ -6,12 +6,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from neuron_migrate.findings import FixClass, Report, Severity, Target
+from neuron_migrate.findings import EXTRA_BASELINE, EXTRA_DIFF, EXTRA_SUPPRESSED, FixClass, Report, Severity, Target
 
 # Keys of `Report.extras` written by the pipeline and read here.
-EXTRA_BASELINE = "baseline"  # {"path", "matched", "fixed": [{fingerprint, code, path, symbol, count}]}
-EXTRA_SUPPRESSED = "suppressed"  # number of findings silenced by inline comments
-EXTRA_DIFF = "diff"  # {"against": rev, "outside": findings dropped as not on changed lines}
 
 
 @dataclass(frozen=True, slots=True)

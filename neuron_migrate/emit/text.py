@@ -63,6 +63,10 @@ def summary_lines(s: Summary) -> list[str]:
 
 
 def emit(report: Report, options: EmitOptions) -> str:
+    if report.command == "check":  # runtime findings read by kind, with their details
+        from neuron_migrate.emit import check_text
+
+        return check_text.emit(report, options)
     lines = [finding_line(f) for f in report.findings]
     if options.summary:
         if lines:

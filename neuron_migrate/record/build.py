@@ -53,8 +53,6 @@ import json
 import platform
 import shlex
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -148,55 +146,47 @@ def _display(argv: Sequence[str]) -> str:
     return shlex.join(argv)
 
 
-def _check_argv(spec: RunSpec, output: Path) -> list[str]:
-    """check's options come before the script: everything after it is the script's."""
-    argv = ["check", "--format", "json", "--output", str(output)]
+def _check_command(spec: RunSpec) -> tuple[str, ...]:
+    """The single `neuron-migrate check` command that runs the same check (options before the
+    script: everything after it is the script's)."""
+    argv = ["neuron-migrate", "check"]
     if spec.launcher:
         argv += ["--launcher", spec.launcher]
     if spec.nproc_per_node is not None:
         argv += ["--nproc-per-node", str(spec.nproc_per_node)]
     if spec.timeout_s is not None:
         argv += ["--timeout", f"{spec.timeout_s:g}"]
-    return [*argv, spec.script, *spec.args]
+    return (*argv, spec.script, *spec.args)
 
 
 def _tail(text: str) -> str:
     return text if len(text) <= _ERROR_TAIL else "..." + text[-_ERROR_TAIL:]
 
 
-def _shown(argv: list[str], output: Path) -> tuple[str, ...]:
-    """The check command as recorded: the temporary report path is gone once the record exists."""
-    return ("neuron-migrate", *("check.json" if a == str(output) else a for a in argv))
-
-
 def run_check(root: Path, spec: RunSpec, workdir: Path) -> CheckOutcome:
-    """Run `neuron-migrate check` on `spec.script` in `root` (a subprocess: the user's program runs
-    in its own processes anyway, and the JSON report is check's stable interface)."""
-    output = workdir / "check.json"
-    argv = _check_argv(spec, output)
+    """Check `spec.script` in `root` as `neuron-migrate check` would from there (the api in this
+    process; the program itself runs in a child). Its output is kept in `workdir`, and its tail is
+    the error when the check could not run."""
+    from neuron_migrate import api
+    from neuron_migrate.emit import FORMATS, EmitOptions
+    from neuron_migrate.pipeline.gate import EXIT_ERROR, exit_code
+
+    command = _check_command(spec)
     started = time.perf_counter()
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "neuron_migrate", *argv],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            check=False,
-        )
-    except OSError as exc:
-        return CheckOutcome(_shown(argv, output), None, 0.0, None, f"could not start check: {exc}")
-    duration = time.perf_counter() - started
-    report: dict[str, Any] | None = None
-    error: str | None = None
-    try:
-        report = json.loads(output.read_text(encoding="utf-8"))
-        Report.from_dict(report)  # it must be a findings report
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        report = None
-        detail = _tail((proc.stderr or "") + (proc.stdout or "")).strip()
-        error = f"check wrote no readable JSON report ({exc.__class__.__name__}); exit {proc.returncode}: {detail}"
-    return CheckOutcome(_shown(argv, output), proc.returncode, duration, report, error)
+    log = workdir / "output.txt"
+    with log.open("w+", encoding="utf-8", errors="replace") as out:
+        try:
+            settings, pack = api.check_settings(spec.script, cwd=root)
+            report = api.check(spec.script, spec.args, launcher=spec.launcher, nproc_per_node=spec.nproc_per_node or 1,
+                               timeout=spec.timeout_s, cwd=root, settings=settings, stdout=out)
+        except NeuronMigrateError as exc:
+            out.seek(0)
+            detail = _tail(out.read() + f"neuron-migrate: error: {exc}").strip()
+            return CheckOutcome(command, EXIT_ERROR, time.perf_counter() - started, None,
+                                f"check produced no report; exit {EXIT_ERROR}: {detail}")
+    options = EmitOptions(pack=pack, target=settings.target)
+    data = json.loads(FORMATS["json"](report, options))  # what `check --format json` prints
+    return CheckOutcome(command, exit_code(report, settings, pack), time.perf_counter() - started, data, None)
 
 
 def _copy_project(project: Path, dest: Path) -> Path:
@@ -210,17 +200,16 @@ def _copy_project(project: Path, dest: Path) -> Path:
     return target
 
 
-def _scan(project: Path, settings: Settings, pack: RulePack, use_cache: bool) -> Report:
-    from neuron_migrate.api import scan_with_settings
-    from neuron_migrate.pipeline.finalize import build_report
+def _scan(project: Path, settings: Settings, use_cache: bool) -> Report:
+    from neuron_migrate import api
 
     root = project if project.is_dir() else project.parent
-    result = scan_with_settings([project], settings, pack, use_cache=use_cache, root=root)
-    return build_report(result, settings, pack)
+    return api.scan([project], settings=settings, use_cache=use_cache, root=root)
 
 
 def _rewrite(copy: Path, settings: Settings) -> dict[str, Any]:
-    from neuron_migrate.rewrite.api import FileStatus, rewrite_paths
+    from neuron_migrate.api import rewrite_paths
+    from neuron_migrate.rewrite.engine import FileStatus
 
     common: dict[str, Any] = {"unsafe": settings.unsafe_fixes, "allow_dirty": True, "target": settings.target,
                               "use_cache": False}
@@ -258,7 +247,7 @@ def build_record(
         raise NeuronMigrateError(f"{project}: no such file or directory")
     pack = load_pack(settings.extra_rules)
     created = _now_utc()
-    scan_report = _scan(project, settings, pack, use_cache)
+    scan_report = _scan(project, settings, use_cache)
     target = settings.target.value
     rewrite_cmd = ["neuron-migrate", "rewrite", str(project), "--apply", "--target", target]
     if settings.unsafe_fixes:

@@ -22,6 +22,7 @@ from neuron_migrate.findings import FixClass, Severity, Target
 from neuron_migrate.ruleset.location import rules_dir
 from neuron_migrate.ruleset.model import (
     FAMILIES,
+    FIXER_NAMES,
     ArgumentPattern,
     Example,
     FixKind,
@@ -41,10 +42,11 @@ _FIXER_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 _FAMILY_FILE_RE = re.compile(r"^nm(\d)-[a-z0-9-]+\.ya?ml$")
 
 _PACK_REQUIRED = ("name", "version", "neuron_sdk", "torch_neuronx", "torch", "provenance")
-_PACK_KEYS = frozenset(_PACK_REQUIRED) | {"redirects"}
+_PACK_KEYS = frozenset(_PACK_REQUIRED) | {"redirects", "runtime_kinds"}
 _RULE_REQUIRED = ("code", "name", "title", "category", "severity", "match", "fix", "message",
                   "why", "references", "examples")
-_RULE_KEYS = frozenset(_RULE_REQUIRED) | {"status", "since"}
+_RULE_KEYS = frozenset(_RULE_REQUIRED) | {"status", "since", "kind"}
+_RUNTIME_FAMILY = "NM9"  # check's findings: each names its kind
 _LIST_MATCHERS = ("qualified_names", "device_strings", "methods", "attributes", "imports",
                   "env_vars", "files")
 _MATCH_KEYS = frozenset(_LIST_MATCHERS) | {"arguments"}
@@ -246,6 +248,14 @@ def _rule(ctx: _Ctx, raw: Any, index: int, file_family: str | None, fixers: froz
         if not ref.startswith(("https://", "http://")):
             raise ctx.error(f"references[{i}]", f"{ref!r} is not a URL")
     invalid, valid = _examples(ctx, d["examples"], fix, family)
+    if family == _RUNTIME_FAMILY:
+        if "kind" not in d:
+            raise ctx.error("kind", "missing required field (NM9xx rules name their kind: see rules/pack.yaml)")
+        kind = _str(ctx, d["kind"], "kind")
+    elif "kind" in d:
+        raise ctx.error("kind", "only NM9xx runtime rules have a kind")
+    else:
+        kind = ""
     return Rule(
         code=code,
         name=name,
@@ -259,6 +269,7 @@ def _rule(ctx: _Ctx, raw: Any, index: int, file_family: str | None, fixers: froz
         references=references,
         invalid=invalid,
         valid=valid,
+        kind=kind,
         status=_enum(ctx, Status, d.get("status", "stable"), "status"),
         since=_str(ctx, str(d.get("since", "0.1.0")), "since"),
         source_file=ctx.file,
@@ -298,9 +309,7 @@ def parse_rule_file(file: str, data: bytes, *, fixers: frozenset[str] | None, fa
 
 
 def known_fixers() -> frozenset[str]:
-    """The fixer names rules may use (`neuron_migrate.scan.fixes.registry.FIXER_NAMES`)."""
-    from neuron_migrate.scan.fixes.registry import FIXER_NAMES
-
+    """The fixer names rules may use (`neuron_migrate.ruleset.model.FIXER_NAMES`)."""
     return FIXER_NAMES
 
 
@@ -317,6 +326,9 @@ def _pack_meta(file: str, data: bytes) -> dict[str, Any]:
     for old, new in redirects.items():
         if not isinstance(old, str) or not CODE_RE.match(old) or not isinstance(new, str) or not CODE_RE.match(new):
             raise ctx.error(f"redirects.{old}", "codes must look like NM123")
+    kinds = d.get("runtime_kinds") or {}
+    if not isinstance(kinds, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in kinds.items()):
+        raise ctx.error("runtime_kinds", "expected a mapping of kind -> section title")
     return d
 
 
@@ -337,6 +349,11 @@ def _assemble(meta: dict[str, Any], rules: list[Rule], digest: str, pack_file: s
             raise RulePackError(pack_file, old, "redirects", f"{old} is a live code and cannot be redirected")
         if new not in by_code:
             raise RulePackError(pack_file, old, "redirects", f"redirect target {new} is not a live code")
+    kinds: dict[str, str] = dict(meta.get("runtime_kinds") or {})
+    for rule in by_code.values():
+        if rule.kind and rule.kind not in kinds:
+            raise RulePackError(rule.source_file, rule.code, "kind",
+                                f"unknown kind {rule.kind!r} (rules/pack.yaml runtime_kinds: {', '.join(kinds)})")
     return RulePack(
         name=meta["name"],
         version=meta["version"],
@@ -347,6 +364,7 @@ def _assemble(meta: dict[str, Any], rules: list[Rule], digest: str, pack_file: s
         rules=dict(sorted(by_code.items())),
         redirects=redirects,
         digest=digest,
+        kinds=kinds,
     )
 
 

@@ -117,6 +117,18 @@ class FixKind(StrEnum):
     FIXER = "fixer"
 
 
+# The named fixers a rule may ask for (`fix: {<target>: {fixer: name}}`): part of the rule schema,
+# so the loader checks names without importing scan; scan/fixes/registry.py implements each one.
+FIXER_NAMES: frozenset[str] = frozenset({
+    "accelerator_device_string",
+    "cuda_method",
+    "is_cuda_attribute",
+    "amp_autocast",
+    "amp_grad_scaler",
+    "compile_backend",
+})
+
+
 @dataclass(frozen=True, slots=True)
 class TargetFix:
     kind: FixKind
@@ -154,6 +166,7 @@ class Rule:
     status: Status = Status.STABLE
     since: str = "0.1.0"
     source_file: str = ""  # the YAML file it came from, for error messages and docs
+    kind: str = ""  # NM9xx only: the kind of runtime finding (a key of RulePack.kinds)
 
     @property
     def family(self) -> Family:
@@ -181,6 +194,11 @@ class RulePack:
     redirects: dict[str, str] = field(default_factory=dict)  # old code -> live code
     digest: str = ""  # hash of every loaded file; part of the scan cache key
     torch: str = ""  # the PyTorch versions it describes (">=2.13,<2.15")
+    # Runtime finding kinds (rules/pack.yaml `runtime_kinds`): kind -> section title, in report order.
+    kinds: dict[str, str] = field(default_factory=dict)
+
+    def codes_of_kind(self, kind: str) -> tuple[str, ...]:
+        return tuple(code for code, rule in self.rules.items() if rule.kind == kind)
 
     def get(self, code: str) -> Rule | None:
         return self.rules.get(self.redirects.get(code, code))

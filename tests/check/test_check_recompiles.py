@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from neuron_migrate.emit.check_text import render
+from neuron_migrate.emit.check_text import emit
+from neuron_migrate.emit.options import EmitOptions
 from neuron_migrate.findings import Finding, Report
 from tests.check.conftest import PROGRAMS, CheckRun, check_program
 
@@ -105,5 +106,5 @@ def test_a_dtype_change_is_named_with_the_advice_to_keep_one_autocast_region(tmp
     assert forward["details"]["varied_dimensions"] == []
     assert "the dtype changed (bfloat16 then float32)" in forward["message"]
     assert "same autocast region" in forward["message"]
-    text = render(Report("check", str(tmp_path), (Finding.from_dict(forward),)), color=False, summary=False)
+    text = emit(Report("check", str(tmp_path), (Finding.from_dict(forward),)), EmitOptions(summary=False))
     assert "aten::tanh (fwd): 2 compiles, dtype input 0: bfloat16 then float32" in text

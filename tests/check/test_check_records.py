@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from neuron_migrate.check import gate
 from neuron_migrate.check.advice import bucket_advice, split_variation
 from neuron_migrate.check.records import load_dir, merge
 from neuron_migrate.errors import ConfigError
+from neuron_migrate.pipeline import gate
+from neuron_migrate.ruleset.load import load_pack
 from tests.check.conftest import run_cli
 
 PROGRAM = "import torch\nx = torch.ones(2, device='neuron')\ny = torch.linalg.qr(x)\nz = model(x)\n"
@@ -105,12 +106,13 @@ def test_pyproject_thresholds_and_baseline(two_ranks: Path) -> None:
 
 
 def test_parse_fail_on() -> None:
-    spec = gate.parse_fail_on("warning, fallback,recompile")
+    pack = load_pack()
+    spec = gate.parse_fail_on("warning, fallback,recompile", pack)
     assert (spec.severity, spec.kinds) == ("warning", frozenset({"fallback", "recompile"}))
     with pytest.raises(ConfigError):
-        gate.parse_fail_on("error,never")
+        gate.parse_fail_on("error,never", pack)
     with pytest.raises(ConfigError):
-        gate.parse_fail_on("fallbacks")
+        gate.parse_fail_on("fallbacks", pack)
 
 
 def test_split_variation_separates_calls_on_one_line_from_batch_sizes() -> None:

@@ -17,9 +17,10 @@ EVERY_EXTRA = ("--output-json", "--output-sarif", "--output-junit", "--output-gi
 
 
 def test_cli_format_names_match_the_registry() -> None:
-    from neuron_migrate.cli.scan import EXTRA_OUTPUTS, FORMAT_NAMES
+    from neuron_migrate.cli.scan import EXTRA_OUTPUTS
+    from neuron_migrate.config import REPORT_FORMATS
 
-    assert set(FORMAT_NAMES) == set(FORMATS)
+    assert REPORT_FORMATS == tuple(FORMATS)
     assert set(EXTRA_OUTPUTS) == set(FORMATS) - {"text"}
 
 

@@ -12,7 +12,7 @@ from rewrite_helpers import finding
 
 from neuron_migrate.findings import Target
 from neuron_migrate.rewrite import files
-from neuron_migrate.rewrite.api import FileStatus, rewrite_findings
+from neuron_migrate.rewrite.engine import FileStatus, rewrite_findings
 
 
 def _fix_file(root: Path, rel: str, data: bytes, text: str, needle: str, replacement: str, **kw) -> tuple:
@@ -172,7 +172,7 @@ def test_files_outside_git_are_written(tmp_path: Path) -> None:
 
 def test_parallel_planning_keeps_the_fixed_and_remaining_findings_apart(tmp_path: Path) -> None:
     from neuron_migrate.findings import FixClass
-    from neuron_migrate.rewrite.api import RewriteResult
+    from neuron_migrate.rewrite.engine import RewriteResult
 
     text = "x = 'cuda'\ny = torch.cuda.memory_stats()\n"
     found = []
@@ -189,7 +189,7 @@ def test_parallel_planning_keeps_the_fixed_and_remaining_findings_apart(tmp_path
 
 
 def test_refused_file_lists_its_fixes_as_not_applied(tmp_path: Path) -> None:
-    from neuron_migrate.rewrite.api import RewriteResult
+    from neuron_migrate.rewrite.engine import RewriteResult
     from neuron_migrate.emit.rewrite_text import summary_text
 
     _git(tmp_path, "init", "-q")

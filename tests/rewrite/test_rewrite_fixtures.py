@@ -13,7 +13,8 @@ import pytest
 
 from neuron_migrate.config import Settings
 from neuron_migrate.findings import Target
-from neuron_migrate.rewrite.api import FileStatus, RewriteResult, rewrite_paths
+from neuron_migrate.api import rewrite_paths
+from neuron_migrate.rewrite.engine import FileStatus, RewriteResult
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLES = Path(__file__).parents[2] / "sample_projects"

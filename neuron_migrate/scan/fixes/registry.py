@@ -1,7 +1,7 @@
 """Named fixers, by the name rules use in `fix: {<target>: {fixer: name}}`.
 
-`FIXER_NAMES` is what the rule loader validates against; the functions are imported on first
-use so loading a rule pack stays cheap."""
+The names are the rule schema's (`ruleset.model.FIXER_NAMES`, what the loader validates against);
+the functions are imported on first use so loading a rule pack stays cheap."""
 
 from __future__ import annotations
 
@@ -25,9 +25,6 @@ _LOCATIONS: dict[str, str] = {
     "amp_grad_scaler": "amp",
     "compile_backend": "compile",
 }
-
-FIXER_NAMES: frozenset[str] = frozenset(_LOCATIONS)
-
 
 class _Fixers(Mapping[str, "Fixer"]):
     def __init__(self) -> None:

@@ -1,8 +1,9 @@
-"""`rewrite_paths`: scan, keep the findings the user selected, apply their fixes file by file.
+"""The rewrite engine: apply the fixes of findings already computed, file by file.
 
 Three layers, as in Fixit's api: `rewrite_text` (text in, text out, no disk), `rewrite_findings`
-(adds reading, guards and writing for findings already computed) and `rewrite_paths` (adds the
-scan and the pipeline). A problem with one file is that file's outcome; the run goes on.
+(adds reading, guards and writing for findings already computed) here, and
+`neuron_migrate.api.rewrite_paths` (adds the scan and the pipeline). A problem with one file is
+that file's outcome; the run goes on.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ import difflib
 import multiprocessing
 import os
 import sys
-import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -26,7 +26,7 @@ from neuron_migrate.rewrite.apply import SkippedFix, applicable_fix
 from neuron_migrate.rewrite.files import FileProblem
 
 if TYPE_CHECKING:
-    from neuron_migrate.config import Settings
+    pass
 
 
 def finding_key(f: Finding) -> tuple[object, ...]:
@@ -266,51 +266,3 @@ def rewrite_findings(
             continue
         outcomes.append(o)
     return tuple(outcomes)
-
-
-# --- layer 3: paths -------------------------------------------------------------------------------
-
-
-def rewrite_paths(
-    paths: Sequence[Path],
-    settings: Settings,
-    *,
-    apply: bool,
-    unsafe: bool,
-    allow_dirty: bool,
-    target: Target,
-    use_cache: bool = True,
-    jobs: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> RewriteResult:
-    """Scan `paths` with `settings`, then fix what the resulting report holds (after selection,
-    per-file ignores, inline suppressions, baseline and diff filter: what `scan` would show)."""
-    from neuron_migrate.api import scan_with_settings
-    from neuron_migrate.pipeline.finalize import build_report
-    from neuron_migrate.ruleset.load import load_pack
-
-    start = time.perf_counter()
-    pack = load_pack(settings.extra_rules)
-    scan = scan_with_settings(paths, settings, pack, use_cache=use_cache, jobs=jobs, progress=progress)
-    report = build_report(scan, settings, pack)
-    outcomes = rewrite_findings(
-        Path(scan.root), report.findings, target=target, unsafe=unsafe, apply=apply, allow_dirty=allow_dirty, jobs=jobs
-    )
-    rescanned = None
-    if apply and any(o.status is FileStatus.CHANGED for o in outcomes):
-        # Only the written files miss the cache, so this costs one analysis of each of them.
-        after = scan_with_settings(paths, settings, pack, use_cache=use_cache, jobs=jobs)
-        rescanned = build_report(after, settings, pack).findings
-    return RewriteResult(
-        root=scan.root,
-        target=target,
-        apply=apply,
-        unsafe=unsafe,
-        files=outcomes,
-        findings=tuple(report.findings),
-        files_scanned=scan.files_scanned,
-        duration_s=time.perf_counter() - start,
-        warnings=tuple(scan.warnings),
-        pack_version=pack.version,
-        rescanned=rescanned,
-    )
