@@ -68,17 +68,24 @@ def _findings(record: Mapping[str, Any], *, runtime: bool) -> list[Finding]:
     return scan_findings(record) + (check_findings(record) if runtime else [])
 
 
+def _settings(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The record's effective settings ({} for a record made before records stored them)."""
+    settings = record.get("settings")
+    return settings if isinstance(settings, Mapping) else {}
+
+
 def _enabled(record: Mapping[str, Any]) -> set[str] | None:
-    """The codes the record's scan checked, or None for a record made before records stored it."""
-    codes = (record.get("settings") or {}).get("enabled")
-    return set(codes) if isinstance(codes, list) else None
+    """The codes the record's scan checked, or None when the record does not say."""
+    codes = _settings(record).get("enabled")
+    return {c for c in codes if isinstance(c, str)} if isinstance(codes, list) else None
 
 
 def _selection_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
-    a, b = old.get("settings") or {}, new.get("settings") or {}
+    a, b = _settings(old), _settings(new)
     changes = []
     if "enabled" in a and "enabled" in b:
-        gained, lost = sorted(set(b["enabled"]) - set(a["enabled"])), sorted(set(a["enabled"]) - set(b["enabled"]))
+        was, now = _enabled(old) or set(), _enabled(new) or set()
+        gained, lost = sorted(now - was), sorted(was - now)
         if gained:
             changes.append(Change("rules selected", "", ", ".join(gained)))
         if lost:
@@ -106,6 +113,11 @@ def _version_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cha
     return [Change(k, a[k], b[k]) for k in a if a[k] != b[k]]
 
 
+def _project_path(record: Mapping[str, Any]) -> str | None:
+    project = record.get("project")
+    return str(project.get("path")) if isinstance(project, Mapping) else None
+
+
 def _completed(record: Mapping[str, Any]) -> bool | None:
     return record["headline"].get("check_completed") if record.get("check") else None
 
@@ -113,9 +125,9 @@ def _completed(record: Mapping[str, Any]) -> bool | None:
 def compare(old: Mapping[str, Any], new: Mapping[str, Any], old_label: str = "OLD", new_label: str = "NEW") -> RecordDiff:
     both_checked = bool(old.get("check")) and bool(new.get("check"))
     warnings = []
-    if old["project"].get("path") != new["project"].get("path"):
-        warnings.append(f"the records are of different projects: {old['project'].get('path')} and "
-                        f"{new['project'].get('path')}")
+    old_path, new_path = _project_path(old), _project_path(new)
+    if old_path != new_path:
+        warnings.append(f"the records are of different projects: {old_path} and {new_path}")
     if old.get("check") and not new.get("check"):
         warnings.append(f"{new_label} has no check run ({old_label} has one): runtime results are not compared")
     elif new.get("check") and not old.get("check"):
