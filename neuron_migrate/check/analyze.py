@@ -447,6 +447,61 @@ def _pre_init(ctx: _Ctx, m: Merged) -> None:
                     + (f", rank {rank}" if rank is not None else ""))
 
 
+# -- nothing on the device (NM914) -----------------------------------------------------------
+_DEVICE_MAP = re.compile(r"""\bdevice_map\s*=""")
+
+
+def _device_unused(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], ended_early: bool) -> None:
+    """A run in which no op ran on the device, or the user's modules all ran on the CPU, passed
+    for clean before: say so, with the likely cause."""
+    if ended_early or not children:
+        return
+    device_ops = sum(o.count for o in m.ops.values() if o.kind == "device")
+    calls = {"neuron": 0, "cpu": 0}
+    first_cpu: dict[str, Any] | None = None
+    chosen: dict[str, str] = {}
+    for c in children:
+        use = c.get("device_use") or {}
+        for k in calls:
+            calls[k] += int((use.get("module_calls") or {}).get(k, 0))
+        first_cpu = first_cpu or use.get("first_cpu_call")
+        chosen.update(use.get("library_devices") or {})
+    if device_ops and not (calls["cpu"] and not calls["neuron"]):
+        return
+    details: dict[str, Any] = {"device_ops": device_ops, "module_calls": calls, "first_cpu_call": first_cpu,
+                               "library_devices": chosen, "cause": "nothing_moved"}
+    site = first_cpu
+    if chosen.get("accelerate", "").startswith("cpu"):
+        details["cause"] = "library_chose_cpu"
+        symbol = "accelerate's Accelerator() chose `cpu`"
+        note = ("the model, optimizer and data it prepared stayed on the CPU; accelerate picks `neuron` only "
+                "where torch_neuronx is importable, and never with Accelerator(cpu=True) or ACCELERATE_USE_CPU=1")
+    elif (where := _device_map_line(ctx.fallback_file)) is not None:
+        details.update(cause="device_map", device_map_at=where)
+        site = where
+        symbol = "`device_map` placed the model"
+        note = "load the model without device_map and call .to('neuron'), or pass device_map={'': 'neuron'}"
+    elif first_cpu is not None:
+        details["cause"] = "model_not_moved"
+        symbol = f"`{first_cpu.get('module', 'a module')}` ran on the CPU"
+        note = "the model was never moved: call model.to('neuron') (and move its inputs) before running it"
+    else:
+        symbol = "no tensor was put on the device"
+        note = "nothing was moved with .to('neuron') or created with device='neuron'"
+    if device_ops:
+        note += f" ({device_ops} device op{'s' if device_ops != 1 else ''}, {calls['cpu']} module calls on the CPU)"
+    ctx.add("NM914", site, symbol, details, note)
+
+
+def _device_map_line(file: str | None) -> dict[str, Any] | None:
+    if not file or notebook.is_notebook(file):
+        return None
+    for i, text in enumerate(linecache.getlines(file), start=1):
+        if _DEVICE_MAP.search(text) and not text.lstrip().startswith("#"):
+            return {"file": file, "line": i, "function": "", "autograd_node": None}
+    return None
+
+
 # -- the program's end -------------------------------------------------------------------------
 def _outcome(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], timeout: dict[str, Any] | None,
              crash: dict[str, Any] | None) -> None:
@@ -560,6 +615,9 @@ def analyze(
     _placement(ctx, m, children)
     narrowed = _downcasts(ctx, m)
     _pre_init(ctx, m)
+    ended_early = bool(timeout or crash or any(c.get("exception") or c.get("start_error") or
+                                               c.get("exit", {}).get("status") not in (None, "ok") for c in children))
+    _device_unused(ctx, m, children, ended_early)
     _outcome(ctx, m, children, timeout, crash)
     device = sum(o.count for o in m.ops.values() if o.kind == "device")
     fallback = sum(o.count for o in m.ops.values() if o.kind == "fallback")

@@ -21,9 +21,15 @@ backend's in `$NEURON_MIGRATE_RECORD_DIR`:
                       "dtype": str, "site": Site, "calls": int}],
       "module_transfers": [{"site": Site, "calls": int}],  # module.to()/.neuron()/load_state_dict
       "compile_passes": [{"site": Site, "op": str, "signatures": [[Input]], "passes": [int],
-                          "slots": [int]}]
+                          "slots": [int], "runs": [int], "last_runs": [int], "calls": [int],
+                          "frame_calls": [int], "in_module": [bool]}],
+      "device_use": {"module_calls": {"neuron": int, "cpu": int},  # module calls from user lines
+                     "first_cpu_call": null | Site + {"module": str},
+                     "library_devices": {"accelerate": str}}   # the device a library chose
     }                       # the pass of its call site each compile happened in (check.passes;
-                            # under --pytest, every test's stamps merged: passes.merge_stamps)
+                            # under --pytest, every test's stamps merged: passes.merge_stamps;
+                            # per signature: its pass, slot, the first pass of the line's run,
+                            # the line's last run, the frame's call and the context's calls)
     Frame = Site + {"source": str}; Hint = neuron_migrate.check.hints.diagnose(); Site as in
     neuron_emu.record.
 
@@ -69,6 +75,8 @@ class _State:
             "target_file": None, "start_error": None, "wall_s": 0.0,
             "exit": {"status": "ok", "code": 0}, "exception": None, "terminated": None,
             "cpu_params": [], "module_transfers": [], "compile_passes": [],
+            "device_use": {"module_calls": {"neuron": 0, "cpu": 0}, "first_cpu_call": None,
+                           "library_devices": {}},
         }
         self.observed = observe.Observations()
         self.tracker: Any = None  # passes.PassTracker while a script or module runs
@@ -84,14 +92,28 @@ class _State:
         if self.tracker is not None:
             self.tracker.stamp()
             self.data["compile_passes"] = self.tracker.to_dict()
+            self.data["device_use"].update(module_calls=dict(self.tracker.module_calls),
+                                           first_cpu_call=self.tracker.first_cpu_call)
         elif self.data["mode"] == "pytest":
             from neuron_migrate.check import passes, pytest_plugin
 
             self.data["compile_passes"] = passes.merge_stamps(pytest_plugin.COMPLETED_PASSES or [])
+        self.data["device_use"]["library_devices"] = _library_devices()
         path = Path(self.directory) / record_name("neuron-check")
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.data, indent=1, default=str), encoding="utf-8")
         os.replace(tmp, path)
+
+
+def _library_devices() -> dict[str, str]:
+    """The device each library that picks one for the user chose (accelerate's `Accelerator()`),
+    read from its state without creating any."""
+    out: dict[str, str] = {}
+    state = sys.modules.get("accelerate.state")
+    shared = getattr(getattr(state, "PartialState", None), "_shared_state", None)
+    if isinstance(shared, dict) and shared.get("device") is not None:
+        out["accelerate"] = str(shared["device"])
+    return out
 
 
 def _on_sigterm(state: _State) -> Any:

@@ -24,7 +24,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "host-sync": ("NM902",),
     "recompile": ("NM903", "NM905", "NM906"),
     "graph-break": ("NM904",),
-    "placement": ("NM907", "NM908", "NM910", "NM911"),
+    "placement": ("NM907", "NM908", "NM910", "NM911", "NM914"),
     "dtype": ("NM909",),
     "exception": ("NM912", "NM913"),
 }

@@ -99,7 +99,7 @@ def render(report: Report, *, color: bool, summary: bool = True, width: int = 10
 
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=color, no_color=not color, color_system="standard" if color else None,
-                      width=width, highlight=False, soft_wrap=True)
+                      width=width, highlight=False, soft_wrap=True, emoji=False)
     by_kind: dict[str, list[Finding]] = {}
     for f in report.findings:
         by_kind.setdefault(_kind(f.code), []).append(f)

@@ -16,6 +16,7 @@ The program's own output goes to stderr so that a report on stdout stays parseab
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import replace
@@ -24,7 +25,7 @@ from typing import Any
 
 import typer
 
-from neuron_migrate.cli.output import fail_on_errors, note, write_atomic, write_outputs
+from neuron_migrate.cli.output import check_destinations, fail_on_errors, note, write_atomic, write_outputs
 
 FORMAT_NAMES = ("text", "json", "sarif", "junit", "github", "markdown")
 EXTRA_OUTPUTS = ("json", "sarif", "junit", "github", "markdown")
@@ -58,19 +59,43 @@ def _emit(report: Any, settings: Any, pack: Any, outputs: list[tuple[str, Path |
     write_outputs([(dest, text, None if quiet else f"wrote {fmt} report to {dest}") for fmt, dest, text in rendered])
 
 
-def _program_args(args: list[str]) -> tuple[str, ...]:
-    """The program's own arguments: `check train.py -- --steps 6` separates them with `--`, which
-    click keeps once the script name has been seen (interspersed options are off)."""
-    return tuple(args[1:] if args[:1] == ["--"] else args)
-
-
-def _pytest_args(args: list[str]) -> tuple[str, ...]:
-    """pytest's arguments: `check --pytest tests/ -- -k model` too (the first `--` only separates
-    them from ours; pytest would take what follows it for paths)."""
+def _split_dashes(args: list[str]) -> tuple[list[str], list[str]]:
+    """(before the first `--`, after it): click keeps the `--` once a positional was seen
+    (interspersed options are off, so nothing after the script is parsed as ours)."""
     if "--" not in args:
-        return tuple(args)
+        return args, []
     i = args.index("--")
-    return (*args[:i], *args[i + 1:])
+    return args[:i], args[i + 1:]
+
+
+def _misplaced(tokens: list[str], ours: frozenset[str], what: str) -> None:
+    """A usage error for `tokens` found between the program and `--`: our options there would
+    silently become the program's (`check --pytest tests/ --format json`)."""
+    from neuron_migrate.errors import NeuronMigrateError
+
+    for token in tokens:
+        name = token.split("=", 1)[0]
+        if name in ours:
+            raise NeuronMigrateError(f"{token}: a neuron-migrate option after {what}: put it before {what} "
+                             "(the program's own arguments go after `--`)")
+    if tokens:
+        raise NeuronMigrateError(f"{tokens[0]}: the arguments of {what} go after `--` "
+                         f"(neuron-migrate check [OPTIONS] {what} -- {' '.join(tokens)})")
+
+
+def _program_args(args: list[str], ours: frozenset[str], what: str) -> tuple[str, ...]:
+    """The program's own arguments: only after `--` (`check train.py -- --steps 6`)."""
+    before, after = _split_dashes(args)
+    _misplaced(before, ours, what)
+    return tuple(after)
+
+
+def _pytest_args(args: list[str], ours: frozenset[str]) -> tuple[str, ...]:
+    """pytest's arguments: test paths, then its options after `--` (`check --pytest tests/ -- -k
+    model`); an option before `--` is a usage error, ours or pytest's."""
+    before, after = _split_dashes(args)
+    _misplaced([t for t in before if t.startswith("-")], ours, "the test paths")
+    return (*before, *after)
 
 
 def run_check(
@@ -90,6 +115,7 @@ def run_check(
     output: Path | None,
     extra_outputs: list[tuple[str, Path]],
     quiet: bool,
+    our_options: frozenset[str] = frozenset(),
 ) -> int:
     from neuron_migrate import baseline
     from neuron_migrate.check import gate as check_gate
@@ -104,21 +130,28 @@ def run_check(
     if modes > 1:
         raise NeuronMigrateError("use only one of -m/--module, --pytest and --from-records")
     if module:
-        program = Program("module", module, _program_args(args))
+        program = Program("module", module, _program_args(args, our_options, f"-m {module}"))
     elif pytest_mode:
-        program = Program("pytest", "pytest", _pytest_args(args))
+        program = Program("pytest", "pytest", _pytest_args(args, our_options))
     elif from_records:
         if args:
             raise NeuronMigrateError("--from-records reports existing records: give no program")
         program = None
     elif args:
-        program = Program("path", args[0], _program_args(args[1:]))
+        if args[0] == "--":
+            args = args[1:]
+        if not args:
+            raise NeuronMigrateError("nothing to check: give a script before `--`")
+        program = Program("path", args[0], _program_args(args[1:], our_options, "the script"))
     else:
         raise NeuronMigrateError("nothing to check: give a script, -m MODULE, --pytest or --from-records DIR")
     if launcher is None and nproc_per_node != 1:
         raise NeuronMigrateError("--nproc-per-node needs --launcher torchrun")
     if launcher is not None and program is not None and program.mode == "pytest":
         raise NeuronMigrateError("--launcher cannot run --pytest")
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise NeuronMigrateError(f"--timeout must be a finite, positive number of seconds (got {timeout:g})")
+    check_destinations([output, *(dest for _, dest in extra_outputs)])
 
     spec = check_gate.parse_fail_on(fail_on)
     script = Path(program.target) if program is not None and program.mode == "path" else None
@@ -153,6 +186,7 @@ def run_check(
 def register(app: typer.Typer) -> None:
     @app.command(context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
     def check(
+        ctx: typer.Context,
         args: list[str] | None = typer.Argument(None, help="SCRIPT [ARGS...] (or the args of -m MODULE / --pytest)."),
         module: str | None = typer.Option(None, "--module", "-m", help="Run a module, as python -m does."),
         pytest_mode: bool = typer.Option(False, "--pytest", help="Run pytest (ARGS are pytest's) with the plugin."),
@@ -216,5 +250,7 @@ def register(app: typer.Typer) -> None:
             nproc_per_node=nproc_per_node, timeout=timeout, from_records=from_records,
             keep_records=keep_records, root=root, fail_on=fail_on, overrides=overrides,
             config_file=config, output=output, extra_outputs=extra, quiet=quiet,
+            our_options=frozenset(o for p in ctx.command.params for o in (*p.opts, *p.secondary_opts)
+                                  if o.startswith("-")),
         ))
         raise typer.Exit(code)

@@ -69,9 +69,15 @@ def write_atomic(path: Path, text: str) -> None:
 def check_destinations(paths: Iterable[Path | None]) -> None:
     """Fail (NeuronMigrateError) on an output path whose directory does not exist, before the
     work that produces the output is done and before any other output is written."""
+    from neuron_migrate.errors import NeuronMigrateError
+
     for path in paths:
         if path is not None:
-            _directory_of(path)
+            directory = _directory_of(path)
+            if path.is_dir():
+                raise NeuronMigrateError(f"{path}: cannot write: it is a directory")
+            if not os.access(directory, os.W_OK | os.X_OK):
+                raise NeuronMigrateError(f"{path}: cannot write: directory {directory} is not writable")
 
 
 def write_outputs(outputs: Sequence[tuple[Path | None, str, str | None]]) -> None:
