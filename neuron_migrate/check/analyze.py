@@ -220,13 +220,14 @@ def _by_passes(sites: list[CompileSite]) -> _SiteCompiles:
     per_op = []
     for cs in sorted(sites, key=lambda c: c.op):
         ordered = sorted(cs.signatures.items(), key=lambda kv: cs.passes[kv[0]][0])  # stable: compile order
+        once = _one_time_slots(cs)
         first: dict[int, int] = {}  # slot -> its first pass
         varied: dict[advice.Position, set[int]] = {}
         dtypes: dict[str, list[str]] = {}  # input -> dtypes in the order they appeared
         recompiles = 0
         for i, (key, sig) in enumerate(ordered):
             n, slot = cs.passes[key]
-            if n <= first.setdefault(slot, n):
+            if n <= first.setdefault(slot, n) or slot in once:
                 continue
             recompiles += 1
             recompiling.add(n)
@@ -246,6 +247,43 @@ def _by_passes(sites: list[CompileSite]) -> _SiteCompiles:
     return _SiteCompiles(compiles=sum(o["signatures"] for o in per_op),
                          recompiles=sum(o["recompiles"] for o in per_op), variants=1 + len(recompiling),
                          ops=per_op)
+
+
+def _one_time_slots(cs: CompileSite) -> set[int]:
+    """Slots whose compiles are one-time compiles of fixed shapes, not recompiles:
+
+    - all made by one run of their line, which ran again without compiling there (a model called
+      twice in one line at two fixed shapes);
+    - outside module calls, in a function that was called again afterwards, either by a line that
+      no later call ran (state made on the first step: `zeros_like(p)` per parameter), or by the
+      first iterations of each call, one new shape per iteration, then none (a loop over tensors of
+      different fixed shapes: `for b in bufs: b /= ws`, `torch.stack` per parameter group).
+
+    A model run on batches of several sizes by one call of `train_epoch()` still recompiles (its
+    smaller last batch compiles after passes that compiled nothing), though the next epoch
+    compiles nothing new."""
+    by_slot: dict[int, list[tuple[int, Any]]] = {}
+    for key, (n, slot) in cs.passes.items():
+        by_slot.setdefault(slot, []).append((n, cs.repeats.get(key)))
+    once = set()
+    for slot, stamps in by_slot.items():
+        repeats = [r for _, r in stamps]
+        if len(stamps) < 2 or any(r is None or r.call == 0 for r in repeats):
+            continue
+        runs = {r.run for r in repeats}
+        if len(runs) == 1 and repeats[0].last_run > repeats[0].run:
+            once.add(slot)
+            continue
+        last_call = max(r.call for r in repeats)
+        if any(r.in_module for r in repeats) or repeats[0].frame_calls <= last_call:
+            continue
+        per_call: dict[int, set[int]] = {}
+        for n, r in stamps:
+            per_call.setdefault(r.call, set()).add(n - r.call_first)
+        leading = all(offsets == set(range(len(offsets))) for offsets in per_call.values())
+        if repeats[0].line_last_call <= last_call or leading:
+            once.add(slot)
+    return once
 
 
 def _by_shapes(sites: list[CompileSite]) -> _SiteCompiles:
@@ -306,6 +344,10 @@ def _recompiles(ctx: _Ctx, m: Merged) -> int:
                     "every call in one dtype (the same autocast region for training and evaluation)")
         else:
             note = f"{result.variants} distinct signatures (dtypes, ranks or ops changed)"
+        cache = advice.cache_advice(ctx.locate(site)[2], result.ops)
+        if cache:
+            details["advice"] = cache
+            note = f"{cache}; {note}"
         ctx.add("NM903", site, _statement_symbol(ctx, site, sites[0].op), details, note)
     return total
 

@@ -61,6 +61,7 @@ class PassTracker:
         self.passes: dict[tuple[int, int], int] = {}  # (context, line) -> passes so far
         self.last_run: dict[tuple[int, int], int] = {}  # (context, line) -> the first pass of its last run
         self.calls: dict[int, int] = {}  # context -> frames run in it so far
+        self.line_last_call: dict[tuple[int, int], int] = {}  # (context, line) -> the last call that ran it
         # (site, op info) -> a _Stamp per signature; a slot is (site, op, context, module)
         self.stamped: dict[tuple[Any, Any], list[_Stamp]] = {}
         # (module id, the user frame that called it, the Module._call_impl frame) of each
@@ -232,9 +233,10 @@ class PassTracker:
             module = self._module_of(cur)
             if known and cur is not None:
                 line = (cur.ctx, cur.line)
-                stamp = _Stamp(self.passes.get(line, 0), cur.run_pass.get(cur.line, 0), cur.call, line, module != 0)
+                stamp = _Stamp(self.passes.get(line, 0), cur.run_pass.get(cur.line, 0), cur.call,
+                               cur.first_pass.get(cur.line, 0), line, module != 0)
             else:
-                stamp = _Stamp(0, 0, 0, (0, 0), module != 0)
+                stamp = _Stamp(0, 0, 0, 0, (0, 0), module != 0)
             slot_key = (key, stamp.line[0], module)
             slot = self._slots.get(slot_key)
             if slot is None:
@@ -267,6 +269,8 @@ class PassTracker:
                 "runs": [s.run for s in kept],
                 "last_runs": [self.last_run.get(s.line, 0) for s in kept],
                 "calls": [s.call for s in kept],
+                "call_first_passes": [s.call_first for s in kept],
+                "line_last_calls": [self.line_last_call.get(s.line, 0) for s in kept],
                 "frame_calls": [self.calls.get(s.line[0], 0) for s in kept],
                 "in_module": [s.in_module for s in kept],
             })
@@ -278,10 +282,11 @@ class _Stamp:
     (`run`; they differ in a library loop's later passes), which call of its frame it was in, its
     slot, and whether it ran in or right after a module call."""
 
-    __slots__ = ("call", "in_module", "line", "n", "run", "slot")
+    __slots__ = ("call", "call_first", "in_module", "line", "n", "run", "slot")
 
-    def __init__(self, n: int, run: int, call: int, line: tuple[int, int], in_module: bool) -> None:
-        self.n, self.run, self.call, self.line, self.in_module = n, run, call, line, in_module
+    def __init__(self, n: int, run: int, call: int, call_first: int, line: tuple[int, int], in_module: bool) -> None:
+        self.n, self.run, self.call, self.call_first, self.line = n, run, call, call_first, line
+        self.in_module = in_module
         self.slot = 0
 
 
@@ -295,7 +300,7 @@ def merge_stamps(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
         top_pass = top_slot = 0
         for entry in entries:
             shifted = {k: [n + pass_base if n > 0 else 0 for n in entry[k]]
-                       for k in ("passes", "runs", "last_runs") if k in entry}
+                       for k in ("passes", "runs", "last_runs", "call_first_passes") if k in entry}
             out.append({**entry, **shifted, "slots": [slot + slot_base for slot in entry["slots"]]})
             top_pass = max([top_pass, *entry["passes"]])
             top_slot = max([top_slot, *entry["slots"]])
@@ -333,8 +338,8 @@ class _FrameTracer:
     one execution, so a line counts once per *run*: the events between two backward jumps (a loop
     coming back always jumps backward)."""
 
-    __slots__ = ("call", "ctx", "frame", "last", "last_module", "line", "module_run", "parent", "run_pass",
-                 "runs", "seen", "tracker")
+    __slots__ = ("call", "ctx", "first_pass", "frame", "last", "last_module", "line", "module_run", "parent",
+                 "run_pass", "runs", "seen", "tracker")
 
     def __init__(self, tracker: PassTracker, frame: FrameType, parent: _FrameTracer | None) -> None:
         self.tracker, self.frame, self.parent = tracker, frame, parent
@@ -344,6 +349,7 @@ class _FrameTracer:
         self.last = -1
         self.seen: set[int] = set()
         self.run_pass: dict[int, int] = {}  # line -> its pass at the start of this run
+        self.first_pass: dict[int, int] = {}  # line -> its pass at its first run in this call
         self.runs = 0
         self.last_module = (-1, 0, 0)  # (run, line, module id) of the last module it called
         self.module_run: tuple[tuple[int, int], set[int]] = ((-1, 0), set())  # (run, line), modules it called
@@ -364,6 +370,9 @@ class _FrameTracer:
                 key = (self.ctx, line)
                 n = t.passes[key] = t.passes.get(key, 0) + 1
                 self.run_pass[line] = t.last_run[key] = n
+                if line not in self.first_pass:
+                    self.first_pass[line] = n
+                    t.line_last_call[key] = self.call
         elif event == "return":
             t.current = self.parent
         return self
