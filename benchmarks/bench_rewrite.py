@@ -65,7 +65,7 @@ def main() -> None:
 
     import libcst
 
-    from neuron_migrate.pipeline import build_report
+    from neuron_migrate.pipeline.finalize import build_report
     from neuron_migrate.rewrite.api import FileStatus, rewrite_findings
     from neuron_migrate.ruleset.load import load_pack
     from neuron_migrate.scan.engine import scan_paths

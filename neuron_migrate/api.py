@@ -23,7 +23,7 @@ def scan(paths: Sequence[str | PathLike[str]] = (".",), *, rule_files: Sequence[
 
     `options` are those of `neuron_migrate.scan.engine.scan_paths` (include, exclude,
     respect_gitignore, use_cache, cache_dir, jobs, progress, root, max_file_size). The result holds
-    raw findings; `neuron_migrate.pipeline.build_report` applies selection, suppressions and baselines.
+    raw findings; `neuron_migrate.pipeline.finalize.build_report` applies selection, suppressions and baselines.
     """
     from neuron_migrate.ruleset.load import load_pack
     from neuron_migrate.scan.engine import scan_paths

@@ -7,14 +7,14 @@
     --fail-on never,fallback          only the kinds
 
 A threshold given on its own (CLI or `[tool.neuron-migrate]`) gates its kind too. The severity part
-is `neuron_migrate.gate`'s, so exit codes mean the same as in scan: 0 pass, 1 fail, 2 error.
+is `neuron_migrate.pipeline.gate`'s, so exit codes mean the same as in scan: 0 pass, 1 fail, 2 error.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neuron_migrate import gate
+from neuron_migrate.pipeline import gate
 from neuron_migrate.config import FailOn, Settings
 from neuron_migrate.errors import ConfigError
 from neuron_migrate.findings import Report

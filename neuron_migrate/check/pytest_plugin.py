@@ -56,6 +56,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("--neuron-emulate"):
         return
     from neuron_migrate.check.gate import KINDS
+    from neuron_migrate.check.torch_requirement import INSTALL, torch_problem
+
+    problem = torch_problem()
+    if problem is not None:
+        raise pytest.UsageError(f"--neuron-emulate: {problem}. Install it with: {INSTALL}")
 
     kinds = set(_split(config.getoption("--neuron-fail-on")))
     unknown = kinds - set(KINDS)
@@ -67,7 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
         neuron_emu.activate()  # idempotent: fine when the entry point already activated it
     except neuron_emu.EmulatorUnavailable as exc:
         raise pytest.UsageError(f"--neuron-emulate: {exc}") from None
-    from neuron_migrate.check import observe
+    from neuron_migrate.check.probe import observe
     from neuron_migrate.ruleset.load import load_pack
 
     observed = observe.Observations()
@@ -87,7 +92,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return
     import neuron_emu
 
-    from neuron_migrate.check.passes import PassTracker
+    from neuron_migrate.check.probe.passes import PassTracker
 
     item.config.stash[_STATE]["observed"].clear()
     with neuron_emu.recording() as rec:

@@ -9,7 +9,7 @@ from neuron_migrate.check.analyze import analyze
 from neuron_migrate.check.records import Records
 from neuron_migrate.config import Settings
 from neuron_migrate.findings import Report
-from neuron_migrate.pipeline import finalize
+from neuron_migrate.pipeline.finalize import finalize
 from neuron_migrate.ruleset.model import RulePack
 
 EXTRA_CHECK = "check"  # Report.extras key of the run summary (neuron_migrate.check.analyze)

@@ -1,7 +1,7 @@
 """Run the user's program on the emulated device in a subprocess and collect its records.
 
 The device can be registered once per process, and the user's program may crash, hang or call
-`os._exit`, so it always runs in a child (`python -m neuron_migrate.check.child`, or under
+`os._exit`, so it always runs in a child (`python -m neuron_migrate.check.probe.child`, or under
 `python -m torch.distributed.run` with one child per rank) in its own process group. `--timeout`
 counts from the moment user code starts (after `import torch` and activation, which take seconds
 on a loaded machine); then the group gets SIGTERM, on which the child writes its records, and
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from neuron_migrate.check.records import CHILD_PREFIX, EMU_PREFIX, Records, load_dir
+from neuron_migrate.check.torch_requirement import require_torch
 from neuron_migrate.errors import NeuronMigrateError
 
 GRACE_S = 5.0  # SIGTERM -> SIGKILL
@@ -53,12 +54,12 @@ class RunResult:
 def command(program: Program, *, launcher: str | None = None, nproc_per_node: int = 1) -> list[str]:
     child = [program.mode, *([program.target] if program.mode != "pytest" else []), *program.args]
     if launcher is None:
-        return [sys.executable, "-m", "neuron_migrate.check.child", *child]
+        return [sys.executable, "-m", "neuron_migrate.check.probe.child", *child]
     if launcher not in LAUNCHERS:
         raise NeuronMigrateError(f"unknown launcher {launcher!r} (known: {', '.join(LAUNCHERS)})")
     # `python -m torch.distributed.run` is torchrun without depending on PATH.
     return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc-per-node={nproc_per_node}", "-m", "neuron_migrate.check.child", *child]
+            f"--nproc-per-node={nproc_per_node}", "-m", "neuron_migrate.check.probe.child", *child]
 
 
 def _environment(directory: Path, extra: dict[str, str] | None, *, launcher: bool) -> dict[str, str]:
@@ -133,6 +134,7 @@ def run_program(
     grace: float = GRACE_S,
 ) -> RunResult:
     """Run `program` on the emulated device; its output goes to `stdout` (default: inherited)."""
+    require_torch("check")
     if program.mode == "path" and not Path(program.target).is_file():
         raise NeuronMigrateError(f"no such file: {program.target}")
     if timeout is not None and timeout <= 0:

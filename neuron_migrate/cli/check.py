@@ -44,7 +44,7 @@ def _root(explicit: Path | None, script: Path | None) -> Path:
 
 
 def _emit(report: Any, settings: Any, pack: Any, outputs: list[tuple[str, Path | None]], *, quiet: bool) -> None:
-    from neuron_migrate.check.terminal import render
+    from neuron_migrate.emit.check_text import render
     from neuron_migrate.cli.scan import _information_uri
     from neuron_migrate.emit import FORMATS, EmitOptions
 
@@ -117,7 +117,7 @@ def run_check(
     quiet: bool,
     our_options: frozenset[str] = frozenset(),
 ) -> int:
-    from neuron_migrate import baseline
+    from neuron_migrate.pipeline import baseline
     from neuron_migrate.check import gate as check_gate
     from neuron_migrate.check.records import load_dir
     from neuron_migrate.check.report import build_report

@@ -1,6 +1,6 @@
 """`neuron-migrate diff OLD.json NEW.json`: what changed between two migration records.
 
-Exit 1 on a regression (see `neuron_migrate.record_diff`), 0 otherwise, 2 when a file is missing or
+Exit 1 on a regression (see `neuron_migrate.record.diff`), 0 otherwise, 2 when a file is missing or
 is not a record of a supported schema version.
 """
 
@@ -17,8 +17,8 @@ _FORMATS = ("text", "markdown")
 
 def _run(old: Path, new: Path, output_format: str, output: Path | None) -> int:
     from neuron_migrate.errors import ConfigError
-    from neuron_migrate.record import load_record
-    from neuron_migrate.record_diff import compare, render_markdown, render_text
+    from neuron_migrate.record.build import load_record
+    from neuron_migrate.record.diff import compare, render_markdown, render_text
 
     if output_format not in _FORMATS:
         raise ConfigError(f"--format: expected one of {', '.join(_FORMATS)}, got {output_format!r}")

@@ -18,7 +18,7 @@ from neuron_migrate.cli.output import check_destinations, fail_on_errors, note, 
 
 
 def _headline_text(record: dict) -> str:  # type: ignore[type-arg]
-    from neuron_migrate.record_views import headline_rows
+    from neuron_migrate.record.views import headline_rows
 
     width = max(len(k) for k, _ in headline_rows(record))
     return "\n".join(f"{k:<{width}}  {v}" for k, v in headline_rows(record))
@@ -63,10 +63,11 @@ def _command_line(o: _Options) -> list[str]:
 
 
 def _run(o: _Options) -> int:
-    from neuron_migrate import record_html, record_markdown
+    from neuron_migrate.record import html as record_html
+    from neuron_migrate.record import markdown as record_markdown
     from neuron_migrate.config import load_settings
     from neuron_migrate.errors import ConfigError
-    from neuron_migrate.record import RunSpec, build_record, dumps
+    from neuron_migrate.record.build import RunSpec, build_record, dumps
     from neuron_migrate.ruleset.load import load_pack
 
     if not o.path.exists():

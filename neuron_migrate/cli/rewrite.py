@@ -3,7 +3,7 @@
 The diff goes to stdout (plain when piped, so `rewrite . > fix.patch` works for Python files);
 the summary of what changed and what still needs a person goes to stderr. With `--format json`
 stdout holds the JSON report instead (remaining findings; per-file outcomes and diffs in
-`extras.files`). Exit codes come from `neuron_migrate.gate` over the findings still in the code.
+`extras.files`). Exit codes come from `neuron_migrate.pipeline.gate` over the findings still in the code.
 """
 
 from __future__ import annotations
@@ -78,9 +78,9 @@ def _run(
 ) -> int:
     from neuron_migrate.config import load_settings
     from neuron_migrate.errors import ConfigError
-    from neuron_migrate.gate import exit_code
+    from neuron_migrate.pipeline.gate import exit_code
     from neuron_migrate.rewrite.api import rewrite_paths
-    from neuron_migrate.rewrite.summary import colour_diff, summary_text
+    from neuron_migrate.emit.rewrite_text import colour_diff, summary_text
 
     if output_format not in _FORMATS:
         raise ConfigError(f"command line option --format: expected one of {', '.join(_FORMATS)}, got {output_format!r}")

@@ -1,7 +1,7 @@
 """`neuron-migrate scan`: find CUDA-specific code, report it in one or more formats, gate CI.
 
 Streams follow ruff and pip-audit: the report goes to stdout (or `--output`), progress and notes
-to stderr. The exit code comes from `neuron_migrate.gate` alone, whatever formats are written.
+to stderr. The exit code comes from `neuron_migrate.pipeline.gate` alone, whatever formats are written.
 """
 
 from __future__ import annotations
@@ -63,19 +63,31 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
             state["bar"].stop()
 
 
-def _information_uri() -> str:
-    """The project's home page from the installed metadata (SARIF `informationUri`), if any."""
+def _project_urls() -> dict[str, str]:
+    """`Project-URL` entries of the installed metadata by label (lower case), "home" for Home-page."""
     from importlib.metadata import PackageNotFoundError, metadata
 
     try:
         meta = metadata("neuron-migrate")
     except PackageNotFoundError:
-        return ""
+        return {}
+    urls = {"home": meta.get("Home-page") or ""}
     for entry in meta.get_all("Project-URL") or ():
-        _, _, url = entry.partition(",")
+        label, _, url = entry.partition(",")
         if url.strip():
-            return url.strip()
-    return meta.get("Home-page") or ""
+            urls.setdefault(label.strip().lower(), url.strip())
+    return {k: v for k, v in urls.items() if v}
+
+
+def _information_uri() -> str:
+    """The project's home page (SARIF `informationUri`): the first Project-URL, else Home-page."""
+    urls = _project_urls()
+    return next((v for k, v in urls.items() if k != "home"), urls.get("home", ""))
+
+
+def _rules_uri() -> str:
+    """The rules page online (`Project-URL: Rules, ...`): SARIF points each rule at its section."""
+    return _project_urls().get("rules", "")
 
 
 def _display_root(paths: list[Path]) -> Path | None:
@@ -109,6 +121,7 @@ def render_outputs(
         summary=not quiet,
         junit_grouping=junit_group or JUnitGrouping.RULE,
         information_uri=_information_uri(),
+        rules_uri=_rules_uri(),
     )
     write_outputs([
         (dest, FORMATS[fmt](report, options), None if quiet else f"wrote {fmt} report to {dest}")
@@ -129,12 +142,12 @@ def run_scan(
     changed_only: bool = False,
     junit_group: str = "rule",
 ) -> int:
-    from neuron_migrate import baseline, gate
+    from neuron_migrate.pipeline import baseline, gate
     from neuron_migrate.api import scan_with_settings
     from neuron_migrate.config import load_settings
     from neuron_migrate.emit import JUnitGrouping
     from neuron_migrate.errors import NeuronMigrateError
-    from neuron_migrate.pipeline import build_report
+    from neuron_migrate.pipeline.finalize import build_report
     from neuron_migrate.ruleset.load import load_pack
 
     try:

@@ -1,6 +1,6 @@
 """Output formats: one pure function per format, `(Report, EmitOptions) -> str`.
 
-Emitters never print, write files or decide exit codes (that is `neuron_migrate.gate`); the CLI
+Emitters never print, write files or decide exit codes (that is `neuron_migrate.pipeline.gate`); the CLI
 writes what they return. Every format renders the same `Report`, so a new format is one module
 plus one line in `FORMATS`.
 """

@@ -1,12 +1,14 @@
 """GitHub Actions workflow commands (`::error file=...::message`): annotations on the pull request.
 
 Escaping follows the runner's toolkit: in the message `%`, CR and LF are percent-encoded; in
-property values `:` and `,` are too. Notebook findings annotate the file without a line (the
+property values `:` and `,` are too. Other control characters (a terminal escape in a file
+name) are shown as `\\xNN`. Notebook findings annotate the file without a line (the
 lines are cell-relative) and name the cell in the message.
 """
 
 from __future__ import annotations
 
+from neuron_migrate.emit.escape import printable
 from neuron_migrate.emit.options import EmitOptions
 from neuron_migrate.findings import Finding, Report, Severity
 
@@ -14,7 +16,7 @@ _COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO:
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:

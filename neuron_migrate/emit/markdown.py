@@ -3,6 +3,7 @@ most work, and every finding in a collapsed `<details>` block (capped, to fit Gi
 
 from __future__ import annotations
 
+from neuron_migrate.emit.escape import code_span, printable
 from neuron_migrate.emit.options import EmitOptions
 from neuron_migrate.emit.summary import plural, summarize
 from neuron_migrate.findings import Finding, Report
@@ -10,11 +11,11 @@ from neuron_migrate.findings import Finding, Report
 
 def _cell(text: str) -> str:
     """Text safe inside a table cell or list item: one line, no pipes, no stray HTML."""
-    return " ".join(text.split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return printable(" ".join(text.split())).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _finding_item(f: Finding) -> str:
-    return f"- `{f.location()}` **{f.code}** {_cell(f.message)}"
+    return f"- {code_span(f.location())} **{f.code}** {_cell(f.message)}"
 
 
 def emit(report: Report, options: EmitOptions) -> str:
@@ -46,7 +47,7 @@ def emit(report: Report, options: EmitOptions) -> str:
             title = _cell(rule.title) if rule else ""
             out.append(f"| {code} | {title} | {sample.severity.value} | {sample.fix_class.value} | {n} |")
         out += ["", "**Files with most work**", ""]
-        out += [f"- `{path}`: {n}" for path, n in s.top_files]
+        out += [f"- {code_span(path)}: {n}" for path, n in s.top_files]
     if s.suppressed:
         out += ["", f"{plural(s.suppressed, 'finding')} suppressed by inline comments."]
     if s.baseline_matched is not None:
@@ -58,7 +59,7 @@ def emit(report: Report, options: EmitOptions) -> str:
             ),
         ]
         for e in s.baseline_fixed:
-            entry = " ".join(p for p in (e.code, f"`{e.path}`", _cell(e.symbol)) if p)
+            entry = " ".join(p for p in (e.code, code_span(e.path), _cell(e.symbol)) if p)
             out.append(f"- ~~{entry}~~" + (f" (x{e.count})" if e.count > 1 else ""))
     if s.total:
         shown = report.findings[: options.markdown_max_details]

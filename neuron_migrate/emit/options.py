@@ -23,3 +23,4 @@ class EmitOptions:
     top_files: int = 5  # text/Markdown: how many "files with most work" to list
     markdown_max_details: int = 200  # keeps a PR comment under GitHub's 65,536-character limit
     information_uri: str = ""  # the tool's home page (from the installed metadata), if any
+    rules_uri: str = ""  # the rules page (docs/rules.md) online, if the metadata names one: SARIF helpUri

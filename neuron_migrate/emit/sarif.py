@@ -3,6 +3,11 @@
 Columns are 1-based and count Unicode code points (`columnKind`), matching `Span`. Each result
 carries our fingerprint in `partialFingerprints` and, when the rule has one, the fix for the chosen
 target as `fixes[].artifactChanges` (ruff #19962, semgrep #9072: users want fixes in SARIF).
+Code scanning merges results whose fingerprints are equal, and ours is a content hash (two
+findings of one rule on one line share it), so each value carries the occurrence index of its hash
+within the run, as GitHub's own `primaryLocationLineHash` does (`hash:1`, `hash:2`...).
+A rule's `helpUri` is its own section of the rules page when the installed metadata names that page
+(`Project-URL: Rules, ...`); the Neuron documentation it cites stays in `help`.
 A notebook finding's lines count from its cell: its region is cell-relative, the cell index is in
 `properties.cell`, and no fix is attached (the edits are not in .ipynb file coordinates).
 """
@@ -10,6 +15,7 @@ A notebook finding's lines count from its cell: its region is cell-relative, the
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote
@@ -20,7 +26,7 @@ from neuron_migrate.ruleset.model import Rule
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
-FINGERPRINT_KEY = "neuronMigrate/v1"
+FINGERPRINT_KEY = "neuronMigrate/v2"  # v2: the value ends in `:<occurrence>`
 
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
@@ -38,7 +44,7 @@ def _artifact(path: str) -> dict[str, str]:
     return {"uri": quote(path), "uriBaseId": SRCROOT}
 
 
-def _rule_descriptor(code: str, rule: Rule | None, sample: Finding) -> dict[str, Any]:
+def _rule_descriptor(code: str, rule: Rule | None, sample: Finding, rules_uri: str) -> dict[str, Any]:
     if rule is None:  # a code the pack does not know (e.g. a team rule from another pack)
         return {
             "id": code,
@@ -69,8 +75,8 @@ def _rule_descriptor(code: str, rule: Rule | None, sample: Finding) -> dict[str,
             "tags": [rule.category, rule.family.prefix + "xx"],
         },
     }
-    if rule.references:
-        descriptor["helpUri"] = rule.references[0]
+    if rules_uri:
+        descriptor["helpUri"] = f"{rules_uri}#{rule.anchor}"
     return descriptor
 
 
@@ -92,7 +98,7 @@ def _fix(path: str, fix: Fix) -> dict[str, Any]:
     }
 
 
-def _result(f: Finding, rule_index: int, options: EmitOptions) -> dict[str, Any]:
+def _result(f: Finding, rule_index: int, occurrence: int, options: EmitOptions) -> dict[str, Any]:
     location: dict[str, Any] = {"artifactLocation": _artifact(f.path), "region": _region(f.span)}
     if f.source_line:
         location["contextRegion"] = {"startLine": f.span.line, "snippet": {"text": f.source_line}}
@@ -102,7 +108,7 @@ def _result(f: Finding, rule_index: int, options: EmitOptions) -> dict[str, Any]
         "level": _LEVEL[f.severity],
         "message": {"text": f.message},
         "locations": [{"physicalLocation": location}],
-        "partialFingerprints": {FINGERPRINT_KEY: f.fingerprint},
+        "partialFingerprints": {FINGERPRINT_KEY: f"{f.fingerprint}:{occurrence}"},
     }
     properties: dict[str, Any] = {"fixClass": f.fix_class.value, "category": f.category}
     if f.symbol:
@@ -118,6 +124,16 @@ def _result(f: Finding, rule_index: int, options: EmitOptions) -> dict[str, Any]
     return result
 
 
+def _occurrences(findings: tuple[Finding, ...]) -> list[tuple[Finding, int]]:
+    """Each finding with its 1-based index among the findings that share its fingerprint."""
+    seen: Counter[str] = Counter()
+    out = []
+    for f in findings:
+        seen[f.fingerprint] += 1
+        out.append((f, seen[f.fingerprint]))
+    return out
+
+
 def emit(report: Report, options: EmitOptions) -> str:
     codes = sorted({f.code for f in report.findings})
     samples = {f.code: f for f in reversed(report.findings)}
@@ -125,7 +141,9 @@ def emit(report: Report, options: EmitOptions) -> str:
     pack = options.pack
     driver: dict[str, Any] = {
         "name": "neuron-migrate",
-        "rules": [_rule_descriptor(c, pack.get(c) if pack else None, samples[c]) for c in codes],
+        "rules": [
+            _rule_descriptor(c, pack.get(c) if pack else None, samples[c], options.rules_uri) for c in codes
+        ],
     }
     if report.tool_version:
         driver["version"] = driver["semanticVersion"] = report.tool_version
@@ -136,7 +154,7 @@ def emit(report: Report, options: EmitOptions) -> str:
     run: dict[str, Any] = {
         "tool": {"driver": driver},
         "columnKind": "unicodeCodePoints",
-        "results": [_result(f, index[f.code], options) for f in report.findings],
+        "results": [_result(f, index[f.code], n, options) for f, n in _occurrences(report.findings)],
         "invocations": [{"executionSuccessful": True}],
         "properties": {"command": report.command, "filesScanned": report.files_scanned},
     }

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from neuron_migrate.emit.escape import printable
 from neuron_migrate.emit.options import EmitOptions
 from neuron_migrate.emit.summary import Summary, plural, summarize
 from neuron_migrate.findings import Finding, Report, Severity
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    return printable(" ".join(text.split()))
 
 
 def finding_line(f: Finding) -> str:
-    return f"{f.location()}: {f.code} {_one_line(f.message)}"
+    return f"{printable(f.location())}: {f.code} {_one_line(f.message)}"
 
 
 def _counts(pairs: tuple[tuple[str, int], ...]) -> str:
@@ -44,7 +45,7 @@ def summary_lines(s: Summary) -> list[str]:
                 f"{s.fixable_unsafe} unsafe (rewrite --apply --unsafe-fixes)"
             ),
             "Files with most work:",
-            *(f"  {n:>5}  {path}" for path, n in s.top_files),
+            *(f"  {n:>5}  {printable(path)}" for path, n in s.top_files),
         ]
     if s.suppressed:
         lines.append(f"{plural(s.suppressed, 'finding')} suppressed by inline comments.")
@@ -55,7 +56,7 @@ def summary_lines(s: Summary) -> list[str]:
             + (":" if s.baseline_fixed else ".")
         )
         lines.extend(
-            f"  {e.code} {e.path} {e.symbol}".rstrip() + (f" (x{e.count})" if e.count > 1 else "")
+            printable(f"  {e.code} {e.path} {e.symbol}".rstrip()) + (f" (x{e.count})" if e.count > 1 else "")
             for e in s.baseline_fixed
         )
     return lines

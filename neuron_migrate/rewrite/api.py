@@ -286,7 +286,7 @@ def rewrite_paths(
     """Scan `paths` with `settings`, then fix what the resulting report holds (after selection,
     per-file ignores, inline suppressions, baseline and diff filter: what `scan` would show)."""
     from neuron_migrate.api import scan_with_settings
-    from neuron_migrate.pipeline import build_report
+    from neuron_migrate.pipeline.finalize import build_report
     from neuron_migrate.ruleset.load import load_pack
 
     start = time.perf_counter()

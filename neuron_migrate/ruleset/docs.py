@@ -119,7 +119,7 @@ def render_pack(pack: RulePack) -> str:
     ]
     for rule in pack.rules.values():
         title = rule.title.replace("|", "\\|")
-        lines.append(f"| [{rule.code}](#{rule.code.lower()}-{rule.name}) | {rule.name} | {rule.severity.value} "
+        lines.append(f"| [{rule.code}](#{rule.anchor}) | {rule.name} | {rule.severity.value} "
                      f"| {rule.fix.fix_class.value} | {title} |")
     lines.append("")
     for prefix, family in FAMILIES.items():

@@ -298,8 +298,8 @@ def parse_rule_file(file: str, data: bytes, *, fixers: frozenset[str] | None, fa
 
 
 def known_fixers() -> frozenset[str]:
-    """The fixer names rules may use (`neuron_migrate.fixes.registry.FIXER_NAMES`)."""
-    from neuron_migrate.fixes.registry import FIXER_NAMES
+    """The fixer names rules may use (`neuron_migrate.scan.fixes.registry.FIXER_NAMES`)."""
+    from neuron_migrate.scan.fixes.registry import FIXER_NAMES
 
     return FIXER_NAMES
 

@@ -26,7 +26,7 @@ TargetFix is exactly one of:
     {replace: "text"}                    # replace the matched node's source text
     {remove_argument: true}              # drop the matched keyword/positional argument
     {remove_statement: true}             # drop the statement holding the match
-    {fixer: snake_case_name}             # a named fixer in neuron_migrate/fixes/registry.py
+    {fixer: snake_case_name}             # a named fixer in neuron_migrate/scan/fixes/registry.py
 """
 
 from __future__ import annotations
@@ -158,6 +158,11 @@ class Rule:
     @property
     def family(self) -> Family:
         return FAMILIES[self.code[:3]]
+
+    @property
+    def anchor(self) -> str:
+        """The fragment of this rule's section in docs/rules.md (its heading `CODE name`)."""
+        return f"{self.code.lower()}-{self.name}"
 
     def render_message(self, symbol: str) -> str:
         return self.message.replace("{symbol}", symbol)

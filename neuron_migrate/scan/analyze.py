@@ -739,7 +739,7 @@ def _check_unwalked(aliases: AliasTable, gate: RegionGate, sparse: SparseTree) -
 
 
 def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: int | None) -> list[Finding]:
-    from neuron_migrate.fixes.compute import FixContext, fixes_for  # only files with a match pay for it
+    from neuron_migrate.scan.fixes.compute import FixContext, fixes_for  # only files with a match pay for it
 
     lines = LineIndex(source)
     ctx = FixContext(lines, walker.aliases, source, tree)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from neuron_migrate.check.terminal import render
+from neuron_migrate.emit.check_text import render
 from neuron_migrate.findings import Finding, Report
 from tests.check.conftest import PROGRAMS, CheckRun, check_program
 

@@ -180,7 +180,7 @@ def test_backend_mismatch_without_child_record_and_a_caught_one(tmp_path: Path) 
 
 
 def test_mismatch_message_parse_is_the_fallback_without_a_record() -> None:
-    from neuron_migrate.check import hints
+    from neuron_migrate.check.probe import hints
 
     named = ("Expected all tensors to be on the same device, but got mat1 is on cpu, different from other tensors "
              "on neuron:0 (when checking argument in method wrapper_NEURON_addmm)")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.check.passes import merge_stamps
+from neuron_migrate.check.probe.passes import merge_stamps
 from tests.check.conftest import run_cli
 
 pytest_plugins = ["pytester"]

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from neuron_migrate.record import RecordError, validate
-from neuron_migrate.record_diff import compare, render_markdown, render_text
+from neuron_migrate.record.build import RecordError, validate
+from neuron_migrate.record.diff import compare, render_markdown, render_text
 
 CUDA_PY = "import torch\n\nx = torch.zeros(2).cuda()\n"
 

@@ -7,6 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 from importlib.resources import files
 from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 import jsonschema
@@ -55,7 +56,7 @@ def test_sarif_content(report: Report, pack: RulePack) -> None:
         assert rules[result["ruleIndex"]]["id"] == finding.code == result["ruleId"]
         region = result["locations"][0]["physicalLocation"]["region"]
         assert (region["startLine"], region["startColumn"]) == (finding.span.line, finding.span.col + 1)
-        assert result["partialFingerprints"]["neuronMigrate/v1"] == finding.fingerprint
+        assert result["partialFingerprints"]["neuronMigrate/v2"].rsplit(":", 1)[0] == finding.fingerprint
         fix = finding.fix_for(Target.ACCELERATOR)
         if fix and finding.cell is None:
             inserted = result["fixes"][0]["artifactChanges"][0]["replacements"][0]["insertedContent"]
@@ -75,14 +76,91 @@ def test_json_validates_against_its_schema_and_round_trips(report: Report, pack:
 
 
 def test_junit_counts(report: Report, pack: RulePack) -> None:
+    """One case per finding, one failure per case: tests and failures agree at every level."""
     from neuron_migrate.emit import JUnitGrouping
 
-    for grouping, expected_cases in ((JUnitGrouping.RULE, {f.code for f in report.findings}),
-                                     (JUnitGrouping.FILE, {f.path for f in report.findings})):
+    for grouping, expected_suites in ((JUnitGrouping.RULE, {f.code for f in report.findings}),
+                                      (JUnitGrouping.FILE, {f.path for f in report.findings})):
         root = ET.fromstring(FORMATS["junit"](report, EmitOptions(pack=pack, junit_grouping=grouping)))
-        suite = root.find("testsuite")
-        assert suite is not None
-        cases = suite.findall("testcase")
-        assert len(cases) == len(expected_cases) == int(suite.get("tests", "-1"))
-        assert sum(len(c.findall("failure")) for c in cases) == len(report.findings)
-        assert int(suite.get("failures", "-1")) == len(report.findings)
+        suites = root.findall("testsuite")
+        assert len(suites) == len(expected_suites)
+        assert int(root.get("tests", "-1")) == int(root.get("failures", "-1")) == len(report.findings)
+        for suite in suites:
+            cases = suite.findall("testcase")
+            assert all(len(c.findall("failure")) == 1 for c in cases)
+            assert len(cases) == int(suite.get("tests", "-1")) == int(suite.get("failures", "-1"))
+        assert sum(len(s.findall("testcase")) for s in suites) == len(report.findings)
+
+
+def test_junit_clean_run_has_one_passing_case() -> None:
+    empty = Report(command="scan", root="/p", findings=(), files_scanned=3)
+    root = ET.fromstring(FORMATS["junit"](empty, EmitOptions()))
+    assert (root.get("tests"), root.get("failures")) == ("1", "0")
+    (case,) = root.iter("testcase")
+    assert case.find("failure") is None
+
+
+def _hostile(report: Report) -> Report:
+    """The shared report with a path holding a backtick, HTML, a newline, an escape and NUL-ish controls."""
+    path = "odd`name<img src=x onerror=alert(1)>\n\x1b[31mred\x07.py".encode().decode("unicode_escape")
+    first = replace(report.findings[0], path=path, message="bad \x00\x0b byte".encode().decode("unicode_escape"),
+                    source_line="x = 1\x0c\x1b".encode().decode("unicode_escape"))
+    return replace(report, findings=(first, *report.findings[1:]))
+
+
+def test_junit_is_well_formed_with_control_characters(report: Report, pack: RulePack) -> None:
+    out = FORMATS["junit"](_hostile(report), EmitOptions(pack=pack))
+    root = ET.fromstring(out)  # raises on characters XML 1.0 forbids
+    assert "\x1b" not in out and "\x00" not in out
+    assert int(root.get("tests", "-1")) == len(report.findings)
+
+
+def test_markdown_names_cannot_leave_their_code_span(report: Report, pack: RulePack) -> None:
+    out = FORMATS["markdown"](_hostile(report), EmitOptions(pack=pack))
+    item = next(line for line in out.splitlines() if "odd" in line and line.startswith("- "))
+    # The code span's fence is longer than the backtick run inside it, so the name stays code.
+    assert item.startswith("- ``odd`name<img src=x onerror=alert(1)>\\x0a\\x1b[31mred\\x07.py")
+    assert "\x1b" not in out and "\n\x1b" not in out
+    # Wherever the name appears (findings, files with most work) it is inside a double-backtick span.
+    assert all("``odd`name<img" in line for line in out.splitlines() if "<img" in line)
+
+
+@pytest.mark.parametrize("fmt", ["text", "github"])
+def test_terminal_formats_show_control_characters_as_escapes(fmt: str, report: Report, pack: RulePack) -> None:
+    out = FORMATS[fmt](_hostile(report), EmitOptions(pack=pack))
+    assert "\x1b" not in out and "\x07" not in out and "\x00" not in out
+    assert "\\x1b[31mred\\x07.py" in out
+    lines = [line for line in out.splitlines() if "odd" in line]
+    assert lines and all("onerror" in line for line in lines)  # the name stays on one line
+
+
+def test_sarif_fingerprints_are_unique_per_result(report: Report, pack: RulePack) -> None:
+    """Two findings with one content hash (same rule, same line) must stay two alerts."""
+    twin = replace(report.findings[0], span=replace(report.findings[0].span, col=40, end_col=46))
+    assert twin.fingerprint == report.findings[0].fingerprint
+    doubled = replace(report, findings=(report.findings[0], twin, *report.findings[1:]))
+    run = json.loads(FORMATS["sarif"](doubled, EmitOptions(pack=pack)))["runs"][0]
+    prints = [r["partialFingerprints"]["neuronMigrate/v2"] for r in run["results"]]
+    assert len(prints) == len(set(prints)) == len(doubled.findings)
+    assert prints[0] == f"{twin.fingerprint}:1" and prints[1] == f"{twin.fingerprint}:2"
+
+
+def test_sarif_help_uri_is_the_rules_own_section(report: Report, pack: RulePack) -> None:
+    uri = "https://example.org/neuron-migrate/docs/rules.md"
+    run = json.loads(FORMATS["sarif"](report, EmitOptions(pack=pack, rules_uri=uri)))["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    known = [r for r in rules if pack.get(r["id"]) is not None]
+    assert known and all(r["helpUri"] == f"{uri}#{pack.get(r['id']).anchor}" for r in known)  # type: ignore[union-attr]
+    assert len({r["helpUri"] for r in known}) == len(known)
+    bare = json.loads(FORMATS["sarif"](report, EmitOptions(pack=pack)))["runs"][0]["tool"]["driver"]["rules"]
+    assert all("helpUri" not in r for r in bare)  # no generic page standing in for every rule
+
+
+def test_rule_anchor_matches_the_generated_rules_page() -> None:
+    from neuron_migrate.ruleset.load import load_pack
+
+    pack = load_pack()
+    page = (REPO / "docs" / "rules.md").read_text(encoding="utf-8")
+    for rule in pack.rules.values():
+        assert f"(#{rule.anchor})" in page
+        assert f"### {rule.code} {rule.name}\n" in page

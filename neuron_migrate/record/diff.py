@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neuron_migrate.findings import Finding, Severity
-from neuron_migrate.record import (
+from neuron_migrate.record.build import (
     check_findings,
     fallback_ops,
     recompile_sites,

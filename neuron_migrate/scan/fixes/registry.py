@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from neuron_migrate.findings import Span, Target
-    from neuron_migrate.fixes.context import FixContext, FixResult
+    from neuron_migrate.scan.fixes.context import FixContext, FixResult
     from neuron_migrate.scan.matchers.site import Site
 
     Fixer = Callable[[Site, Span, FixContext, Target], FixResult | None]
 
-# name -> module under neuron_migrate.fixes that defines a function of that name
+# name -> module under neuron_migrate.scan.fixes that defines a function of that name
 _LOCATIONS: dict[str, str] = {
     "accelerator_device_string": "device",
     "cuda_method": "device",
@@ -36,7 +36,7 @@ class _Fixers(Mapping[str, "Fixer"]):
     def __getitem__(self, name: str) -> Fixer:
         fn = self._loaded.get(name)
         if fn is None:
-            module = importlib.import_module(f"neuron_migrate.fixes.{_LOCATIONS[name]}")
+            module = importlib.import_module(f"neuron_migrate.scan.fixes.{_LOCATIONS[name]}")
             fn = self._loaded[name] = getattr(module, name)
         return fn  # type: ignore[no-any-return]
 

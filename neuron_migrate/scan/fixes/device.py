@@ -6,8 +6,8 @@ from __future__ import annotations
 import ast
 
 from neuron_migrate.findings import Edit, Span, Target
-from neuron_migrate.fixes.context import FixContext, FixResult
-from neuron_migrate.fixes.syntax import comparison_needs_parens
+from neuron_migrate.scan.fixes.context import FixContext, FixResult
+from neuron_migrate.scan.fixes.syntax import comparison_needs_parens
 from neuron_migrate.scan.matchers.site import Site
 
 ACCELERATOR = "torch.accelerator.current_accelerator"

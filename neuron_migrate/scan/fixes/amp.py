@@ -7,10 +7,10 @@ from __future__ import annotations
 import ast
 
 from neuron_migrate.findings import Edit, Span, Target
-from neuron_migrate.fixes.compute import removed_import
-from neuron_migrate.fixes.context import FixContext, FixResult
-from neuron_migrate.fixes.device import accelerator_string_edit, accelerator_type
-from neuron_migrate.fixes.syntax import call_of, ordered_arguments
+from neuron_migrate.scan.fixes.compute import removed_import
+from neuron_migrate.scan.fixes.context import FixContext, FixResult
+from neuron_migrate.scan.fixes.device import accelerator_string_edit, accelerator_type
+from neuron_migrate.scan.fixes.syntax import call_of, ordered_arguments
 from neuron_migrate.scan.matchers.site import Site
 
 # torch.cuda.amp.autocast(enabled, dtype, cache_enabled) -> torch.autocast(device_type, dtype, enabled, ...):

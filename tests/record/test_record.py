@@ -23,7 +23,7 @@ from neuron_migrate import __version__
 from neuron_migrate.cli import app
 from neuron_migrate.config import load_settings
 from neuron_migrate.findings import Finding, FixClass, Report, Severity, Span
-from neuron_migrate.record import (
+from neuron_migrate.record.build import (
     RECORD_KIND,
     RECORD_SCHEMA_VERSION,
     CheckOutcome,
@@ -37,9 +37,9 @@ from neuron_migrate.record import (
     recompile_sites,
     validate,
 )
-from neuron_migrate.record_diff import compare, render_markdown, render_text
-from neuron_migrate.record_html import render as render_html
-from neuron_migrate.record_markdown import render as render_markdown_record
+from neuron_migrate.record.diff import compare, render_markdown, render_text
+from neuron_migrate.record.html import render as render_html
+from neuron_migrate.record.markdown import render as render_markdown_record
 from neuron_migrate.ruleset.load import load_pack
 
 TRAIN_PY = '''import torch

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from neuron_migrate.errors import NeuronMigrateError
-from neuron_migrate.gitdiff import changed_lines, parse_diff
+from neuron_migrate.pipeline.gitdiff import changed_lines, parse_diff
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

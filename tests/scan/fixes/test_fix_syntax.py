@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from neuron_migrate.fixes.syntax import block_of
+from neuron_migrate.scan.fixes.syntax import block_of
 
 SOURCE = textwrap.dedent("""
     import torch

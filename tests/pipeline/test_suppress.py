@@ -10,7 +10,7 @@ from pathlib import Path
 from neuron_migrate.findings import Finding
 from neuron_migrate.ruleset.model import RulePack
 from neuron_migrate.scan.result import Directive
-from neuron_migrate.suppress import apply_directives
+from neuron_migrate.pipeline.suppress import apply_directives
 
 
 def test_code_on_the_flagged_line(make_finding: Callable[..., Finding], mini_pack: RulePack) -> None:
@@ -75,7 +75,7 @@ def test_no_unused_report_for_a_file_that_was_not_analysed(
 def test_end_to_end_with_the_real_scan(tmp_path: Path) -> None:
     """Directives found by the scan engine, statement lines from the analyzer, NM006 from the pack."""
     from neuron_migrate.config import Settings
-    from neuron_migrate.pipeline import build_report
+    from neuron_migrate.pipeline.finalize import build_report
     from neuron_migrate.ruleset.load import load_pack
     from neuron_migrate.scan.engine import scan_paths
 

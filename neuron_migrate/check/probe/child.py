@@ -1,4 +1,4 @@
-"""The checked process: `python -m neuron_migrate.check.child (path FILE | module NAME | pytest) [ARGS...]`.
+"""The checked process: `python -m neuron_migrate.check.probe.child (path FILE | module NAME | pytest) [ARGS...]`.
 
 It activates the emulated device (unless the `torch.backends` entry point already did), watches
 what the backend's record cannot see (parameters left on the CPU, module transfers, the user's
@@ -30,7 +30,7 @@ backend's in `$NEURON_MIGRATE_RECORD_DIR`:
                             # under --pytest, every test's stamps merged: passes.merge_stamps;
                             # per signature: its pass, slot, the first pass of the line's run,
                             # the line's last run, the frame's call and the context's calls)
-    Frame = Site + {"source": str}; Hint = neuron_migrate.check.hints.diagnose(); Site as in
+    Frame = Site + {"source": str}; Hint = neuron_migrate.check.probe.hints.diagnose(); Site as in
     neuron_emu.record.
 
 A `started-<pid>` file marks the moment user code begins (the runner's timeout counts from there).
@@ -50,7 +50,8 @@ from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
 
-from neuron_migrate.check import frames, notebook, observe
+from neuron_migrate.check import notebook
+from neuron_migrate.check.probe import frames, observe
 
 FORMAT = "neuron-migrate-check-child"
 VERSION = 1
@@ -95,7 +96,8 @@ class _State:
             self.data["device_use"].update(module_calls=dict(self.tracker.module_calls),
                                            first_cpu_call=self.tracker.first_cpu_call)
         elif self.data["mode"] == "pytest":
-            from neuron_migrate.check import passes, pytest_plugin
+            from neuron_migrate.check import pytest_plugin
+            from neuron_migrate.check.probe import passes
 
             self.data["compile_passes"] = passes.merge_stamps(pytest_plugin.COMPLETED_PASSES or [])
         self.data["device_use"]["library_devices"] = _library_devices()
@@ -224,7 +226,7 @@ def _run(state: _State, mode: str, target: str, args: list[str]) -> int:
         return int(pytest.main(_pytest_args(args)))
     import neuron_emu
 
-    from neuron_migrate.check.passes import PassTracker
+    from neuron_migrate.check.probe.passes import PassTracker
 
     sys.argv = [target, *args]
     with neuron_emu.recording() as recorder:
@@ -246,7 +248,7 @@ def _run(state: _State, mode: str, target: str, args: list[str]) -> int:
 
 
 def _exception_info(exc: BaseException) -> dict[str, Any]:
-    from neuron_migrate.check import hints
+    from neuron_migrate.check.probe import hints
 
     user = frames.user_tb_frames(exc.__traceback__)
     message = str(exc)
@@ -266,7 +268,7 @@ def _exception_info(exc: BaseException) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 1 or argv[0] not in MODES or (argv[0] != "pytest" and len(argv) < 2):
-        print("usage: python -m neuron_migrate.check.child (path FILE | module NAME | pytest) [ARGS...]",
+        print("usage: python -m neuron_migrate.check.probe.child (path FILE | module NAME | pytest) [ARGS...]",
               file=sys.stderr)
         return 2
     mode = argv[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from neuron_migrate.record import check_extras, fallback_ops, recompile_sites
+from neuron_migrate.record.build import check_extras, fallback_ops, recompile_sites
 
 
 def pct(share: float) -> str:

@@ -18,9 +18,9 @@ import ast
 from typing import assert_never
 
 from neuron_migrate.findings import Edit, Fix, Span, Target
-from neuron_migrate.fixes.context import FixContext, FixResult
-from neuron_migrate.fixes.registry import FIXERS
-from neuron_migrate.fixes.syntax import block_of
+from neuron_migrate.scan.fixes.context import FixContext, FixResult
+from neuron_migrate.scan.fixes.registry import FIXERS
+from neuron_migrate.scan.fixes.syntax import block_of
 from neuron_migrate.ruleset.model import FixKind, Rule, TargetFix
 from neuron_migrate.scan.matchers.site import Site
 

@@ -24,10 +24,10 @@ from neuron_migrate.emit.summary import EXTRA_BASELINE, EXTRA_DIFF, EXTRA_SUPPRE
 from neuron_migrate.findings import Finding, Report, Severity
 from neuron_migrate.ruleset.model import RulePack
 from neuron_migrate.ruleset.select import expand, select_codes
-from neuron_migrate.suppress import apply_directives
+from neuron_migrate.pipeline.suppress import apply_directives
 
 if TYPE_CHECKING:
-    from neuron_migrate.gitdiff import ChangedLines
+    from neuron_migrate.pipeline.gitdiff import ChangedLines
     from neuron_migrate.scan.result import ScanResult
 
 TOOL_FAMILY = "NM0"
@@ -99,7 +99,7 @@ def finalize(
     kept.sort(key=lambda f: f.sort_key)
 
     if settings.baseline is not None:
-        from neuron_migrate import baseline
+        from neuron_migrate.pipeline import baseline
 
         applied = baseline.apply(baseline.load(settings.baseline), kept)
         kept = applied.new
@@ -111,7 +111,7 @@ def finalize(
 
     if settings.diff_against is not None:
         if changed is None:
-            from neuron_migrate.gitdiff import changed_lines
+            from neuron_migrate.pipeline.gitdiff import changed_lines
 
             changed = changed_lines(Path(root), settings.diff_against)
         before = len(kept)

@@ -209,7 +209,7 @@ def _copy_project(project: Path, dest: Path) -> Path:
 
 def _scan(project: Path, settings: Settings, pack: RulePack, use_cache: bool) -> Report:
     from neuron_migrate.api import scan_with_settings
-    from neuron_migrate.pipeline import build_report
+    from neuron_migrate.pipeline.finalize import build_report
 
     root = project if project.is_dir() else project.parent
     result = scan_with_settings([project], settings, pack, use_cache=use_cache, root=root)

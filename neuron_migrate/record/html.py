@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from neuron_migrate import record_views as views
-from neuron_migrate.record import by_code, by_file, remaining_findings, runtime_by_code
+from neuron_migrate.record import views
+from neuron_migrate.record.build import by_code, by_file, remaining_findings, runtime_by_code
 
 if TYPE_CHECKING:
     from neuron_migrate.ruleset.model import RulePack

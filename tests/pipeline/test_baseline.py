@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate import baseline
+from neuron_migrate.pipeline import baseline
 from neuron_migrate.errors import ConfigError
 from neuron_migrate.findings import Finding
 

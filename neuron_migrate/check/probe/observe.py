@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from neuron_migrate.check import frames
+from neuron_migrate.check.probe import frames
 
 
 @dataclass

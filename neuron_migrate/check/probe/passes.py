@@ -31,7 +31,7 @@ from typing import Any
 
 import torch.nn
 
-from neuron_migrate.check import frames, monitor, observe
+from neuron_migrate.check.probe import frames, monitor, observe
 
 CALL_IMPL = monitor.CALL_IMPL = torch.nn.Module._call_impl.__code__  # every module call runs it
 

@@ -20,7 +20,7 @@ from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from neuron_migrate.check.passes import PassTracker, _FrameTracer
+    from neuron_migrate.check.probe.passes import PassTracker, _FrameTracer
 
 CALL_IMPL: CodeType | None = None  # torch.nn.Module._call_impl's code, set by check.passes
 
