@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neuron_migrate.pipeline import gate
 from neuron_migrate.config import FailOn, Settings
 from neuron_migrate.errors import ConfigError
 from neuron_migrate.findings import Report
+from neuron_migrate.pipeline import gate
 
 KINDS: dict[str, tuple[str, ...]] = {
     "fallback": ("NM901",),

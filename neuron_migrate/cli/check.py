@@ -25,7 +25,13 @@ from typing import Any
 
 import typer
 
-from neuron_migrate.cli.output import check_destinations, fail_on_errors, note, write_atomic, write_outputs
+from neuron_migrate.cli.output import (
+    check_destinations,
+    fail_on_errors,
+    note,
+    write_atomic,
+    write_outputs,
+)
 
 FORMAT_NAMES = ("text", "json", "sarif", "junit", "github", "markdown")
 EXTRA_OUTPUTS = ("json", "sarif", "junit", "github", "markdown")
@@ -44,9 +50,9 @@ def _root(explicit: Path | None, script: Path | None) -> Path:
 
 
 def _emit(report: Any, settings: Any, pack: Any, outputs: list[tuple[str, Path | None]], *, quiet: bool) -> None:
-    from neuron_migrate.emit.check_text import render
     from neuron_migrate.cli.scan import _information_uri
     from neuron_migrate.emit import FORMATS, EmitOptions
+    from neuron_migrate.emit.check_text import render
 
     options = EmitOptions(pack=pack, target=settings.target, summary=not quiet, information_uri=_information_uri())
     rendered = []
@@ -117,13 +123,13 @@ def run_check(
     quiet: bool,
     our_options: frozenset[str] = frozenset(),
 ) -> int:
-    from neuron_migrate.pipeline import baseline
     from neuron_migrate.check import gate as check_gate
     from neuron_migrate.check.records import load_dir
     from neuron_migrate.check.report import build_report
     from neuron_migrate.check.runner import Program, run_program
     from neuron_migrate.config import load_settings
     from neuron_migrate.errors import NeuronMigrateError
+    from neuron_migrate.pipeline import baseline
     from neuron_migrate.ruleset.load import load_pack
 
     modes = sum(bool(x) for x in (module, pytest_mode, from_records))
