@@ -111,6 +111,8 @@ class _Ctx:
         rule = self.pack.get(code)
         if rule is None:  # an older pack without this code: nothing to attach the finding to
             return
+        if _ours(site):  # this tool's own frames are never the user's line
+            site = None
         path, line, source, cell = self.locate(site)
         message = rule.render_message(symbol) + (f": {note}" if note else "")
         if len(message) > MAX_MESSAGE:
@@ -175,7 +177,38 @@ def _shapes(inputs: Any) -> str:
 
 
 # -- ops ---------------------------------------------------------------------------------------
-def _ops(ctx: _Ctx, m: Merged, allow: set[str]) -> list[str]:
+def _host_reads(ctx: _Ctx, children: list[dict[str, Any]]) -> int | None:
+    """NM902 per user line that read device values back (`loss.item()` every step, a metric's
+    `.tolist()`), from the child records; the number of `.item()`-like reads they account for
+    (None: records without per-line reads)."""
+    sites: dict[tuple[str, int], dict[str, Any]] = {}
+    known = False
+    for c in children:
+        if "host_reads" not in c:
+            continue
+        known = True
+        for r in c.get("host_reads") or ():
+            entry = sites.setdefault(site_key(r["site"]), {"site": r["site"], "count": 0, "kinds": {}, "ranks": set()})
+            entry["count"] += int(r["count"])
+            for k, n in (r.get("kinds") or {}).items():
+                entry["kinds"][k] = entry["kinds"].get(k, 0) + int(n)
+            if isinstance(c.get("rank"), int):
+                entry["ranks"].add(c["rank"])
+    if not known:
+        return None
+    scalar = 0
+    for key, e in sorted(sites.items()):
+        if _ours(e["site"]):
+            continue
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(e["kinds"].items()))
+        scalar += sum(n for k, n in e["kinds"].items() if k in ("item", "float", "int"))
+        ctx.add("NM902", e["site"], _statement_symbol(ctx, e["site"], "value read"),
+                {"site": e["site"], "count": e["count"], "kinds": e["kinds"], "ranks": sorted(e["ranks"])},
+                f"{e['count']} value read{'s' if e['count'] != 1 else ''} back to the host here ({kinds})")
+    return scalar
+
+
+def _ops(ctx: _Ctx, m: Merged, allow: set[str], per_line: int | None = None) -> list[str]:
     allowed = []
     for op in sorted(m.ops.values(), key=lambda o: o.name):
         host = op.kind == HOST_SYNC or is_host_work(op.name)
@@ -192,6 +225,15 @@ def _ops(ctx: _Ctx, m: Merged, allow: set[str]) -> list[str]:
             "device_kernel": op.kind != "fallback",
         }
         phase = "forward and backward" if op.fwd and op.bwd else ("backward" if op.bwd else "forward")
+        if op.name == ITEM_OP and per_line is not None:
+            rest = op.count - per_line  # reads the per-line count cannot see: bool(t), C++ callers
+            if rest <= 0:
+                continue
+            details["count"] = rest
+            ctx.add("NM902", op.first_site, f"{op.name} (bool(t), library code)", details,
+                    f"{rest} other value read{'s' if rest != 1 else ''} back to the host (branching on a "
+                    "tensor, library code); the first here")
+            continue
         if op.kind == HOST_SYNC:
             note = (f"expected host work: {op.count} value read{'s' if op.count != 1 else ''} back to the host, "
                     "first here")
@@ -414,13 +456,20 @@ def _placement(ctx: _Ctx, m: Merged, children: Iterable[dict[str, Any]]) -> None
     children = list(children)
     params: dict[str, dict[str, Any]] = {}
     transfers: dict[tuple[str, int], dict[str, Any]] = {}
+    copies: dict[tuple[str, int], dict[str, Any]] = {}  # per line: copies of content copied before
     for c in children:
+        for cp in c.get("copies") or ():
+            e = copies.setdefault(site_key(cp["site"]), {"repeated": 0, "count": 0})
+            e["repeated"] += int(cp.get("repeated", 0))
+            e["count"] += int(cp.get("count", 0))
         for p in c.get("cpu_params", ()):
             entry = params.setdefault(p["symbol"], {**p, "calls": 0})
             entry["calls"] += int(p["calls"])
         for t in c.get("module_transfers", ()):
-            e = transfers.setdefault(site_key(t["site"]), {"site": t["site"], "calls": 0})
-            e["calls"] += int(t["calls"])
+            e = transfers.setdefault(site_key(t["site"]), {"site": t["site"], "calls": 0, "ranks": set()})
+            e["calls"] = max(e["calls"], int(t["calls"]))  # per process: one move per rank is one move
+            if isinstance(c.get("rank"), int):
+                e["ranks"].add(c["rank"])
     for symbol, p in sorted(params.items()):
         ctx.add("NM907", p["site"], symbol, p,
                 f"{p['kind']} {p['dtype']}{p['shape']}, seen in {p['calls']} forward call"
@@ -429,9 +478,16 @@ def _placement(ctx: _Ctx, m: Merged, children: Iterable[dict[str, Any]]) -> None
         if _ours(h["site"]) or key in transfers:
             continue  # module transfers: one call copies many tensors
         distinct = h["distinct_sources"]
+        if h["bytes"] == 0:
+            continue  # empty tensors (under torch.compile): nothing is copied
         # Each process copied one content again and again (a constant re-uploaded every step); new
         # content each time is input feeding. A record without `distinct_sources`: any repetition.
-        if distinct is None:
+        if key in copies:  # the child saw each copy's pass: the same content again in a later pass
+            again = copies[key]["repeated"]
+            repeated = again > 0
+            note = (f"the same data copied again in {again} later pass{'es' if again != 1 else ''} of this line, "
+                    f"{h['bytes']} bytes in all: create it on the device once (device=...) or keep the device copy")
+        elif distinct is None:
             repeated, note = h["count"] >= 2, f"{h['count']} copies, {h['bytes']} bytes in all"
         else:
             repeated = distinct == h["processes"] and h["count"] > distinct
@@ -446,7 +502,7 @@ def _placement(ctx: _Ctx, m: Merged, children: Iterable[dict[str, Any]]) -> None
     for t in sorted(transfers.values(), key=lambda t: site_key(t["site"])):
         if t["calls"] >= 2:
             ctx.add("NM908", t["site"], _statement_symbol(ctx, t["site"], "module transfer"),
-                    {"site": t["site"], "count": t["calls"], "module_transfer": True},
+                    {"site": t["site"], "count": t["calls"], "module_transfer": True, "ranks": sorted(t["ranks"])},
                     f"a module was moved {t['calls']} times")
 
 
@@ -651,7 +707,7 @@ def analyze(
     children = list(records.child)
     target_file = fallback_file or next((c.get("target_file") for c in children if c.get("target_file")), None)
     ctx = _Ctx(pack, root.resolve(), target_file)
-    allowed = _ops(ctx, m, set(allow_ops))
+    allowed = _ops(ctx, m, set(allow_ops), _host_reads(ctx, children))
     recompiles = _recompiles(ctx, m)
     dyn = _dynamo(ctx, m)
     _placement(ctx, m, children)

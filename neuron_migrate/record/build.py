@@ -146,7 +146,7 @@ def _display(argv: Sequence[str]) -> str:
 
 
 def _check_argv(spec: RunSpec, output: Path) -> list[str]:
-    """check's options come before the script: everything after it is the script's."""
+    """check's options come before the script, the script's own arguments after `--`."""
     argv = ["check", "--format", "json", "--output", str(output)]
     if spec.launcher:
         argv += ["--launcher", spec.launcher]
@@ -154,7 +154,7 @@ def _check_argv(spec: RunSpec, output: Path) -> list[str]:
         argv += ["--nproc-per-node", str(spec.nproc_per_node)]
     if spec.timeout_s is not None:
         argv += ["--timeout", f"{spec.timeout_s:g}"]
-    return [*argv, spec.script, *spec.args]
+    return [*argv, spec.script, *(("--", *spec.args) if spec.args else ())]
 
 
 def _tail(text: str) -> str:

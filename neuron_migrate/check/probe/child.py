@@ -23,6 +23,13 @@ backend's in `$NEURON_MIGRATE_RECORD_DIR`:
       "compile_passes": [{"site": Site, "op": str, "signatures": [[Input]], "passes": [int],
                           "slots": [int], "runs": [int], "last_runs": [int], "calls": [int],
                           "frame_calls": [int], "in_module": [bool]}],
+      "host_reads": [{"site": Site, "count": int, "kinds": {"item"|"tolist"|"float"|"int"|"cpu": int}}],
+                                                # device values read back, per user line
+      "copies": [{"site": Site, "count": int, "bytes": int, "repeated": int, "contexts": int}],
+                                                # host->device copies; repeated: of content this
+                                                # line copied in an earlier pass of its context
+      "values": null | {"kept": [[file, line, kind, [number|str]]], "dropped": int},
+                                                # the values read, in order (check --parity)
       "device_use": {"module_calls": {"neuron": int, "cpu": int},  # module calls from user lines
                      "first_cpu_call": null | Site + {"module": str},
                      "library_devices": {"accelerate": str}}   # the device a library chose
@@ -51,9 +58,10 @@ from types import CodeType, FrameType
 from typing import Any
 
 from neuron_migrate.check import notebook
-from neuron_migrate.check.probe import frames, observe
+from neuron_migrate.check.probe import frames, observe, reads
 
 FORMAT = "neuron-migrate-check-child"
+PARITY_ENV = "NEURON_MIGRATE_PARITY"  # "1": keep the values read back to the host (check --parity)
 VERSION = 1
 EXIT_START_ERROR = 3  # the runner reads `start_error`; the code only keeps shells informed
 MODES = ("path", "module", "pytest")
@@ -80,6 +88,7 @@ class _State:
                            "library_devices": {}},
         }
         self.observed = observe.Observations()
+        self.reads = reads.Reads(keep_values=os.environ.get(PARITY_ENV) == "1")
         self.tracker: Any = None  # passes.PassTracker while a script or module runs
         self.started = 0.0
         self.directory = os.environ.get("NEURON_MIGRATE_RECORD_DIR")
@@ -90,6 +99,7 @@ class _State:
         if self.started:
             self.data["wall_s"] = round(time.perf_counter() - self.started, 3)
         self.data.update(self.observed.to_dict())
+        self.data.update(self.reads.to_dict())
         if self.tracker is not None:
             self.tracker.stamp()
             self.data["compile_passes"] = self.tracker.to_dict()
@@ -282,6 +292,7 @@ def main(argv: list[str]) -> int:
         state.write()
         return EXIT_START_ERROR
     observe.install(state.observed)
+    reads.install(state.reads)
     signal.signal(signal.SIGTERM, _on_sigterm(state))
     if state.directory:
         Path(state.directory, f"started-{os.getpid()}").touch()

@@ -31,7 +31,7 @@ from typing import Any
 
 import torch.nn
 
-from neuron_migrate.check.probe import frames, monitor, observe
+from neuron_migrate.check.probe import frames, monitor, observe, reads
 
 CALL_IMPL = monitor.CALL_IMPL = torch.nn.Module._call_impl.__code__  # every module call runs it
 
@@ -193,6 +193,7 @@ class PassTracker:
 
     def start(self) -> None:
         self._on = True
+        reads.TRACKER = self
         tool = monitor.free_tool()
         if tool is not None:
             self._monitor = monitor.Monitor(self, tool)
@@ -211,6 +212,8 @@ class PassTracker:
             sys.settrace(self._previous)
         self.stamp()
         self._on = False
+        if reads.TRACKER is self:
+            reads.TRACKER = None
         self.current, self.modules = None, []  # frames (and the tensors in them) may be freed
 
     # -- compiles ------------------------------------------------------------------------------
