@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from neuron_migrate.check import advice, notebook
+from neuron_migrate.check import parity as check_parity
 from neuron_migrate.check.records import (
     CompileSite,
     Merged,
@@ -600,6 +601,38 @@ def _device_map_line(file: str | None) -> dict[str, Any] | None:
     return None
 
 
+# -- parity (NM915) ------------------------------------------------------------------------------
+def _parity(ctx: _Ctx, result: dict[str, Any]) -> dict[str, Any]:
+    """NM915 at the first read that parts from the CPU reference; the summary with report paths."""
+    first = result.get("first_divergence")
+    out = {**result, "lines": [{**e, "site": {**e["site"], "file": ctx.relative(e["site"]["file"])}}
+                               for e in result.get("lines", [])]}
+    if not result.get("reference_ok"):
+        out["note"] = "the CPU reference recorded no values (it failed to run or read nothing)"
+    if first is None:
+        return out
+    site = first["site"]
+    symbol = _statement_symbol(ctx, site, "a value read")
+    if first["kind"] == "value":
+        note = (f"device {first['device']}, CPU reference {first['reference']} (relative difference "
+                f"{_fmt(first['rel_diff'])}, tolerance rtol {result['rtol']:g} / atol {result['atol']:g}); "
+                f"read {first['line_read']} of this line, value read {first['read'] + 1} of the run")
+    elif first["kind"] == "path":
+        ref = first["reference_site"]
+        note = (f"the runs part here: value read {first['read'] + 1} came from this line on the device and "
+                f"from {ctx.relative(ref['file'])}:{ref['line']} in the CPU reference")
+    else:
+        note = (f"the device run read {first['device_reads']} values, the CPU reference "
+                f"{first['reference_reads']}: they part at this line")
+    out["first_divergence"] = {**first, "site": {**site, "file": ctx.relative(site["file"])}}
+    ctx.add("NM915", site, symbol, dict(first), note)
+    return out
+
+
+def _fmt(x: Any) -> str:
+    return f"{x:.3g}" if isinstance(x, float) else str(x)
+
+
 # -- the program's end -------------------------------------------------------------------------
 def _outcome(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], timeout: dict[str, Any] | None,
              crash: dict[str, Any] | None) -> None:
@@ -701,6 +734,7 @@ def analyze(
     timeout: dict[str, Any] | None = None,
     crash: dict[str, Any] | None = None,
     fallback_file: str | None = None,
+    parity: dict[str, Any] | None = None,
 ) -> tuple[list[Finding], dict[str, Any]]:
     """Findings (raw: selection, baseline and gate come later) and the run summary."""
     m = merge(records)
@@ -717,6 +751,8 @@ def analyze(
                                                c.get("exit", {}).get("status") not in (None, "ok") for c in children))
     _device_unused(ctx, m, children, ended_early)
     _outcome(ctx, m, children, timeout, crash)
+    if parity is not None:
+        parity = _parity(ctx, parity)
     device = sum(o.count for o in m.ops.values() if o.kind == "device")
     fallback = sum(o.count for o in m.ops.values() if o.kind == "fallback")
     host_syncs = {o.name: o.count for o in m.ops.values() if o.kind == HOST_SYNC}
@@ -744,7 +780,10 @@ def analyze(
         "wall_s": max((float(c.get("wall_s", 0.0)) for c in children), default=0.0),
         "exit": [{"rank": c.get("rank"), **c.get("exit", {})} for c in children],
         "problems": list(records.problems),
+        "values": check_parity.summarize(records, ctx.relative),
     }
+    if parity is not None:
+        summary["parity"] = parity
     if not records.emu:
         summary["problems"].append(
             "no emulator record was written (the program was killed before it could exit, or never "

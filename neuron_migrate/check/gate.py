@@ -26,6 +26,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "graph-break": ("NM904",),
     "placement": ("NM907", "NM908", "NM910", "NM911", "NM914"),
     "dtype": ("NM909",),
+    "parity": ("NM915",),
     "exception": ("NM912", "NM913"),
 }
 

@@ -122,8 +122,10 @@ def run_check(
     extra_outputs: list[tuple[str, Path]],
     quiet: bool,
     our_options: frozenset[str] = frozenset(),
+    parity: tuple[float, float, tuple[str, ...]] | None = None,
 ) -> int:
     from neuron_migrate.check import gate as check_gate
+    from neuron_migrate.check import parity as check_parity
     from neuron_migrate.check.records import load_dir
     from neuron_migrate.check.report import build_report
     from neuron_migrate.check.runner import Program, run_program
@@ -158,6 +160,13 @@ def run_check(
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
         raise NeuronMigrateError(f"--timeout must be a finite, positive number of seconds (got {timeout:g})")
     check_destinations([output, *(dest for _, dest in extra_outputs)])
+    if parity is not None and program is None:
+        raise NeuronMigrateError("--parity runs the program twice: give a script or -m MODULE, not --from-records")
+    if parity is not None and program is not None and program.mode == "pytest":
+        raise NeuronMigrateError("--parity compares one program's values: it cannot run --pytest")
+    if parity is not None and not all(math.isfinite(t) and t >= 0 for t in parity[:2]):
+        raise NeuronMigrateError("--parity-rtol and --parity-atol must be finite and not negative")
+    exclusions = tuple(check_parity.Exclusion.parse(e) for e in parity[2]) if parity is not None else ()
 
     spec = check_gate.parse_fail_on(fail_on)
     script = Path(program.target) if program is not None and program.mode == "path" else None
@@ -172,11 +181,22 @@ def run_check(
         records, duration, timeout_info, crash, described = load_dir(from_records), 0.0, None, None, str(from_records)
     else:
         result = run_program(program, launcher=launcher, nproc_per_node=nproc_per_node, timeout=timeout,
-                             records_dir=keep_records, stdout=sys.stderr)
+                             records_dir=keep_records, stdout=sys.stderr,
+                             env=check_parity.device_env() if parity is not None else None)
         records, duration = result.records, result.duration_s
         timeout_info, crash, described = result.timeout, result.crash, program.describe()
+    compared = None
+    if parity is not None and program is not None:
+        if not quiet:
+            note("parity: running the CPU reference")
+        reference = run_program(program, launcher=launcher, nproc_per_node=nproc_per_node, timeout=timeout,
+                                records_dir=keep_records / "reference" if keep_records else None,
+                                stdout=sys.stderr, env=check_parity.reference_env())
+        duration += reference.duration_s
+        compared = check_parity.compare(records, reference.records, rtol=parity[0], atol=parity[1],
+                                        exclude=exclusions)
     report = build_report(records, settings, pack, root=project, program=described, duration_s=duration,
-                          timeout=timeout_info, crash=crash)
+                          timeout=timeout_info, crash=crash, parity=compared)
     if settings.write_baseline is not None:
         text = baseline.dumps(baseline.from_findings(report.findings), report.tool_version)
         write_atomic(settings.write_baseline, text)
@@ -231,6 +251,12 @@ def register(app: typer.Typer) -> None:
                                                    help="Record every current finding in FILE (then exit 0)."),
         config: Path | None = typer.Option(None, "--config", dir_okay=False, help="Use this config file."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Findings only: no summary or notes."),
+        parity: bool = typer.Option(False, "--parity",
+                                    help="Also run a CPU reference and compare the values read back (NM915)."),
+        parity_rtol: float = typer.Option(1e-3, "--parity-rtol", help="Relative tolerance of --parity."),
+        parity_atol: float = typer.Option(1e-5, "--parity-atol", help="Absolute tolerance of --parity."),
+        parity_exclude: list[str] | None = typer.Option(None, "--parity-exclude", metavar="FILE:LINE",
+                                                        help="A line whose values --parity does not compare."),
     ) -> None:
         """Run a program on the emulated neuron device; exit 0 (pass), 1 (gate failed) or 2 (error)."""
         overrides: dict[str, Any] = {
@@ -256,6 +282,7 @@ def register(app: typer.Typer) -> None:
             nproc_per_node=nproc_per_node, timeout=timeout, from_records=from_records,
             keep_records=keep_records, root=root, fail_on=fail_on, overrides=overrides,
             config_file=config, output=output, extra_outputs=extra, quiet=quiet,
+            parity=(parity_rtol, parity_atol, tuple(parity_exclude or ())) if parity else None,
             our_options=frozenset(o for p in ctx.command.params for o in (*p.opts, *p.secondary_opts)
                                   if o.startswith("-")),
         ))

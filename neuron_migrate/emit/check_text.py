@@ -16,6 +16,7 @@ SECTIONS = {
     "graph-break": "torch.compile graph breaks",
     "placement": "Placement",
     "dtype": "64-bit work narrowed on the device",
+    "parity": "Parity with the CPU reference",
     "exception": "The program",
 }
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -89,6 +90,18 @@ def summary_lines(report: Report) -> list[str]:
     int64 = {k: v for k, v in s.get("narrowed_64bit", {}).items() if k.endswith("int64")}
     if int64:
         lines.append(f"int64 narrowed to int32 (indices, labels): {sum(int64.values())} op calls")
+    parity = s.get("parity")
+    if parity:
+        first = parity.get("first_divergence")
+        where = (f"; they part at {first['site']['file']}:{first['site']['line']}" if first else "; no divergence")
+        lines.append(f"Parity: {parity.get('compared', 0)} values in {parity.get('reads', 0)} reads compared with the "
+                     f"CPU reference, max relative difference {parity.get('max_rel_diff', 0):.3g}"
+                     if isinstance(parity.get("max_rel_diff"), float) else
+                     f"Parity: {parity.get('compared', 0)} values compared, max relative difference "
+                     f"{parity.get('max_rel_diff')}")
+        lines[-1] += where
+        if parity.get("note"):
+            lines.append(f"Parity: {parity['note']}")
     lines += [f"Note: {p}" for p in s.get("problems", [])]
     return lines
 

@@ -28,8 +28,8 @@ backend's in `$NEURON_MIGRATE_RECORD_DIR`:
       "copies": [{"site": Site, "count": int, "bytes": int, "repeated": int, "contexts": int}],
                                                 # host->device copies; repeated: of content this
                                                 # line copied in an earlier pass of its context
-      "values": null | {"kept": [[file, line, kind, [number|str]]], "dropped": int},
-                                                # the values read, in order (check --parity)
+      "values": {"kept": [[file, line, kind, [number|str]]], "dropped": int},
+                                                # the values read, in order (check.parity)
       "device_use": {"module_calls": {"neuron": int, "cpu": int},  # module calls from user lines
                      "first_cpu_call": null | Site + {"module": str},
                      "library_devices": {"accelerate": str}}   # the device a library chose
@@ -61,7 +61,7 @@ from neuron_migrate.check import notebook
 from neuron_migrate.check.probe import frames, observe, reads
 
 FORMAT = "neuron-migrate-check-child"
-PARITY_ENV = "NEURON_MIGRATE_PARITY"  # "1": keep the values read back to the host (check --parity)
+REFERENCE_ENV = "NEURON_MIGRATE_PARITY_REFERENCE"  # "1": the CPU reference run of check --parity
 VERSION = 1
 EXIT_START_ERROR = 3  # the runner reads `start_error`; the code only keeps shells informed
 MODES = ("path", "module", "pytest")
@@ -88,7 +88,7 @@ class _State:
                            "library_devices": {}},
         }
         self.observed = observe.Observations()
-        self.reads = reads.Reads(keep_values=os.environ.get(PARITY_ENV) == "1")
+        self.reads = reads.Reads(keep_values=True)
         self.tracker: Any = None  # passes.PassTracker while a script or module runs
         self.started = 0.0
         self.directory = os.environ.get("NEURON_MIGRATE_RECORD_DIR")
@@ -181,6 +181,24 @@ def _activate() -> None:
 
     if not neuron_emu.is_active():
         neuron_emu.activate()
+    if os.environ.get(REFERENCE_ENV) == "1":
+        _reference_autocast()
+
+
+def _reference_autocast() -> None:
+    """The CPU reference computes in the dtypes the program gives: `torch.autocast('neuron')` (the
+    device's bfloat16 numerics) is turned off; every other device's autocast is left alone."""
+    import torch
+
+    init = torch.amp.autocast_mode.autocast.__init__
+
+    def no_device_autocast(self: Any, device_type: str, *args: Any, **kwargs: Any) -> None:
+        if device_type == "neuron":
+            kwargs["enabled"] = False
+            args = args[:1]  # dtype stays (torch checks it), enabled is the keyword
+        init(self, device_type, *args, **kwargs)
+
+    torch.amp.autocast_mode.autocast.__init__ = no_device_autocast  # type: ignore[method-assign]
 
 
 def _pytest_args(args: list[str]) -> list[str]:

@@ -3,7 +3,7 @@
 - Host reads: `Tensor.item()`, `.tolist()`, `float(t)` / `int(t)`, and `.cpu()` of a one-element
   tensor, as the program calls them (wrapped on `torch.Tensor` in the checked process only). Each
   user line that read a device value is counted (NM902 per line, not lumped at the first read);
-  under `check --parity` the values themselves are kept in order (check.parity compares them).
+  the values themselves are kept in order (check.parity compares and summarizes them).
 - Copies: the backend's `host_to_device` is wrapped so that each copy is also counted per calling
   context of its user line (check.probe.passes): the same content copied again in a later pass of
   the same context is a constant uploaded every step (NM908); two objects each copying their own
@@ -39,12 +39,13 @@ class Reads:
         if site is None:
             return
         key = (site["file"], site["line"])
-        if device:
-            entry = self.sites.get(key)
-            if entry is None:
-                entry = self.sites[key] = {"site": site, "count": 0, "kinds": {}}
-            entry["count"] += 1
-            entry["kinds"][kind] = entry["kinds"].get(kind, 0) + 1
+        if not device:  # a host tensor's value (printing a copied-back tensor reads it again)
+            return
+        entry = self.sites.get(key)
+        if entry is None:
+            entry = self.sites[key] = {"site": site, "count": 0, "kinds": {}}
+        entry["count"] += 1
+        entry["kinds"][kind] = entry["kinds"].get(kind, 0) + 1
         if not self.keep_values:
             return
         numbers = _numbers(value)
@@ -78,7 +79,7 @@ class Reads:
         return {
             "host_reads": [dict(v) for v in self.sites.values()],
             "copies": [{**v, "contexts": len(v["contexts"])} for v in self.copies.values()],
-            "values": {"kept": self.values, "dropped": self.dropped} if self.keep_values else None,
+            "values": {"kept": self.values, "dropped": self.dropped},
         }
 
 
@@ -117,13 +118,18 @@ def install(reads: Reads) -> None:
     import torch
 
     neuron = torch.device("neuron").type
+    depth = [0]  # the backend's `.item()` reads its CPU copy with `.item()` again: count the outer call
 
     def wrap(name: str, kind: str, scalar_only: bool = False) -> None:
         method = getattr(torch.Tensor, name)
 
         def wrapper(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-            out = method(self, *args, **kwargs)
-            if ACTIVE is not None and not torch.compiler.is_compiling():
+            depth[0] += 1
+            try:
+                out = method(self, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+            if ACTIVE is not None and depth[0] == 0 and not torch.compiler.is_compiling():
                 if not scalar_only:
                     ACTIVE.read(kind, out, self.device.type == neuron)
                 elif self.device.type == neuron and isinstance(out, torch.Tensor) and out.numel() == 1:
