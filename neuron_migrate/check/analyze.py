@@ -306,12 +306,14 @@ def _one_time_slots(cs: CompileSite) -> set[int]:
     smaller last batch compiles after passes that compiled nothing), though the next epoch
     compiles nothing new."""
     by_slot: dict[int, list[tuple[int, Any]]] = {}
+    shapes: dict[int, list[tuple[int, list[int]]]] = {}
     for key, (n, slot) in cs.passes.items():
         by_slot.setdefault(slot, []).append((n, cs.repeats.get(key)))
+        shapes.setdefault(slot, []).append((n, _dims(cs.signatures[key])))
     once = set()
     for slot, stamps in by_slot.items():
         repeats = [r for _, r in stamps]
-        if len(stamps) < 2 or any(r is None or r.call == 0 for r in repeats):
+        if len(stamps) < 2 or any(r is None or r.call == 0 for r in repeats) or _grows(shapes[slot]):
             continue
         runs = {r.run for r in repeats}
         if len(runs) == 1 and repeats[0].last_run > repeats[0].run:
@@ -323,10 +325,37 @@ def _one_time_slots(cs: CompileSite) -> set[int]:
         per_call: dict[int, set[int]] = {}
         for n, r in stamps:
             per_call.setdefault(r.call, set()).add(n - r.call_first)
-        leading = all(offsets == set(range(len(offsets))) for offsets in per_call.values())
-        if repeats[0].line_last_call <= last_call or leading:
+        # state made once: one call compiled it all, and no later call ran the line
+        init = len(per_call) == 1 and repeats[0].line_last_call <= last_call
+        # a loop inside the call: each call's compiles are its first iterations, and some call
+        # compiled in several (one new shape per call is a shape changing between calls)
+        loop = (all(offsets == set(range(len(offsets))) for offsets in per_call.values())
+                and any(len(offsets) > 1 for offsets in per_call.values()))
+        if init or loop:
             once.add(slot)
     return once
+
+
+def _dims(inputs: Any) -> list[int]:
+    out: list[int] = []
+    for t in inputs:
+        if t is None:
+            continue
+        if len(t) == 2 and isinstance(t[1], str):
+            out.extend(int(d) for d in t[0])
+        else:
+            out.extend(_dims(t))
+    return out
+
+
+def _grows(stamps: list[tuple[int, list[int]]]) -> bool:
+    """A dimension that grows by one in each of three passes in a row: a sequence or cache
+    extended every step (a generate loop), whatever the call structure: recompiles."""
+    ordered = [d for _, d in sorted(stamps, key=lambda s: s[0])]
+    for a, b, c in zip(ordered, ordered[1:], ordered[2:], strict=False):
+        if len(a) == len(b) == len(c) and any(y - x == 1 and z - y == 1 for x, y, z in zip(a, b, c, strict=True)):
+            return True
+    return False
 
 
 def _by_shapes(sites: list[CompileSite]) -> _SiteCompiles:
