@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,3 +80,35 @@ def make_finding(mini_pack: RulePack) -> Callable[..., Finding]:
                        symbol=symbol, **kw)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def source_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the repository as a fresh clone has it (tracked files, and untracked files git does
+    not ignore), for tests that install or clone the project without touching the checkout."""
+    import shutil
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[1]
+    dest = tmp_path_factory.mktemp("source") / "neuron-migrate"
+    listed = subprocess.run(["git", "-C", str(repo), "ls-files", "-co", "--exclude-standard", "-z"],
+                            check=True, capture_output=True, text=True).stdout
+    for rel in filter(None, listed.split("\0")):
+        if (repo / rel).is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(repo / rel, dest / rel)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def source_repo(source_tree: Path) -> tuple[Path, str]:
+    """`source_tree` committed as a git repository (a stand-in for the project's URL) and its head."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "snapshot"]):
+        subprocess.run(["git", *args], cwd=source_tree, env=env, check=True, capture_output=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=source_tree, check=True, capture_output=True, text=True)
+    return source_tree, head.stdout.strip()

@@ -1,44 +1,47 @@
-"""A fresh environment without torch installs the package and runs every command that reads code
-as text; `check` there is a usage error that says how to get torch. (The package must not pull a
-multi-GB torch build into a pre-commit hook or a CI job that only scans.)"""
+"""A fresh environment without torch installs the package (with the documented GitHub Actions
+install step) and runs every command that reads code as text; `check` there is a usage error that
+says how to get torch. (The package must not pull a multi-GB torch build into a pre-commit hook or
+a CI job that only scans.)"""
 
 from __future__ import annotations
 
 import os
-import shutil
+import shlex
 import subprocess
 import venv
 from pathlib import Path
 
 import pytest
+import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+WORKFLOW = Path(__file__).resolve().parents[1] / "docs" / "examples" / "neuron-migrate.yml"
+
 SAMPLE = "sample_projects/gpt_train"
 
 pytestmark = pytest.mark.slow
 
 
-def _copy_sources(dest: Path) -> None:
-    """The files a fresh clone has (tracked, and untracked files git does not ignore)."""
-    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard", "-z"],
-                            check=True, capture_output=True, text=True).stdout
-    for rel in filter(None, listed.split("\0")):
-        source = REPO / rel
-        if source.is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest / rel)
+def _documented_install() -> str:
+    """The install step of the documented GitHub Actions workflow, verbatim."""
+    steps = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))["jobs"]["scan"]["steps"]
+    (step,) = [s for s in steps if s.get("name") == "Install neuron-migrate"]
+    return str(step["run"])
 
 
 @pytest.fixture(scope="module")
-def torchless(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(the venv's bin directory, a copy of the repository), installed with `pip install .`."""
-    base = tmp_path_factory.mktemp("install")
-    source, env = base / "src", base / "venv"
-    _copy_sources(source)
+def torchless(tmp_path_factory: pytest.TempPathFactory, source_repo: tuple[Path, str]) -> tuple[Path, Path]:
+    """(the venv's bin directory, the repository), installed by the workflow's own install step with
+    a local clone as REPOSITORY_URL and its head as COMMIT_SHA."""
+    (source, sha), env = source_repo, tmp_path_factory.mktemp("install") / "venv"
     venv.create(env, with_pip=True)
     bin_dir = env / ("Scripts" if os.name == "nt" else "bin")
-    proc = subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q", str(source)],
-                          capture_output=True, text=True, timeout=900)
+    # file://localhost: pip 23 rejects an empty host in a direct URL (file:///...).
+    url = "file://localhost" + source.as_posix()
+    line = _documented_install().replace("REPOSITORY_URL", url).replace("COMMIT_SHA", sha)
+    argv = shlex.split(line)
+    assert argv[:4] == ["python", "-m", "pip", "install"]
+    proc = subprocess.run([str(bin_dir / "python"), *argv[1:4], "-q", *argv[4:]],
+                          capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return bin_dir, source
 

@@ -425,10 +425,24 @@ def _varied(details: Mapping[str, Any]) -> dict[str, list[Any]]:
     return {k: sorted(v, key=str) if not all(isinstance(x, int) for x in v) else sorted(v) for k, v in out.items()}
 
 
+def _advice(details: Mapping[str, Any]) -> list[str]:
+    """Per varying dimension, the padding/bucketing option with the fewest compiles (then the least
+    padding), as check worded it."""
+    out = []
+    for dim in details.get("varied_dimensions", ()):
+        options = [o for o in dim.get("options", ()) if isinstance(o, Mapping) and o.get("advice")]
+        if options:
+            best = min(options, key=lambda o: (_int(o.get("compiles"), 0), float(o.get("padding") or 0)))
+            if str(best["advice"]) not in out:  # ranks and ops often give the same advice
+                out.append(str(best["advice"]))
+    return out
+
+
 def recompile_sites(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Call site -> {"location", "symbol" (the source line), "signatures" (distinct input signatures
-    compiled there), "compiles", "varying" (dimension -> observed values)} from check's NM903
-    findings. Keyed by the finding's fingerprint, so a site keeps its key when lines move."""
+    compiled there), "compiles", "varying" (dimension -> observed values), "advice" (how to pad or
+    bucket)} from check's NM903 findings. Keyed by the finding's fingerprint, so a site keeps its
+    key when lines move."""
     sites: dict[str, dict[str, Any]] = {}
     for f in check_findings(record):
         if f.code != RECOMPILE_CODE:
@@ -440,6 +454,7 @@ def recompile_sites(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             "signatures": _int(details.get("distinct_signatures", details.get("signatures"))),
             "compiles": _int(details.get("compiles"), 0),
             "varying": _varied(details),
+            "advice": _advice(details),
         }
     return dict(sorted(sites.items(), key=lambda kv: kv[1]["location"]))
 

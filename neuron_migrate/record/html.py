@@ -1,15 +1,18 @@
-"""A migration record as one self-contained HTML page: inline CSS, no script, no external asset or
-link target other than in-page anchors; every piece of text from the record is escaped."""
+"""A migration record as one self-contained HTML page for a reader who will not run the tool: inline
+CSS and SVG charts (charts.py), no script, no external asset or link target other than in-page
+anchors; every piece of text from the record is escaped, and `code` in rule messages is set as code.
+Diffs are coloured by line kind."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from neuron_migrate.record import views
-from neuron_migrate.record.build import by_code, by_file, remaining_findings, runtime_by_code
+from neuron_migrate.record import charts, views
+from neuron_migrate.record.build import by_code, by_file, check_extras, remaining_findings, runtime_by_code
 
 if TYPE_CHECKING:
     from neuron_migrate.ruleset.model import RulePack
@@ -31,11 +34,33 @@ pre{background:#fff;border:1px solid #d5d9e0;padding:8px;overflow-x:auto;white-s
 .meta td:first-child{width:180px;color:#5a6272}
 .sev-error{color:#b42318}.sev-warning{color:#b54708}.sev-info{color:#175cd3}
 details{margin:4px 0}summary{cursor:pointer}
+.chart{display:block;max-width:100%;height:auto;margin:8px 0 14px;background:#fff}
+pre.diff span{display:block}.diff .add{background:#e6f4ea;color:#0b5d1e}.diff .del{background:#fdecea;color:#8a1c12}
+.diff .hunk{color:#175cd3;background:#eef4ff}.diff .head{color:#5a6272;font-weight:600}
 """
 
 
 def _e(value: Any) -> str:
     return escape(str(value), quote=True)
+
+
+_TICKED = re.compile(r"`([^`]+)`")
+
+
+def _inline(text: Any) -> str:
+    """Escaped text with Markdown code spans (`x`) set as <code> (rule messages use them)."""
+    return _TICKED.sub(lambda m: f"<code>{m.group(1)}</code>", _e(text))
+
+
+def _diff(text: str) -> str:
+    """A unified diff with each line classed by kind (added, removed, hunk, file header)."""
+    lines = []
+    for line in text.splitlines():
+        kind = ("head" if line.startswith(("+++", "---")) else "add" if line.startswith("+")
+                else "del" if line.startswith("-") else "hunk" if line.startswith("@@") else "")
+        klass = f' class="{kind}"' if kind else ""
+        lines.append(f"<span{klass}>{_e(line) or ' '}</span>")
+    return f'<pre class="diff">{"".join(lines)}</pre>'
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[int] = (),
@@ -86,7 +111,7 @@ def _left_for_person(record: Mapping[str, Any]) -> str:
         rows = [(f.location(), f.source_line.strip()) for f in items]
         parts.append(
             f'<details><summary><b>{_e(code)}</b> <span class="sev-{_e(first.severity.value)}">'
-            f"{_e(first.severity.value)}</span> ({len(items)}): {_e(first.message)}</summary>"
+            f"{_e(first.severity.value)}</span> ({len(items)}): {_inline(first.message)}</summary>"
             f"{_table(['Where', 'Code'], rows)}</details>"
         )
     return "".join(parts)
@@ -98,7 +123,7 @@ def _diffs(record: Mapping[str, Any]) -> str:
         label = f"{outcome['path']}: {outcome['status']}"
         if outcome.get("reason"):
             label += f" ({outcome['reason']})"
-        body = f"<pre>{_e(outcome['diff'])}</pre>" if outcome.get("diff") else ""
+        body = _diff(outcome["diff"]) if outcome.get("diff") else ""
         parts.append(f"<details><summary>{_e(label)}</summary>{body}</details>")
     return "".join(parts) or "<p>No file needed a change.</p>"
 
@@ -112,24 +137,33 @@ def _check(record: Mapping[str, Any]) -> str:
             f"{_e(format(check['duration_s'], '.1f'))} s.</p>")]
     if check.get("error"):
         return "".join(out) + f"<p>check produced no report:</p><pre>{_e(check['error'])}</pre>"
+    ops = check_extras(record).get("check", {}).get("ops", {})
+    if isinstance(ops, Mapping) and {"device", "cpu_fallback"} <= ops.keys():
+        out.append("<h3>Where the ops ran</h3>")
+        out.append(charts.device_share(int(ops["device"]), int(ops["cpu_fallback"])))
     fallbacks = views.fallback_rows(record)
     out.append("<h3>CPU fallback ops</h3>")
     out.append(_table(["Op", "Calls", "Where"], fallbacks, numeric=(1,)) if fallbacks else "<p>None.</p>")
     recompiles = views.recompile_rows(record)
     out.append("<h3>Recompile hotspots</h3>")
-    out.append(_table(["Call site", "Code", "Signatures", "What varied"], recompiles, numeric=(2,))
-               if recompiles else "<p>None.</p>")
+    if recompiles:
+        out.append(charts.recompiles_by_site([(r[0], int(r[2])) for r in recompiles]))
+        out.append(_table(["Call site", "Code", "Signatures", "What varied", "Advice"], recompiles, numeric=(2,)))
+    else:
+        out.append("<p>None.</p>")
     runtime = runtime_by_code(record)
     out.append("<h3>Runtime findings by code</h3>")
     out.append(_table(["Code", "Severity", "Count"], runtime, numeric=(2,)) if runtime else "<p>None.</p>")
     summary = views.run_summary_rows(record)
     if summary:
-        out.append("<h3>Run summary</h3>" + _table(["Key", "Value"], summary))
+        out.append("<h3>Run summary</h3>" + _table(["Measure", "Value"], summary, cls="meta"))
     return "".join(out)
 
 
 def render(record: Mapping[str, Any], pack: RulePack | None = None) -> str:
-    codes = [(r.code, r.title, r.severity, r.fix_class, r.found, r.fixed, r.remaining) for r in by_code(record, pack)]
+    rows = by_code(record, pack)
+    codes = [(r.code, r.title, r.severity, r.fix_class, r.found, r.fixed, r.remaining,
+              views.balance(r.found, r.fixed, r.remaining)) for r in rows]
     files = [(f.path, f.found, f.fixed, f.remaining, f.status or "not touched") for f in by_file(record)]
     body = [
         f"<h1>{_e(views.title(record))}</h1>",
@@ -138,7 +172,8 @@ def render(record: Mapping[str, Any], pack: RulePack | None = None) -> str:
         "<h2>Headline</h2>",
         _table(["Measure", "Value"], views.headline_rows(record), cls="meta"),
         "<h2>By code</h2>",
-        _table(["Code", "Rule", "Severity", "Fix", "Found", "Fixed", "Left"], codes, numeric=(4, 5, 6))
+        charts.findings_by_code([(r.code, r.found, r.fixed, r.remaining) for r in rows]) if rows else "",
+        _table(["Code", "Rule", "Severity", "Fix", "Found", "Fixed", "Left", "Note"], codes, numeric=(4, 5, 6))
         if codes else "<p>No CUDA-specific code found.</p>",
         "<h2>By file</h2>",
         _table(["File", "Found", "Fixed", "Left", "Rewrite"], files, numeric=(1, 2, 3))

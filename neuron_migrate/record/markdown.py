@@ -41,9 +41,10 @@ def render(record: Mapping[str, Any], pack: RulePack | None = None) -> str:
     out += table(["Measure", "Value"], views.headline_rows(record))
 
     out += ["## By code", ""]
-    rows = [(r.code, r.title, r.severity, r.fix_class, r.found, r.fixed, r.remaining) for r in by_code(record, pack)]
-    out += table(["Code", "Rule", "Severity", "Fix", "Found", "Fixed", "Left"], rows, numeric=(4, 5, 6)) if rows \
-        else ["No CUDA-specific code found.", ""]
+    rows = [(r.code, r.title, r.severity, r.fix_class, r.found, r.fixed, r.remaining,
+             views.balance(r.found, r.fixed, r.remaining)) for r in by_code(record, pack)]
+    out += table(["Code", "Rule", "Severity", "Fix", "Found", "Fixed", "Left", "Note"], rows, numeric=(4, 5, 6)) \
+        if rows else ["No CUDA-specific code found.", ""]
 
     out += ["## By file", ""]
     files = [(f.path, f.found, f.fixed, f.remaining, f.status or "not touched") for f in by_file(record)]
@@ -89,12 +90,12 @@ def _check_section(record: Mapping[str, Any]) -> list[str]:
     out += table(["Op", "Calls", "Where"], fallbacks, numeric=(1,)) if fallbacks else ["None.", ""]
     recompiles = views.recompile_rows(record)
     out += ["### Recompile hotspots", ""]
-    out += table(["Call site", "Code", "Signatures", "What varied"], recompiles, numeric=(2,)) if recompiles \
-        else ["None.", ""]
+    out += table(["Call site", "Code", "Signatures", "What varied", "Advice"], recompiles, numeric=(2,)) \
+        if recompiles else ["None.", ""]
     runtime = runtime_by_code(record)
     out += ["### Runtime findings by code", ""]
     out += table(["Code", "Severity", "Count"], runtime, numeric=(2,)) if runtime else ["None.", ""]
     summary = views.run_summary_rows(record)
     if summary:
-        out += ["### Run summary", ""] + table(["Key", "Value"], summary)
+        out += ["### Run summary", ""] + table(["Measure", "Value"], summary)
     return out

@@ -76,14 +76,70 @@ def _varying(value: Any) -> str:
     return str(value)
 
 
-def recompile_rows(record: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
-    rows = [(s["location"], s["symbol"], str(s["signatures"]), _varying(s["varying"]))
+def recompile_rows(record: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """(location, source line, signatures, what varied, padding advice), most signatures first."""
+    rows = [(s["location"], s["symbol"], str(s["signatures"]), _varying(s["varying"]), "; ".join(s.get("advice", ())))
             for s in recompile_sites(record).values()]  # symbol: the call site's source line
     return sorted(rows, key=lambda r: (-int(r[2]), r[0]))
 
 
+def balance(found: int, fixed: int, left: int) -> str:
+    """Why found != fixed + left for a code, in words ("" when they add up): the rescan of the
+    rewritten code sees findings the rewrite introduced, or misses ones it removed without a fix."""
+    delta = left - (found - fixed)
+    if delta > 0:
+        return f"{delta} new after the rewrite"
+    if delta < 0:
+        return f"{-delta} gone with other edits"
+    return ""
+
+
+# Readable names for check's run-summary keys (`report.extras.check`); others are shown humanised.
+_SUMMARY_LABELS = {
+    "program": "Program",
+    "processes": "Processes",
+    "ops.device": "Op calls on the device",
+    "ops.cpu_fallback": "Op calls that fell back to the CPU",
+    "ops.device_share": "Share of op calls on the device",
+    "ops.host_syncs": "Host synchronisations (device values read on the host)",
+    "compiles.eager": "Eager graphs compiled",
+    "compiles.eager_recompiles": "Eager recompiles",
+    "compiles.dynamo_graphs": "torch.compile graphs",
+    "compiles.dynamo_graph_breaks": "torch.compile graph breaks",
+    "compiles.dynamo_recompiles": "torch.compile recompiles",
+    "compiles.dynamo_recompile_limit": "torch.compile recompile limit hits",
+    "wall_s": "Wall time (s)",
+}
+_SUMMARY_GROUPS = {
+    "ops.host_compute": "Computed on the host",
+    "ops.host_sync_ops": "Host synchronisations by op",
+    "narrowed_64bit": "64-bit work narrowed",
+}
+
+
+def _summary_label(key: str) -> str:
+    if key in _SUMMARY_LABELS:
+        return _SUMMARY_LABELS[key]
+    for group, label in _SUMMARY_GROUPS.items():
+        if key.startswith(group + "."):
+            return f"{label}: {key[len(group) + 1:]}"
+    words = key.replace(".", " ").replace("_", " ").strip()
+    return words[:1].upper() + words[1:]
+
+
+def _summary_value(key: str, value: Any) -> str:
+    if value is None:
+        return ""
+    if key.endswith("_share") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:.1%}"
+    if isinstance(value, bool):
+        return yes_no(value)
+    return str(value)
+
+
 def run_summary_rows(record: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Scalar facts of check's report extras (ops on device vs CPU, compiles, wall time...)."""
+    """Scalar facts of check's report extras (ops on device vs CPU, compiles, wall time...), with
+    readable labels and values (shares as percentages)."""
     rows: list[tuple[str, str]] = []
 
     def walk(prefix: str, value: Any) -> None:
@@ -91,7 +147,8 @@ def run_summary_rows(record: Mapping[str, Any]) -> list[tuple[str, str]]:
             for k, v in value.items():
                 walk(f"{prefix}.{k}" if prefix else str(k), v)
         elif isinstance(value, (str, int, float, bool)) or value is None:
-            rows.append((prefix, "" if value is None else str(value)))
+            key = prefix.removeprefix("check.")
+            rows.append((_summary_label(key), _summary_value(key, value)))
 
     for key, value in check_extras(record).items():
         if isinstance(value, (Mapping, str, int, float, bool)):

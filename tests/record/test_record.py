@@ -78,16 +78,24 @@ class FakeCheck:
 
     def __call__(self, root: Path, spec: RunSpec, workdir: Path) -> CheckOutcome:
         self.calls.append((root, spec, (root / spec.script).read_text(encoding="utf-8")))
-        report = Report("check", str(root), tuple(self.findings), extras={"ops": {"device": 90, "cpu": 10}})
+        report = Report("check", str(root), tuple(self.findings), extras=CHECK_EXTRAS)
         return CheckOutcome(("neuron-migrate", "check", spec.script), 0, 1.25, report.to_dict(), None)
 
+
+# The shape of check's report extras (`extras.check`), as a real run writes it.
+CHECK_EXTRAS = {"check": {"program": "train.py", "ops": {"device": 90, "cpu_fallback": 10, "device_share": 0.9},
+                          "compiles": {"eager": 12, "eager_recompiles": 8}, "wall_s": 1.5}}
+PAD = {"strategy": "pad", "buckets": [40], "compiles": 1, "padding": 0.3, "advice": "pad to 40: 1 compile instead of 4"}
+BUCKET = {"strategy": "fitted", "buckets": [16, 32, 40], "compiles": 3, "padding": 0.05,
+          "advice": "pad up to one of 16, 32, 40: 3 compiles instead of 4"}
 
 FALLBACKS = [
     _runtime("NM901", "aten::argmax", 4, {"count": 12}),
     _runtime("NM901", "aten::max_pool2d_with_indices", 4, {"count": 3}),
     _runtime("NM903", "y = model(x)", 4, {"distinct_signatures": 4, "compiles": 12, "ops": [
         {"op": "aten::addmm", "varied": {"input 1 dim 0": [32, 16, 40, 24]}},
-        {"op": "aten::gelu", "varied": {"input 0 dim 1": [16, 24]}}]}),
+        {"op": "aten::gelu", "varied": {"input 0 dim 1": [16, 24]}}],
+        "varied_dimensions": [{"values": [16, 24, 32, 40], "options": [BUCKET, PAD]}]}),
 ]
 
 
@@ -152,7 +160,8 @@ def test_check_runs_on_the_rewritten_copy(project: Path) -> None:
     }
     (site,) = recompile_sites(rec).values()
     assert site == {"location": "train.py:4:1", "symbol": "y = model(x)", "signatures": 4, "compiles": 12,
-                    "varying": {"input 1 dim 0": [16, 24, 32, 40], "input 0 dim 1": [16, 24]}}
+                    "varying": {"input 1 dim 0": [16, 24, 32, 40], "input 0 dim 1": [16, 24]},
+                    "advice": ["pad to 40: 1 compile instead of 4"]}  # the option with the fewest compiles
     h = rec["headline"]
     assert (h["check_completed"], h["fallback_ops"], h["recompile_hotspots"], h["runtime_findings"]) == (
         True, 2, 1, 3)
@@ -204,11 +213,15 @@ def test_markdown(project: Path) -> None:
     assert "| CUDA-specific sites found | 3 (2 errors) in 2 of 3 files |" in md
     assert "| Auto-fixable for target neuron | 2 of 3 (67%): 2 safe, 0 unsafe |" in md
     title = load_pack().rules["NM101"].title.replace("|", "\\|")
-    assert f"| NM101 | {title} | error | safe | 1 | 1 | 0 |" in md
+    assert f"| NM101 | {title} | error | safe | 1 | 1 | 0 |  |" in md
     assert "| train.py | 2 | 2 | 0 | changed |" in md and "| kernels.py | 1 | 0 | 1 | not touched |" in md
     assert "| aten::argmax | 12 | train.py:4:1 |" in md
-    assert "| train.py:4:1 | y = model(x) | 4 | input 1 dim 0: 16, 24, 32, 40; input 0 dim 1: 16, 24 |" in md
-    assert "| NM901 | warning | 2 |" in md and "| ops.cpu | 10 |" in md
+    assert ("| train.py:4:1 | y = model(x) | 4 | input 1 dim 0: 16, 24, 32, 40; input 0 dim 1: 16, 24 "
+            "| pad to 40: 1 compile instead of 4 |") in md
+    assert "| NM901 | warning | 2 |" in md
+    # Run-summary keys read as words, shares as percentages (not `ops.device_share 0.9`).
+    assert "| Op calls that fell back to the CPU | 10 |" in md and "| Share of op calls on the device | 90.0% |" in md
+    assert "ops.device_share" not in md and "cpu_fallback" not in md
     assert "- **NM707** (1):" in md
 
 
@@ -264,6 +277,50 @@ def test_html_is_well_formed_self_contained_and_escaped(project: Path) -> None:
     text = "".join(parser.text)
     assert evil in text  # the text survives escaping intact
     assert "CUDA-specific sites" in text and "aten::argmax" in text
+
+
+def _svgs(page: str) -> dict[str, Any]:
+    """Each inline chart, parsed as XML (so it is well-formed SVG), by its accessible label."""
+    import xml.etree.ElementTree as ET
+
+    charts = {}
+    for markup in re.findall(r"<svg .*?</svg>", page, re.S):
+        svg = ET.fromstring(markup)
+        assert svg.tag == "{http://www.w3.org/2000/svg}svg" and svg.get("role") == "img"
+        title = svg.find("{http://www.w3.org/2000/svg}title")
+        assert title is not None and title.text == svg.get("aria-label")
+        charts[svg.get("aria-label", "")] = svg
+    return charts
+
+
+def test_html_has_charts_readable_labels_code_and_coloured_diffs(project: Path) -> None:
+    rec = _record(project, check=FakeCheck(FALLBACKS))
+    page = render_html(rec, load_pack())
+    charts = _svgs(page)
+    ns = "{http://www.w3.org/2000/svg}"
+    ops = charts["Op calls: 90 on the device, 10 on the CPU"]
+    widths = [float(r.get("width", 0)) for r in ops.iter(f"{ns}rect")][:2]
+    assert widths[0] == pytest.approx(9 * widths[1], rel=0.02)  # 90 % device : 10 % CPU
+    by_code = charts["Findings by code: found, fixed by the rewrite, left"]
+    bars = [t.text for t in by_code.iter(f"{ns}title")][1:]
+    assert "NM101: 1" in bars and "NM707: 1" in bars  # a found, fixed and left bar per code
+    assert len([r for r in by_code.iter(f"{ns}rect") if r.find(f"{ns}title") is not None]) == 3 * len(
+        {f["code"] for f in rec["scan"]["findings"]})
+    recompiles = charts["Compiled signatures per call site"]
+    assert any(t.text == "4" for t in recompiles.iter(f"{ns}text"))
+    assert "pad to 40: 1 compile instead of 4" in page  # the padding advice, beside the chart
+    assert "Share of op calls on the device</td><td>90.0%" in page and "ops.device_share" not in page
+    assert '<span class="add">+' in page and '<span class="del">-' in page  # diff lines by kind
+    assert re.search(r"\(1\): [^<]*<code>flash_attn</code>", page)  # a message's `code` is code
+    assert "`flash_attn`" not in page
+
+
+def test_balance_says_why_found_is_not_fixed_plus_left() -> None:
+    from neuron_migrate.record.views import balance
+
+    assert balance(3, 1, 2) == ""
+    assert balance(3, 1, 4) == "2 new after the rewrite"
+    assert balance(3, 1, 0) == "2 gone with other edits"
 
 
 # --- diff -------------------------------------------------------------------------------------------
