@@ -56,6 +56,7 @@ from neuron_migrate.check import advice, notebook
 from neuron_migrate.check import parity as check_parity
 from neuron_migrate.check.records import (
     CompileSite,
+    Op,
     Merged,
     Records,
     merge,
@@ -209,15 +210,21 @@ def _host_reads(ctx: _Ctx, children: list[dict[str, Any]]) -> int | None:
     return scalar
 
 
-def _ops(ctx: _Ctx, m: Merged, allow: set[str], per_line: int | None = None) -> list[str]:
+def _ops(ctx: _Ctx, m: Merged, allow: set[str], per_line: int | None = None,
+         marked: dict[str, int] | None = None) -> list[str]:
+    """NM901/NM902 per op; `marked`: calls of an op in pytest tests whose `neuron_allow_ops`
+    marker allows it (only the calls of other tests are reported)."""
     allowed = []
+    marked = marked or {}
     for op in sorted(m.ops.values(), key=lambda o: o.name):
         host = op.kind == HOST_SYNC or is_host_work(op.name)
         if op.kind != "fallback" and not host:
             continue
-        if op.name in allow:
+        if op.name in allow or (op.name in marked and op.count <= marked[op.name]):
             allowed.append(op.name)
             continue
+        if op.name in marked:
+            op = Op(op.name, op.kind, op.count - marked[op.name], op.fwd, op.bwd, op.signatures, op.first_site, op.ranks)
         sigs = sorted(op.signatures.values(), key=lambda s: -s[1])
         details = {
             "op": op.name, "count": op.count, "phases": {"fwd": op.fwd, "bwd": op.bwd},
@@ -689,8 +696,12 @@ def _outcome(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], timeout: dict
                 ctx.add("NM912", site, f"{exc['type']}: {first}" if first else exc["type"], details)
         elif c.get("exit", {}).get("status") == "exit":
             code = c["exit"]["code"]
+            failed = list((c.get("pytest") or {}).get("failed") or [])
             symbol = f"pytest exit code {code}" if c.get("mode") == "pytest" else f"SystemExit({code})"
-            ctx.add("NM912", None, symbol, {"exit_code": code, "rank": rank})
+            if failed:
+                symbol += f": {len(failed)} failed test{'s' if len(failed) != 1 else ''}: " + ", ".join(failed[:5]) + (
+                    ", …" if len(failed) > 5 else "")
+            ctx.add("NM912", None, symbol, {"exit_code": code, "rank": rank, "failed_tests": failed})
     if not children:
         for rank, exc in m.exceptions:  # records written without the child (e.g. --from-records)
             site = exc.get("site")
@@ -770,7 +781,11 @@ def analyze(
     children = list(records.child)
     target_file = fallback_file or next((c.get("target_file") for c in children if c.get("target_file")), None)
     ctx = _Ctx(pack, root.resolve(), target_file)
-    allowed = _ops(ctx, m, set(allow_ops), _host_reads(ctx, children))
+    marked: dict[str, int] = {}
+    for c in children:
+        for op, n in ((c.get("pytest") or {}).get("allowed") or {}).items():
+            marked[op] = marked.get(op, 0) + int(n)
+    allowed = _ops(ctx, m, set(allow_ops), _host_reads(ctx, children), marked)
     recompiles = _recompiles(ctx, m)
     dyn = _dynamo(ctx, m)
     _placement(ctx, m, children)

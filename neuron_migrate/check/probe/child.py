@@ -30,6 +30,9 @@ backend's in `$NEURON_MIGRATE_RECORD_DIR`:
                                                 # line copied in an earlier pass of its context
       "values": {"kept": [[file, line, kind, [number|str]]], "dropped": int},
                                                 # the values read, in order (check.parity)
+      "pytest": {"allowed": {op: int}, "failed": [nodeid]},   # --pytest: fallback calls in tests
+                                                # whose neuron_allow_ops marker allowed the op;
+                                                # the tests that failed
       "device_use": {"module_calls": {"neuron": int, "cpu": int},  # module calls from user lines
                      "first_cpu_call": null | Site + {"module": str},
                      "library_devices": {"accelerate": str}}   # the device a library chose
@@ -110,6 +113,7 @@ class _State:
             from neuron_migrate.check.probe import passes
 
             self.data["compile_passes"] = passes.merge_stamps(pytest_plugin.COMPLETED_PASSES or [])
+            self.data["pytest"] = dict(pytest_plugin.CHECK_RUN or {})
         self.data["device_use"]["library_devices"] = _library_devices()
         path = Path(self.directory) / record_name("neuron-check")
         tmp = path.with_suffix(".tmp")
@@ -251,6 +255,7 @@ def _run(state: _State, mode: str, target: str, args: list[str]) -> int:
         from neuron_migrate.check import pytest_plugin
 
         pytest_plugin.COMPLETED_PASSES = []  # the plugin keeps each test's stamps for our record
+        pytest_plugin.CHECK_RUN = {"allowed": {}, "failed": []}
         return int(pytest.main(_pytest_args(args)))
     import neuron_emu
 
