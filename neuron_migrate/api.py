@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from os import PathLike
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -201,6 +201,15 @@ def rewrite(
 # --- check ----------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Parity:
+    """`check --parity`: tolerances, and the lines whose values are not compared."""
+
+    rtol: float = 1e-3
+    atol: float = 1e-5
+    exclude: tuple[Any, ...] = ()  # check.parity.Exclusion
+
+
 def notebook_lines(report: Report) -> dict[str, dict[int, list[int]]]:
     """For the report's notebook findings: notebook -> cell -> the .ipynb file line of each cell line
     (what SARIF needs to point into the file; see `EmitOptions.notebook_lines`)."""
@@ -291,11 +300,14 @@ def check(
     overrides: Mapping[str, Any] | None = None,
     config: PathArg | None = None,
     stdout: IO[Any] | None = None,
+    parity: Parity | None = None,
 ) -> Report:
     """Run a program on the emulated device (a script with `args`, a `module`, or `pytest` with
     `args`) and return the Report of NM9xx findings `neuron-migrate check` renders; or report
     the records of an earlier run (`from_records`). The program runs in a child process, in `cwd`
-    (default: this process's), with its output on `stdout` (default: inherited)."""
+    (default: this process's), with its output on `stdout` (default: inherited). With `parity` it
+    runs twice, with the device's numerics and as a CPU reference, and the values it read back are
+    compared (NM915)."""
     from neuron_migrate.check.records import load_dir
     from neuron_migrate.check.report import build_report
     from neuron_migrate.check.runner import run_program
@@ -312,8 +324,19 @@ def check(
     if program is None:
         assert from_records is not None
         return build_report(load_dir(Path(from_records)), settings, pack, root=project, program=str(from_records))
+    from neuron_migrate.check import parity as check_parity
+
+    records_dir = Path(keep_records) if keep_records is not None else None
     result = run_program(program, launcher=launcher, nproc_per_node=nproc_per_node, timeout=timeout,
-                         records_dir=Path(keep_records) if keep_records is not None else None, stdout=stdout,
-                         cwd=workdir)
+                         records_dir=records_dir, stdout=stdout, cwd=workdir,
+                         env=check_parity.device_env() if parity is not None else None)
+    duration, compared = result.duration_s, None
+    if parity is not None:
+        reference = run_program(program, launcher=launcher, nproc_per_node=nproc_per_node, timeout=timeout,
+                                records_dir=records_dir / "reference" if records_dir is not None else None,
+                                stdout=stdout, cwd=workdir, env=check_parity.reference_env())
+        duration += reference.duration_s
+        compared = check_parity.compare(result.records, reference.records, rtol=parity.rtol, atol=parity.atol,
+                                        exclude=parity.exclude)
     return build_report(result.records, settings, pack, root=project, program=program.describe(),
-                        duration_s=result.duration_s, timeout=result.timeout, crash=result.crash)
+                        duration_s=duration, timeout=result.timeout, crash=result.crash, parity=compared)

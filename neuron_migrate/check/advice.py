@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -212,3 +213,21 @@ def bucket_advice(values: list[int]) -> list[dict[str, Any]]:
                           f"{len(fitted)} compiles instead of {len(vals)}",
             })
     return options
+
+
+_GENERATE = re.compile(r"\.generate\s*\(")
+# attention's ops: a KV cache that grows makes their shapes change every step
+_ATTENTION = re.compile(r"^aten::(bmm|baddbmm|matmul|_softmax|softmax|_scaled_dot_product\w*|scaled_dot_product\w*)(\.|$)")
+
+
+def cache_advice(source: str, ops: list[dict[str, Any]]) -> str | None:
+    """Advice for recompiles driven by a library's generation loop at the user's line: HF
+    `generate()` grows its default (dynamic) KV cache by one token per step, so attention runs at
+    a new shape every step; a static cache keeps the decode step at one shape (what is left, the
+    output ids growing, is cheap bookkeeping)."""
+    if not _GENERATE.search(source):
+        return None
+    if not any(_ATTENTION.match(op["op"]) and op.get("varied") and op.get("recompiles") for op in ops):
+        return None
+    return ("generate() grows its KV cache one token per step, a new graph each: use a static cache, "
+            "generate(..., cache_implementation=\"static\") (one prefill and one decode graph)")

@@ -53,8 +53,10 @@ from pathlib import Path
 from typing import Any
 
 from neuron_migrate.check import advice, notebook
+from neuron_migrate.check import parity as check_parity
 from neuron_migrate.check.records import (
     CompileSite,
+    Op,
     Merged,
     Records,
     merge,
@@ -111,6 +113,8 @@ class _Ctx:
         rule = self.pack.get(code)
         if rule is None:  # an older pack without this code: nothing to attach the finding to
             return
+        if _ours(site):  # this tool's own frames are never the user's line
+            site = None
         path, line, source, cell = self.locate(site)
         message = rule.render_message(symbol) + (f": {note}" if note else "")
         if len(message) > MAX_MESSAGE:
@@ -175,15 +179,52 @@ def _shapes(inputs: Any) -> str:
 
 
 # -- ops ---------------------------------------------------------------------------------------
-def _ops(ctx: _Ctx, m: Merged, allow: set[str]) -> list[str]:
+def _host_reads(ctx: _Ctx, children: list[dict[str, Any]]) -> int | None:
+    """NM902 per user line that read device values back (`loss.item()` every step, a metric's
+    `.tolist()`), from the child records; the number of `.item()`-like reads they account for
+    (None: records without per-line reads)."""
+    sites: dict[tuple[str, int], dict[str, Any]] = {}
+    known = False
+    for c in children:
+        if "host_reads" not in c:
+            continue
+        known = True
+        for r in c.get("host_reads") or ():
+            entry = sites.setdefault(site_key(r["site"]), {"site": r["site"], "count": 0, "kinds": {}, "ranks": set()})
+            entry["count"] += int(r["count"])
+            for k, n in (r.get("kinds") or {}).items():
+                entry["kinds"][k] = entry["kinds"].get(k, 0) + int(n)
+            if isinstance(c.get("rank"), int):
+                entry["ranks"].add(c["rank"])
+    if not known:
+        return None
+    scalar = 0
+    for key, e in sorted(sites.items()):
+        if _ours(e["site"]):
+            continue
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(e["kinds"].items()))
+        scalar += sum(n for k, n in e["kinds"].items() if k in ("item", "float", "int"))
+        ctx.add("NM902", e["site"], _statement_symbol(ctx, e["site"], "value read"),
+                {"site": e["site"], "count": e["count"], "kinds": e["kinds"], "ranks": sorted(e["ranks"])},
+                f"{e['count']} value read{'s' if e['count'] != 1 else ''} back to the host here ({kinds})")
+    return scalar
+
+
+def _ops(ctx: _Ctx, m: Merged, allow: set[str], per_line: int | None = None,
+         marked: dict[str, int] | None = None) -> list[str]:
+    """NM901/NM902 per op; `marked`: calls of an op in pytest tests whose `neuron_allow_ops`
+    marker allows it (only the calls of other tests are reported)."""
     allowed = []
+    marked = marked or {}
     for op in sorted(m.ops.values(), key=lambda o: o.name):
         host = op.kind == HOST_SYNC or is_host_work(op.name)
         if op.kind != "fallback" and not host:
             continue
-        if op.name in allow:
+        if op.name in allow or (op.name in marked and op.count <= marked[op.name]):
             allowed.append(op.name)
             continue
+        if op.name in marked:
+            op = Op(op.name, op.kind, op.count - marked[op.name], op.fwd, op.bwd, op.signatures, op.first_site, op.ranks)
         sigs = sorted(op.signatures.values(), key=lambda s: -s[1])
         details = {
             "op": op.name, "count": op.count, "phases": {"fwd": op.fwd, "bwd": op.bwd},
@@ -192,6 +233,15 @@ def _ops(ctx: _Ctx, m: Merged, allow: set[str]) -> list[str]:
             "device_kernel": op.kind != "fallback",
         }
         phase = "forward and backward" if op.fwd and op.bwd else ("backward" if op.bwd else "forward")
+        if op.name == ITEM_OP and per_line is not None:
+            rest = op.count - per_line  # reads the per-line count cannot see: bool(t), C++ callers
+            if rest <= 0:
+                continue
+            details["count"] = rest
+            ctx.add("NM902", op.first_site, f"{op.name} (bool(t), library code)", details,
+                    f"{rest} other value read{'s' if rest != 1 else ''} back to the host (branching on a "
+                    "tensor, library code); the first here")
+            continue
         if op.kind == HOST_SYNC:
             note = (f"expected host work: {op.count} value read{'s' if op.count != 1 else ''} back to the host, "
                     "first here")
@@ -220,13 +270,14 @@ def _by_passes(sites: list[CompileSite]) -> _SiteCompiles:
     per_op = []
     for cs in sorted(sites, key=lambda c: c.op):
         ordered = sorted(cs.signatures.items(), key=lambda kv: cs.passes[kv[0]][0])  # stable: compile order
+        once = _one_time_slots(cs)
         first: dict[int, int] = {}  # slot -> its first pass
         varied: dict[advice.Position, set[int]] = {}
         dtypes: dict[str, list[str]] = {}  # input -> dtypes in the order they appeared
         recompiles = 0
         for i, (key, sig) in enumerate(ordered):
             n, slot = cs.passes[key]
-            if n <= first.setdefault(slot, n):
+            if n <= first.setdefault(slot, n) or slot in once:
                 continue
             recompiles += 1
             recompiling.add(n)
@@ -246,6 +297,72 @@ def _by_passes(sites: list[CompileSite]) -> _SiteCompiles:
     return _SiteCompiles(compiles=sum(o["signatures"] for o in per_op),
                          recompiles=sum(o["recompiles"] for o in per_op), variants=1 + len(recompiling),
                          ops=per_op)
+
+
+def _one_time_slots(cs: CompileSite) -> set[int]:
+    """Slots whose compiles are one-time compiles of fixed shapes, not recompiles:
+
+    - all made by one run of their line, which ran again without compiling there (a model called
+      twice in one line at two fixed shapes);
+    - outside module calls, in a function that was called again afterwards, either by a line that
+      no later call ran (state made on the first step: `zeros_like(p)` per parameter), or by the
+      first iterations of each call, one new shape per iteration, then none (a loop over tensors of
+      different fixed shapes: `for b in bufs: b /= ws`, `torch.stack` per parameter group).
+
+    A model run on batches of several sizes by one call of `train_epoch()` still recompiles (its
+    smaller last batch compiles after passes that compiled nothing), though the next epoch
+    compiles nothing new."""
+    by_slot: dict[int, list[tuple[int, Any]]] = {}
+    shapes: dict[int, list[tuple[int, list[int]]]] = {}
+    for key, (n, slot) in cs.passes.items():
+        by_slot.setdefault(slot, []).append((n, cs.repeats.get(key)))
+        shapes.setdefault(slot, []).append((n, _dims(cs.signatures[key])))
+    once = set()
+    for slot, stamps in by_slot.items():
+        repeats = [r for _, r in stamps]
+        if len(stamps) < 2 or any(r is None or r.call == 0 for r in repeats) or _grows(shapes[slot]):
+            continue
+        runs = {r.run for r in repeats}
+        if len(runs) == 1 and repeats[0].last_run > repeats[0].run:
+            once.add(slot)
+            continue
+        last_call = max(r.call for r in repeats)
+        if any(r.in_module for r in repeats) or repeats[0].frame_calls <= last_call:
+            continue
+        per_call: dict[int, set[int]] = {}
+        for n, r in stamps:
+            per_call.setdefault(r.call, set()).add(n - r.call_first)
+        # state made once: one call compiled it all, and no later call ran the line
+        init = len(per_call) == 1 and repeats[0].line_last_call <= last_call
+        # a loop inside the call: each call's compiles are its first iterations, and some call
+        # compiled in several (one new shape per call is a shape changing between calls)
+        loop = (all(offsets == set(range(len(offsets))) for offsets in per_call.values())
+                and any(len(offsets) > 1 for offsets in per_call.values()))
+        if init or loop:
+            once.add(slot)
+    return once
+
+
+def _dims(inputs: Any) -> list[int]:
+    out: list[int] = []
+    for t in inputs:
+        if t is None:
+            continue
+        if len(t) == 2 and isinstance(t[1], str):
+            out.extend(int(d) for d in t[0])
+        else:
+            out.extend(_dims(t))
+    return out
+
+
+def _grows(stamps: list[tuple[int, list[int]]]) -> bool:
+    """A dimension that grows by one in each of three passes in a row: a sequence or cache
+    extended every step (a generate loop), whatever the call structure: recompiles."""
+    ordered = [d for _, d in sorted(stamps, key=lambda s: s[0])]
+    for a, b, c in zip(ordered, ordered[1:], ordered[2:], strict=False):
+        if len(a) == len(b) == len(c) and any(y - x == 1 and z - y == 1 for x, y, z in zip(a, b, c, strict=True)):
+            return True
+    return False
 
 
 def _by_shapes(sites: list[CompileSite]) -> _SiteCompiles:
@@ -306,6 +423,10 @@ def _recompiles(ctx: _Ctx, m: Merged) -> int:
                     "every call in one dtype (the same autocast region for training and evaluation)")
         else:
             note = f"{result.variants} distinct signatures (dtypes, ranks or ops changed)"
+        cache = advice.cache_advice(ctx.locate(site)[2], result.ops)
+        if cache:
+            details["advice"] = cache
+            note = f"{cache}; {note}"
         ctx.add("NM903", site, _statement_symbol(ctx, site, sites[0].op), details, note)
     return total
 
@@ -372,13 +493,20 @@ def _placement(ctx: _Ctx, m: Merged, children: Iterable[dict[str, Any]]) -> None
     children = list(children)
     params: dict[str, dict[str, Any]] = {}
     transfers: dict[tuple[str, int], dict[str, Any]] = {}
+    copies: dict[tuple[str, int], dict[str, Any]] = {}  # per line: copies of content copied before
     for c in children:
+        for cp in c.get("copies") or ():
+            e = copies.setdefault(site_key(cp["site"]), {"repeated": 0, "count": 0})
+            e["repeated"] += int(cp.get("repeated", 0))
+            e["count"] += int(cp.get("count", 0))
         for p in c.get("cpu_params", ()):
             entry = params.setdefault(p["symbol"], {**p, "calls": 0})
             entry["calls"] += int(p["calls"])
         for t in c.get("module_transfers", ()):
-            e = transfers.setdefault(site_key(t["site"]), {"site": t["site"], "calls": 0})
-            e["calls"] += int(t["calls"])
+            e = transfers.setdefault(site_key(t["site"]), {"site": t["site"], "calls": 0, "ranks": set()})
+            e["calls"] = max(e["calls"], int(t["calls"]))  # per process: one move per rank is one move
+            if isinstance(c.get("rank"), int):
+                e["ranks"].add(c["rank"])
     for symbol, p in sorted(params.items()):
         ctx.add("NM907", p["site"], symbol, p,
                 f"{p['kind']} {p['dtype']}{p['shape']}, seen in {p['calls']} forward call"
@@ -387,9 +515,16 @@ def _placement(ctx: _Ctx, m: Merged, children: Iterable[dict[str, Any]]) -> None
         if _ours(h["site"]) or key in transfers:
             continue  # module transfers: one call copies many tensors
         distinct = h["distinct_sources"]
+        if h["bytes"] == 0:
+            continue  # empty tensors (under torch.compile): nothing is copied
         # Each process copied one content again and again (a constant re-uploaded every step); new
         # content each time is input feeding. A record without `distinct_sources`: any repetition.
-        if distinct is None:
+        if key in copies:  # the child saw each copy's pass: the same content again in a later pass
+            again = copies[key]["repeated"]
+            repeated = again > 0
+            note = (f"the same data copied again in {again} later pass{'es' if again != 1 else ''} of this line, "
+                    f"{h['bytes']} bytes in all: create it on the device once (device=...) or keep the device copy")
+        elif distinct is None:
             repeated, note = h["count"] >= 2, f"{h['count']} copies, {h['bytes']} bytes in all"
         else:
             repeated = distinct == h["processes"] and h["count"] > distinct
@@ -404,7 +539,7 @@ def _placement(ctx: _Ctx, m: Merged, children: Iterable[dict[str, Any]]) -> None
     for t in sorted(transfers.values(), key=lambda t: site_key(t["site"])):
         if t["calls"] >= 2:
             ctx.add("NM908", t["site"], _statement_symbol(ctx, t["site"], "module transfer"),
-                    {"site": t["site"], "count": t["calls"], "module_transfer": True},
+                    {"site": t["site"], "count": t["calls"], "module_transfer": True, "ranks": sorted(t["ranks"])},
                     f"a module was moved {t['calls']} times")
 
 
@@ -447,6 +582,93 @@ def _pre_init(ctx: _Ctx, m: Merged) -> None:
                     + (f", rank {rank}" if rank is not None else ""))
 
 
+# -- nothing on the device (NM914) -----------------------------------------------------------
+_DEVICE_MAP = re.compile(r"""\bdevice_map\s*=""")
+
+
+def _device_unused(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], ended_early: bool) -> None:
+    """A run in which no op ran on the device, or the user's modules all ran on the CPU, passed
+    for clean before: say so, with the likely cause."""
+    if ended_early or not children:
+        return
+    device_ops = sum(o.count for o in m.ops.values() if o.kind == "device")
+    calls = {"neuron": 0, "cpu": 0}
+    first_cpu: dict[str, Any] | None = None
+    chosen: dict[str, str] = {}
+    for c in children:
+        use = c.get("device_use") or {}
+        for k in calls:
+            calls[k] += int((use.get("module_calls") or {}).get(k, 0))
+        first_cpu = first_cpu or use.get("first_cpu_call")
+        chosen.update(use.get("library_devices") or {})
+    if device_ops and not (calls["cpu"] and not calls["neuron"]):
+        return
+    details: dict[str, Any] = {"device_ops": device_ops, "module_calls": calls, "first_cpu_call": first_cpu,
+                               "library_devices": chosen, "cause": "nothing_moved"}
+    site = first_cpu
+    if chosen.get("accelerate", "").startswith("cpu"):
+        details["cause"] = "library_chose_cpu"
+        symbol = "accelerate's Accelerator() chose `cpu`"
+        note = ("the model, optimizer and data it prepared stayed on the CPU; accelerate picks `neuron` only "
+                "where torch_neuronx is importable, and never with Accelerator(cpu=True) or ACCELERATE_USE_CPU=1")
+    elif (where := _device_map_line(ctx.fallback_file)) is not None:
+        details.update(cause="device_map", device_map_at=where)
+        site = where
+        symbol = "`device_map` placed the model"
+        note = "load the model without device_map and call .to('neuron'), or pass device_map={'': 'neuron'}"
+    elif first_cpu is not None:
+        details["cause"] = "model_not_moved"
+        symbol = f"`{first_cpu.get('module', 'a module')}` ran on the CPU"
+        note = "the model was never moved: call model.to('neuron') (and move its inputs) before running it"
+    else:
+        symbol = "no tensor was put on the device"
+        note = "nothing was moved with .to('neuron') or created with device='neuron'"
+    if device_ops:
+        note += f" ({device_ops} device op{'s' if device_ops != 1 else ''}, {calls['cpu']} module calls on the CPU)"
+    ctx.add("NM914", site, symbol, details, note)
+
+
+def _device_map_line(file: str | None) -> dict[str, Any] | None:
+    if not file or notebook.is_notebook(file):
+        return None
+    for i, text in enumerate(linecache.getlines(file), start=1):
+        if _DEVICE_MAP.search(text) and not text.lstrip().startswith("#"):
+            return {"file": file, "line": i, "function": "", "autograd_node": None}
+    return None
+
+
+# -- parity (NM915) ------------------------------------------------------------------------------
+def _parity(ctx: _Ctx, result: dict[str, Any]) -> dict[str, Any]:
+    """NM915 at the first read that parts from the CPU reference; the summary with report paths."""
+    first = result.get("first_divergence")
+    out = {**result, "lines": [{**e, "site": {**e["site"], "file": ctx.relative(e["site"]["file"])}}
+                               for e in result.get("lines", [])]}
+    if not result.get("reference_ok"):
+        out["note"] = "the CPU reference recorded no values (it failed to run or read nothing)"
+    if first is None:
+        return out
+    site = first["site"]
+    symbol = _statement_symbol(ctx, site, "a value read")
+    if first["kind"] == "value":
+        note = (f"device {first['device']}, CPU reference {first['reference']} (relative difference "
+                f"{_fmt(first['rel_diff'])}, tolerance rtol {result['rtol']:g} / atol {result['atol']:g}); "
+                f"read {first['line_read']} of this line, value read {first['read'] + 1} of the run")
+    elif first["kind"] == "path":
+        ref = first["reference_site"]
+        note = (f"the runs part here: value read {first['read'] + 1} came from this line on the device and "
+                f"from {ctx.relative(ref['file'])}:{ref['line']} in the CPU reference")
+    else:
+        note = (f"the device run read {first['device_reads']} values, the CPU reference "
+                f"{first['reference_reads']}: they part at this line")
+    out["first_divergence"] = {**first, "site": {**site, "file": ctx.relative(site["file"])}}
+    ctx.add("NM915", site, symbol, dict(first), note)
+    return out
+
+
+def _fmt(x: Any) -> str:
+    return f"{x:.3g}" if isinstance(x, float) else str(x)
+
+
 # -- the program's end -------------------------------------------------------------------------
 def _outcome(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], timeout: dict[str, Any] | None,
              crash: dict[str, Any] | None) -> None:
@@ -474,8 +696,12 @@ def _outcome(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], timeout: dict
                 ctx.add("NM912", site, f"{exc['type']}: {first}" if first else exc["type"], details)
         elif c.get("exit", {}).get("status") == "exit":
             code = c["exit"]["code"]
+            failed = list((c.get("pytest") or {}).get("failed") or [])
             symbol = f"pytest exit code {code}" if c.get("mode") == "pytest" else f"SystemExit({code})"
-            ctx.add("NM912", None, symbol, {"exit_code": code, "rank": rank})
+            if failed:
+                symbol += f": {len(failed)} failed test{'s' if len(failed) != 1 else ''}: " + ", ".join(failed[:5]) + (
+                    ", …" if len(failed) > 5 else "")
+            ctx.add("NM912", None, symbol, {"exit_code": code, "rank": rank, "failed_tests": failed})
     if not children:
         for rank, exc in m.exceptions:  # records written without the child (e.g. --from-records)
             site = exc.get("site")
@@ -548,19 +774,29 @@ def analyze(
     timeout: dict[str, Any] | None = None,
     crash: dict[str, Any] | None = None,
     fallback_file: str | None = None,
+    parity: dict[str, Any] | None = None,
 ) -> tuple[list[Finding], dict[str, Any]]:
     """Findings (raw: selection, baseline and gate come later) and the run summary."""
     m = merge(records)
     children = list(records.child)
     target_file = fallback_file or next((c.get("target_file") for c in children if c.get("target_file")), None)
     ctx = _Ctx(pack, root.resolve(), target_file)
-    allowed = _ops(ctx, m, set(allow_ops))
+    marked: dict[str, int] = {}
+    for c in children:
+        for op, n in ((c.get("pytest") or {}).get("allowed") or {}).items():
+            marked[op] = marked.get(op, 0) + int(n)
+    allowed = _ops(ctx, m, set(allow_ops), _host_reads(ctx, children), marked)
     recompiles = _recompiles(ctx, m)
     dyn = _dynamo(ctx, m)
     _placement(ctx, m, children)
     narrowed = _downcasts(ctx, m)
     _pre_init(ctx, m)
+    ended_early = bool(timeout or crash or any(c.get("exception") or c.get("start_error") or
+                                               c.get("exit", {}).get("status") not in (None, "ok") for c in children))
+    _device_unused(ctx, m, children, ended_early)
     _outcome(ctx, m, children, timeout, crash)
+    if parity is not None:
+        parity = _parity(ctx, parity)
     device = sum(o.count for o in m.ops.values() if o.kind == "device")
     fallback = sum(o.count for o in m.ops.values() if o.kind == "fallback")
     host_syncs = {o.name: o.count for o in m.ops.values() if o.kind == HOST_SYNC}
@@ -588,7 +824,10 @@ def analyze(
         "wall_s": max((float(c.get("wall_s", 0.0)) for c in children), default=0.0),
         "exit": [{"rank": c.get("rank"), **c.get("exit", {})} for c in children],
         "problems": list(records.problems),
+        "values": check_parity.summarize(records, ctx.relative),
     }
+    if parity is not None:
+        summary["parity"] = parity
     if not records.emu:
         summary["problems"].append(
             "no emulator record was written (the program was killed before it could exit, or never "

@@ -32,6 +32,9 @@ _TRACKER = pytest.StashKey[Any]()
 # Under `check --pytest` (which sets a list here), every traced test's pass stamps in run order:
 # they go into its record (`compile_passes`) so the whole run's recompiles are counted by passes.
 COMPLETED_PASSES: list[list[dict[str, Any]]] | None = None
+# Under `check --pytest` too: the fallback calls each op made in tests whose marker allowed it, and
+# the tests that failed (the child record's `pytest` key).
+CHECK_RUN: dict[str, Any] | None = None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -115,9 +118,14 @@ def _analyze(item: pytest.Item, state: dict[str, Any]) -> list[Any]:
     from neuron_migrate.check.records import Records
 
     allow = list(state["allow"])
-    for mark in item.iter_markers(MARKER):
-        allow += [str(a) for a in mark.args]
+    marked = [str(a) for mark in item.iter_markers(MARKER) for a in mark.args]
+    allow += marked
     record = {"schema_version": 1, **item.stash[_RECORDER].to_dict()}
+    if CHECK_RUN is not None:
+        allowed = CHECK_RUN.setdefault("allowed", {})
+        for op in record.get("ops", ()):
+            if op["name"] in marked:
+                allowed[op["name"]] = allowed.get(op["name"], 0) + int(op["count"])
     observed = state["observed"].to_dict()
     tracker = item.stash.get(_TRACKER, None)
     if tracker is not None:
@@ -134,6 +142,10 @@ def _section(findings: list[Any]) -> str:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
+    if CHECK_RUN is not None and outcome.get_result().failed:
+        failed = CHECK_RUN.setdefault("failed", [])
+        if item.nodeid not in failed:
+            failed.append(item.nodeid)
     state = item.config.stash.get(_STATE, None)
     if state is None or call.when != "call" or _RECORDER not in item.stash:
         return

@@ -92,6 +92,21 @@ class CompileSite:
     # key -> (the pass of this site the signature compiled in, its slot) (check.passes; the first
     # rank's); absent for signatures no child record stamped
     passes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # key -> Repeat, where the child record says how the line and its frame ran again
+    repeats: dict[str, Repeat] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """How the compile's line and frame ran (check.passes): the first pass of the line's run it
+    was in and of the line's last run; the frame's call it was in and the calls in all."""
+    run: int
+    last_run: int
+    call: int
+    frame_calls: int
+    in_module: bool
+    call_first: int  # the line's first pass in that call
+    line_last_call: int  # the last call of the frame that ran the line
 
 
 @dataclass
@@ -166,9 +181,18 @@ def merge(records: Records) -> Merged:
             cs = m.compile_sites.get((*site_key(entry["site"]), entry["op"]))
             if cs is None:
                 continue
-            stamps = zip(entry.get("signatures", ()), entry.get("passes", ()), entry.get("slots", ()), strict=False)
-            for sig, n, slot in stamps:
+            sigs = entry.get("signatures", ())
+            stamps = zip(sigs, entry.get("passes", ()), entry.get("slots", ()), strict=False)
+            extra = [entry.get(k) for k in ("runs", "last_runs", "calls", "frame_calls", "in_module",
+                                            "call_first_passes", "line_last_calls")]
+            repeats = (list(zip(*extra, strict=False)) if all(isinstance(x, list) and len(x) == len(sigs)
+                                                             for x in extra) else [])
+            for i, (sig, n, slot) in enumerate(stamps):
                 key = _sig_key(sig)
-                if int(n) > 0 and key in cs.signatures:
-                    cs.passes.setdefault(key, (int(n), int(slot)))
+                if int(n) > 0 and key in cs.signatures and key not in cs.passes:
+                    cs.passes[key] = (int(n), int(slot))
+                    if repeats:
+                        r = repeats[i]
+                        cs.repeats[key] = Repeat(int(r[0]), int(r[1]), int(r[2]), int(r[3]), bool(r[4]),
+                                                 int(r[5]), int(r[6]))
     return m

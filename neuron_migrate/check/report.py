@@ -23,8 +23,10 @@ def build_report(
     duration_s: float = 0.0,
     timeout: dict[str, Any] | None = None,
     crash: dict[str, Any] | None = None,
+    parity: dict[str, Any] | None = None,
 ) -> Report:
-    findings, summary = analyze(records, pack, root, allow_ops=settings.allow_ops, timeout=timeout, crash=crash)
+    findings, summary = analyze(records, pack, root, allow_ops=settings.allow_ops, timeout=timeout, crash=crash,
+                                parity=parity)
     summary = {"program": program, **summary}
     files = {f.path for f in findings}
     return finalize("check", str(root), findings, settings, pack, files_scanned=len(files),

@@ -16,6 +16,7 @@ The program's own output goes to stderr so that a report on stdout stays parseab
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -23,25 +24,48 @@ from typing import Any
 
 import typer
 
-from neuron_migrate.cli.output import deliver, fail_on_errors, gate
+from neuron_migrate.cli.output import check_destinations, deliver, fail_on_errors, gate
 from neuron_migrate.config import REPORT_FORMATS
 
 EXTRA_OUTPUTS = ("json", "sarif", "junit", "github", "markdown")
 
 
-def _program_args(args: list[str]) -> tuple[str, ...]:
-    """The program's own arguments: `check train.py -- --steps 6` separates them with `--`, which
-    click keeps once the script name has been seen (interspersed options are off)."""
-    return tuple(args[1:] if args[:1] == ["--"] else args)
-
-
-def _pytest_args(args: list[str]) -> tuple[str, ...]:
-    """pytest's arguments: `check --pytest tests/ -- -k model` too (the first `--` only separates
-    them from ours; pytest would take what follows it for paths)."""
+def _split_dashes(args: list[str]) -> tuple[list[str], list[str]]:
+    """(before the first `--`, after it): click keeps the `--` once a positional was seen
+    (interspersed options are off, so nothing after the script is parsed as ours)."""
     if "--" not in args:
-        return tuple(args)
+        return args, []
     i = args.index("--")
-    return (*args[:i], *args[i + 1:])
+    return args[:i], args[i + 1:]
+
+
+def _misplaced(tokens: list[str], ours: frozenset[str], what: str) -> None:
+    """A usage error for `tokens` found between the program and `--`: our options there would
+    silently become the program's (`check --pytest tests/ --format json`)."""
+    from neuron_migrate.errors import NeuronMigrateError
+
+    for token in tokens:
+        if token.split("=", 1)[0] in ours:
+            raise NeuronMigrateError(f"{token}: a neuron-migrate option after {what}: put it before {what} "
+                                     "(the program's own arguments go after `--`)")
+    if tokens:
+        raise NeuronMigrateError(f"{tokens[0]}: the arguments of {what} go after `--` "
+                                 f"(neuron-migrate check [OPTIONS] {what} -- {' '.join(tokens)})")
+
+
+def _program_args(args: list[str], ours: frozenset[str], what: str) -> tuple[str, ...]:
+    """The program's own arguments: only after `--` (`check train.py -- --steps 6`)."""
+    before, after = _split_dashes(args)
+    _misplaced(before, ours, what)
+    return tuple(after)
+
+
+def _pytest_args(args: list[str], ours: frozenset[str]) -> tuple[str, ...]:
+    """pytest's arguments: test paths, then its options after `--` (`check --pytest tests/ -- -k
+    model`); an option before `--` is a usage error, ours or pytest's."""
+    before, after = _split_dashes(args)
+    _misplaced([t for t in before if t.startswith("-")], ours, "the test paths")
+    return (*before, *after)
 
 
 def run_check(
@@ -61,23 +85,47 @@ def run_check(
     output: Path | None,
     extra_outputs: list[tuple[str, Path]],
     quiet: bool,
+    our_options: frozenset[str] = frozenset(),
+    parity: tuple[float, float, tuple[str, ...]] | None = None,
 ) -> int:
     from neuron_migrate import api
+    from neuron_migrate.check import parity as check_parity
+    from neuron_migrate.errors import NeuronMigrateError
     from neuron_migrate.pipeline.gate import parse_fail_on
     from neuron_migrate.ruleset.load import load_pack
 
-    # The program's arguments come after the script name (`check train.py -- --steps 6`).
-    script = args[0] if args and not (module or pytest_mode or from_records) else None
-    program_args = (_pytest_args(args) if pytest_mode else _program_args(args[1:] if script is not None else args))
+    # The program's own arguments come only after `--` (`check train.py -- --steps 6`).
+    script = None
+    if module:
+        program_args = _program_args(args, our_options, f"-m {module}")
+    elif pytest_mode:
+        program_args = _pytest_args(args, our_options)
+    elif from_records:
+        program_args = tuple(args)  # check_program refuses a program here
+    else:
+        args = args[1:] if args[:1] == ["--"] else args
+        script = args[0] if args else None
+        program_args = _program_args(args[1:], our_options, "the script")
     api.check_program(script, program_args, module=module, pytest=pytest_mode, from_records=from_records,
                       launcher=launcher, nproc_per_node=nproc_per_node)  # usage errors first
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise NeuronMigrateError(f"--timeout must be a finite, positive number of seconds (got {timeout:g})")
+    compare = None
+    if parity is not None:
+        if from_records is not None or pytest_mode:
+            raise NeuronMigrateError("--parity runs one program twice and compares its values: give a script "
+                                     "or -m MODULE (not --from-records or --pytest)")
+        if not all(math.isfinite(t) and t >= 0 for t in parity[:2]):
+            raise NeuronMigrateError("--parity-rtol and --parity-atol must be finite and not negative")
+        compare = api.Parity(parity[0], parity[1], tuple(check_parity.Exclusion.parse(e) for e in parity[2]))
+    check_destinations([output, *(dest for _, dest in extra_outputs)])  # before the program runs
     spec = parse_fail_on(fail_on, load_pack())
     settings, pack = api.check_settings(script, root=root, overrides={**overrides, "fail-on": spec.severity},
                                         config=config_file)
     settings = replace(settings, fail_on_kinds=spec.kinds)
     report = api.check(script, program_args, module=module, pytest=pytest_mode, from_records=from_records,
                        launcher=launcher, nproc_per_node=nproc_per_node, timeout=timeout,
-                       keep_records=keep_records, root=root, settings=settings, stdout=sys.stderr)
+                       keep_records=keep_records, root=root, settings=settings, stdout=sys.stderr, parity=compare)
     deliver(report, settings, pack, [(settings.format, output), *extra_outputs], quiet=quiet)
     return gate(report, settings, pack, quiet=quiet)
 
@@ -85,6 +133,7 @@ def run_check(
 def register(app: typer.Typer) -> None:
     @app.command(context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
     def check(
+        ctx: typer.Context,
         args: list[str] | None = typer.Argument(None, help="SCRIPT [ARGS...] (or the args of -m MODULE / --pytest)."),
         module: str | None = typer.Option(None, "--module", "-m", help="Run a module, as python -m does."),
         pytest_mode: bool = typer.Option(False, "--pytest", help="Run pytest (ARGS are pytest's) with the plugin."),
@@ -123,6 +172,12 @@ def register(app: typer.Typer) -> None:
                                                    help="Record every current finding in FILE (then exit 0)."),
         config: Path | None = typer.Option(None, "--config", dir_okay=False, help="Use this config file."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Findings only: no summary or notes."),
+        parity: bool = typer.Option(False, "--parity",
+                                    help="Also run a CPU reference and compare the values read back (NM915)."),
+        parity_rtol: float = typer.Option(1e-3, "--parity-rtol", help="Relative tolerance of --parity."),
+        parity_atol: float = typer.Option(1e-5, "--parity-atol", help="Absolute tolerance of --parity."),
+        parity_exclude: list[str] | None = typer.Option(None, "--parity-exclude", metavar="FILE:LINE",
+                                                        help="A line whose values --parity does not compare."),
     ) -> None:
         """Run a program on the emulated neuron device; exit 0 (pass), 1 (gate failed) or 2 (error)."""
         overrides: dict[str, Any] = {
@@ -148,5 +203,8 @@ def register(app: typer.Typer) -> None:
             nproc_per_node=nproc_per_node, timeout=timeout, from_records=from_records,
             keep_records=keep_records, root=root, fail_on=fail_on, overrides=overrides,
             config_file=config, output=output, extra_outputs=extra, quiet=quiet,
+            parity=(parity_rtol, parity_atol, tuple(parity_exclude or ())) if parity else None,
+            our_options=frozenset(o for p in ctx.command.params for o in (*p.opts, *p.secondary_opts)
+                                  if o.startswith("-")),
         ))
         raise typer.Exit(code)

@@ -77,6 +77,18 @@ def summary_lines(report: Report) -> list[str]:
     int64 = {k: v for k, v in s.get("narrowed_64bit", {}).items() if k.endswith("int64")}
     if int64:
         lines.append(f"int64 narrowed to int32 (indices, labels): {sum(int64.values())} op calls")
+    parity = s.get("parity")
+    if parity:
+        first = parity.get("first_divergence")
+        where = (f"; they part at {first['site']['file']}:{first['site']['line']}" if first else "; no divergence")
+        lines.append(f"Parity: {parity.get('compared', 0)} values in {parity.get('reads', 0)} reads compared with the "
+                     f"CPU reference, max relative difference {parity.get('max_rel_diff', 0):.3g}"
+                     if isinstance(parity.get("max_rel_diff"), float) else
+                     f"Parity: {parity.get('compared', 0)} values compared, max relative difference "
+                     f"{parity.get('max_rel_diff')}")
+        lines[-1] += where
+        if parity.get("note"):
+            lines.append(f"Parity: {parity['note']}")
     lines += [f"Note: {p}" for p in s.get("problems", [])]
     return lines
 
@@ -92,7 +104,7 @@ def emit(report: Report, options: EmitOptions) -> str:
 
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=color, no_color=not color, color_system="standard" if color else None,
-                      width=width, highlight=False, soft_wrap=True)
+                      width=width, highlight=False, soft_wrap=True, emoji=False)
     by_kind: dict[str, list[Finding]] = {}
     last = next(reversed(pack.kinds), "")  # findings of no known kind go with the last section
     for f in report.findings:

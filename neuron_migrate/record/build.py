@@ -149,8 +149,8 @@ def _display(argv: Sequence[str]) -> str:
 
 
 def _check_command(spec: RunSpec) -> tuple[str, ...]:
-    """The single `neuron-migrate check` command that runs the same check (options before the
-    script: everything after it is the script's)."""
+    """The single `neuron-migrate check` command that runs the same check: its options before the
+    script, the script's own arguments after `--`."""
     argv = ["neuron-migrate", "check"]
     if spec.launcher:
         argv += ["--launcher", spec.launcher]
@@ -158,7 +158,7 @@ def _check_command(spec: RunSpec) -> tuple[str, ...]:
         argv += ["--nproc-per-node", str(spec.nproc_per_node)]
     if spec.timeout_s is not None:
         argv += ["--timeout", f"{spec.timeout_s:g}"]
-    return (*argv, spec.script, *spec.args)
+    return (*argv, spec.script, *(("--", *spec.args) if spec.args else ()))
 
 
 def _tail(text: str) -> str:

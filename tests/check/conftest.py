@@ -39,7 +39,7 @@ def check_program(tmp: Path, program: str, *options: str, args: tuple[str, ...] 
     shutil.copy(PROGRAMS / program, tmp / program)
     records, report = tmp / "records", tmp / "report.json"
     result = run_cli([*options, "--keep-records", str(records), "--root", str(tmp), "--output-json",
-                      str(report), "-q", str(tmp / program), *args])
+                      str(report), "-q", str(tmp / program), *(("--", *args) if args[:1] != ("--",) and args else args)])
     return CheckRun(result.exit_code, json.loads(report.read_text()), records, tmp, result.stdout)
 
 

@@ -82,8 +82,9 @@ def test_constant_uploaded_every_step_but_not_a_new_batch(copies: CheckRun) -> N
 def test_item_is_a_host_sync_not_a_device_or_fallback_op(copies: CheckRun) -> None:
     assert codes(copies) == ["NM902", "NM908"]
     (f,) = copies.findings("NM902")
-    assert (f["span"]["line"], f["severity"], f["details"]["count"], f["details"]["kind"]) == (9, "info", 2, "host_sync")
-    assert "expected host work: 2 value reads" in f["message"]
+    assert (f["span"]["line"], f["severity"], f["details"]["count"], f["details"]["kinds"]) == (9, "info", 2,
+                                                                                                {"item": 2})
+    assert "2 value reads back to the host here" in f["message"]
     ops = copies.report["extras"]["check"]["ops"]
     assert (ops["cpu_fallback"], ops["device_share"], ops["host_syncs"]) == (0, 1.0, 2)
     assert ops["host_sync_ops"] == {"aten::_local_scalar_dense": 2}

@@ -110,7 +110,7 @@ def workflow(project: str, target: str, tmp_root: Path) -> Workflow:
         launcher = ["--launcher", run["launcher"][0], "--nproc-per-node", str(run["launcher"][1])] \
             if run.get("launcher") else []
         code, _, err = _cli("check", "--format", "json", "--output", str(output), "--timeout", "240",
-                            *launcher, script, *run["args"], cwd=root)
+                            *launcher, script, *(("--", *run["args"]) if run["args"] else ()), cwd=root)
         report = json.loads(output.read_text(encoding="utf-8")) if output.exists() else None
         wf.checks[run["name"]] = (code, report, err[-3000:])
     _RUNS[key] = wf

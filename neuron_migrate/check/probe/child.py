@@ -21,9 +21,25 @@ backend's in `$NEURON_MIGRATE_RECORD_DIR`:
                       "dtype": str, "site": Site, "calls": int}],
       "module_transfers": [{"site": Site, "calls": int}],  # module.to()/.neuron()/load_state_dict
       "compile_passes": [{"site": Site, "op": str, "signatures": [[Input]], "passes": [int],
-                          "slots": [int]}]
+                          "slots": [int], "runs": [int], "last_runs": [int], "calls": [int],
+                          "frame_calls": [int], "in_module": [bool]}],
+      "host_reads": [{"site": Site, "count": int, "kinds": {"item"|"tolist"|"float"|"int"|"cpu": int}}],
+                                                # device values read back, per user line
+      "copies": [{"site": Site, "count": int, "bytes": int, "repeated": int, "contexts": int}],
+                                                # host->device copies; repeated: of content this
+                                                # line copied in an earlier pass of its context
+      "values": {"kept": [[file, line, kind, [number|str]]], "dropped": int},
+                                                # the values read, in order (check.parity)
+      "pytest": {"allowed": {op: int}, "failed": [nodeid]},   # --pytest: fallback calls in tests
+                                                # whose neuron_allow_ops marker allowed the op;
+                                                # the tests that failed
+      "device_use": {"module_calls": {"neuron": int, "cpu": int},  # module calls from user lines
+                     "first_cpu_call": null | Site + {"module": str},
+                     "library_devices": {"accelerate": str}}   # the device a library chose
     }                       # the pass of its call site each compile happened in (check.passes;
-                            # under --pytest, every test's stamps merged: passes.merge_stamps)
+                            # under --pytest, every test's stamps merged: passes.merge_stamps;
+                            # per signature: its pass, slot, the first pass of the line's run,
+                            # the line's last run, the frame's call and the context's calls)
     Frame = Site + {"source": str}; Hint = neuron_migrate.check.probe.hints.diagnose(); Site as in
     neuron_emu.record.
 
@@ -45,9 +61,10 @@ from types import CodeType, FrameType
 from typing import Any
 
 from neuron_migrate.check import notebook
-from neuron_migrate.check.probe import frames, observe
+from neuron_migrate.check.probe import frames, observe, reads
 
 FORMAT = "neuron-migrate-check-child"
+REFERENCE_ENV = "NEURON_MIGRATE_PARITY_REFERENCE"  # "1": the CPU reference run of check --parity
 VERSION = 1
 EXIT_START_ERROR = 3  # the runner reads `start_error`; the code only keeps shells informed
 MODES = ("path", "module", "pytest")
@@ -70,8 +87,11 @@ class _State:
             "target_file": None, "start_error": None, "wall_s": 0.0,
             "exit": {"status": "ok", "code": 0}, "exception": None, "terminated": None,
             "cpu_params": [], "module_transfers": [], "compile_passes": [],
+            "device_use": {"module_calls": {"neuron": 0, "cpu": 0}, "first_cpu_call": None,
+                           "library_devices": {}},
         }
         self.observed = observe.Observations()
+        self.reads = reads.Reads(keep_values=True)
         self.tracker: Any = None  # passes.PassTracker while a script or module runs
         self.started = 0.0
         self.directory = os.environ.get("NEURON_MIGRATE_RECORD_DIR")
@@ -82,18 +102,34 @@ class _State:
         if self.started:
             self.data["wall_s"] = round(time.perf_counter() - self.started, 3)
         self.data.update(self.observed.to_dict())
+        self.data.update(self.reads.to_dict())
         if self.tracker is not None:
             self.tracker.stamp()
             self.data["compile_passes"] = self.tracker.to_dict()
+            self.data["device_use"].update(module_calls=dict(self.tracker.module_calls),
+                                           first_cpu_call=self.tracker.first_cpu_call)
         elif self.data["mode"] == "pytest":
             from neuron_migrate.check import pytest_plugin
             from neuron_migrate.check.probe import passes
 
             self.data["compile_passes"] = passes.merge_stamps(pytest_plugin.COMPLETED_PASSES or [])
+            self.data["pytest"] = dict(pytest_plugin.CHECK_RUN or {})
+        self.data["device_use"]["library_devices"] = _library_devices()
         path = Path(self.directory) / record_name("neuron-check")
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.data, indent=1, default=str), encoding="utf-8")
         os.replace(tmp, path)
+
+
+def _library_devices() -> dict[str, str]:
+    """The device each library that picks one for the user chose (accelerate's `Accelerator()`),
+    read from its state without creating any."""
+    out: dict[str, str] = {}
+    state = sys.modules.get("accelerate.state")
+    shared = getattr(getattr(state, "PartialState", None), "_shared_state", None)
+    if isinstance(shared, dict) and shared.get("device") is not None:
+        out["accelerate"] = str(shared["device"])
+    return out
 
 
 def _on_sigterm(state: _State) -> Any:
@@ -149,6 +185,24 @@ def _activate() -> None:
 
     if not neuron_emu.is_active():
         neuron_emu.activate()
+    if os.environ.get(REFERENCE_ENV) == "1":
+        _reference_autocast()
+
+
+def _reference_autocast() -> None:
+    """The CPU reference computes in the dtypes the program gives: `torch.autocast('neuron')` (the
+    device's bfloat16 numerics) is turned off; every other device's autocast is left alone."""
+    import torch
+
+    init = torch.amp.autocast_mode.autocast.__init__
+
+    def no_device_autocast(self: Any, device_type: str, *args: Any, **kwargs: Any) -> None:
+        if device_type == "neuron":
+            kwargs["enabled"] = False
+            args = args[:1]  # dtype stays (torch checks it), enabled is the keyword
+        init(self, device_type, *args, **kwargs)
+
+    torch.amp.autocast_mode.autocast.__init__ = no_device_autocast  # type: ignore[method-assign]
 
 
 def _pytest_args(args: list[str]) -> list[str]:
@@ -201,6 +255,7 @@ def _run(state: _State, mode: str, target: str, args: list[str]) -> int:
         from neuron_migrate.check import pytest_plugin
 
         pytest_plugin.COMPLETED_PASSES = []  # the plugin keeps each test's stamps for our record
+        pytest_plugin.CHECK_RUN = {"allowed": {}, "failed": []}
         return int(pytest.main(_pytest_args(args)))
     import neuron_emu
 
@@ -260,6 +315,7 @@ def main(argv: list[str]) -> int:
         state.write()
         return EXIT_START_ERROR
     observe.install(state.observed)
+    reads.install(state.reads)
     signal.signal(signal.SIGTERM, _on_sigterm(state))
     if state.directory:
         Path(state.directory, f"started-{os.getpid()}").touch()

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from neuron_migrate.check.probe.passes import PassTracker, _FrameTracer
 
+CALL_IMPL: CodeType | None = None  # torch.nn.Module._call_impl's code, set by check.passes
+
 NAME = "neuron-migrate check"
 
 
@@ -69,6 +71,12 @@ class Monitor:
         if threading.get_ident() != self.thread:
             return None
         t = self.tracker
+        if code is CALL_IMPL:  # a module call: followed to its return (PassTracker.module_enter)
+            if code not in self.instrumented:
+                self.instrumented.add(code)
+                sys.monitoring.set_local_events(self.tool, code, sys.monitoring.events.PY_RETURN)
+            t.module_enter(sys._getframe(1))
+            return None
         if not t.is_user(code):
             return sys.monitoring.DISABLE
         if code not in self.instrumented:
@@ -91,6 +99,9 @@ class Monitor:
 
     def _return(self, code: CodeType, offset: int, value: Any) -> None:
         if threading.get_ident() != self.thread:
+            return
+        if code is CALL_IMPL:
+            self.tracker.module_exit(sys._getframe(1))
             return
         cur = self.tracker.current
         if cur is None or cur.frame.f_code is not code:  # PY_UNWIND also comes from library frames

@@ -1,7 +1,8 @@
 """What the backend record does not hold, observed inside the checked process (child, pytest plugin):
 
 - parameters and buffers still on the CPU when their module runs with `neuron` inputs or
-  `neuron` siblings (a global forward pre-hook: public API, a few attribute reads per call);
+  `neuron` siblings (seen by the pass tracker at each module call's frame: no global module
+  hooks, which `torch.compile` warns about and traces into);
 - module transfers (`module.to/.neuron/.cuda/.half...` all funnel through `Module._apply`, and
   `load_state_dict`): one call copies many tensors, so analyze does not count those host->device
   copies as "repeated every step".
@@ -34,47 +35,38 @@ class Observations:
 _targets: list[Observations] = []  # the child's (whole run) and the pytest plugin's (per test)
 
 
+def module_called(module: Any, where: dict[str, Any] | None) -> None:
+    """`module` runs on the device (its inputs or some of its tensors are there), called from the
+    user line `where`: note its parameters and buffers still on the CPU. Called by the pass
+    tracker (check.passes) from the module call's frame, not a global module hook, which
+    `torch.compile` would warn about and trace into."""
+    if not _targets:
+        return
+    cpu = [
+        (kind, name, t)
+        for kind, table in (("parameter", module._parameters), ("buffer", module._buffers))
+        for name, t in table.items()
+        if t is not None and t.device.type == "cpu"
+    ]
+    for target in _targets:
+        for kind, name, t in cpu:
+            entry = target.cpu_params.get((id(module), name))
+            if entry is None:
+                entry = target.cpu_params[(id(module), name)] = {
+                    "symbol": f"{type(module).__name__}.{name}", "kind": kind,
+                    "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."),
+                    "site": where, "calls": 0,
+                }
+            entry["calls"] += 1
+
+
 def install(obs: Observations) -> None:
-    """Also observe into `obs` (the hooks are installed once per process)."""
+    """Also observe into `obs` (the transfer wrappers are installed once per process)."""
     _targets.append(obs)
     if len(_targets) > 1:
         return
     import torch
-    from torch.nn.modules.module import register_module_forward_pre_hook
 
-    neuron = torch.device("neuron").type
-
-    def on_neuron(module: Any, args: tuple[Any, ...]) -> bool:
-        for a in args:
-            if isinstance(a, torch.Tensor) and a.device.type == neuron:
-                return True
-        for t in (*module._parameters.values(), *module._buffers.values()):
-            if t is not None and t.device.type == neuron:
-                return True
-        return False
-
-    def pre_hook(module: Any, args: tuple[Any, ...]) -> None:
-        cpu = [
-            (kind, name, t)
-            for kind, table in (("parameter", module._parameters), ("buffer", module._buffers))
-            for name, t in table.items()
-            if t is not None and t.device.type == "cpu"
-        ]
-        if not cpu or not on_neuron(module, args):
-            return
-        where = frames.user_site(sys._getframe(1))
-        for target in _targets:
-            for kind, name, t in cpu:
-                entry = target.cpu_params.get((id(module), name))
-                if entry is None:
-                    entry = target.cpu_params[(id(module), name)] = {
-                        "symbol": f"{type(module).__name__}.{name}", "kind": kind,
-                        "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."),
-                        "site": where, "calls": 0,
-                    }
-                entry["calls"] += 1
-
-    register_module_forward_pre_hook(pre_hook)
     depth = [0]
 
     def counted(method: Any) -> Any:

@@ -29,7 +29,11 @@ import sys
 from types import CodeType, FrameType
 from typing import Any
 
-from neuron_migrate.check.probe import frames, monitor
+import torch.nn
+
+from neuron_migrate.check.probe import frames, monitor, observe, reads
+
+CALL_IMPL = monitor.CALL_IMPL = torch.nn.Module._call_impl.__code__  # every module call runs it
 
 
 def render_signature(sig: tuple[Any, ...]) -> list[Any]:
@@ -55,10 +59,16 @@ class PassTracker:
 
         self.recorder = recorder
         self.passes: dict[tuple[int, int], int] = {}  # (context, line) -> passes so far
-        # (site, op info) -> (pass, slot) per signature; a slot is (site, op, context, module)
-        self.stamped: dict[tuple[Any, Any], list[tuple[int, int]]] = {}
-        # (module id, the user frame that called it) of each nn.Module forward running now
-        self.modules: list[tuple[int, _FrameTracer | None]] = []
+        self.last_run: dict[tuple[int, int], int] = {}  # (context, line) -> the first pass of its last run
+        self.calls: dict[int, int] = {}  # context -> frames run in it so far
+        self.line_last_call: dict[tuple[int, int], int] = {}  # (context, line) -> the last call that ran it
+        # (site, op info) -> a _Stamp per signature; a slot is (site, op, context, module)
+        self.stamped: dict[tuple[Any, Any], list[_Stamp]] = {}
+        # (module id, the user frame that called it, the Module._call_impl frame) of each
+        # nn.Module call running now
+        self.modules: list[tuple[int, _FrameTracer | None, FrameType | None]] = []
+        self.module_calls = {"neuron": 0, "cpu": 0}  # user-driven module calls by where they ran
+        self.first_cpu_call: dict[str, Any] | None = None
         self._slots: dict[tuple[Any, ...], int] = {}
         self._on = False
         self.current: _FrameTracer | None = None  # the innermost user frame running now
@@ -66,8 +76,9 @@ class PassTracker:
         self._seen_compiles = 0
         self._user: dict[CodeType, bool] = {}
         self._module = torch.nn.Module
+        self._neuron = torch.device("neuron").type
+        self._tensor = torch.Tensor
         self._previous: Any = None
-        self._hooks: list[Any] = []
         self._monitor: monitor.Monitor | None = None  # events from sys.monitoring, else sys.settrace
 
     def context(self, parent: _FrameTracer | None, frame: FrameType) -> int:
@@ -102,7 +113,10 @@ class PassTracker:
 
     def on_call(self, frame: FrameType, event: str, arg: Any) -> Any:
         """A frame starts (the `sys.settrace` function; check.monitor calls it too): a user frame
-        gets its tracer, which becomes `current`."""
+        gets its tracer, which becomes `current`; a module call is followed to its return."""
+        if frame.f_code is CALL_IMPL:
+            self.module_enter(frame)
+            return self._module_tracer
         if not self.is_user(frame.f_code):
             return None
         if self.recorder.compiles != self._seen_compiles:
@@ -111,42 +125,75 @@ class PassTracker:
         self.current = tracer
         return tracer
 
-    def _pre_hook(self, module: Any, args: Any) -> None:
-        if self._on:
-            self.stamp()
-            self.modules.append((id(module), self.current))
+    def _module_tracer(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "return":
+            self.module_exit(frame)
+            return None
+        return self._module_tracer
 
-    def _post_hook(self, module: Any, args: Any, output: Any) -> None:
-        if self._on and self.modules:
-            self.stamp()  # what compiled since the last event ran inside this module
-            _, caller = self.modules.pop()
-            if caller is not None:
-                caller.last_module = (caller.runs, caller.line, id(module))
+    def module_enter(self, frame: FrameType) -> None:
+        """An `nn.Module` call starts (its `Module._call_impl` frame): events from the frame, not
+        global module hooks, which `torch.compile` warns about, guards on and traces into.
+
+        A module that one run of a user line calls again starts a new pass of that line: a
+        library loop (`model.generate()` runs the model once per token, `trainer.train()` once
+        per step); `fc2(relu(fc1(x)))` calls two modules in one pass."""
+        if not self._on:
+            return
+        module = frame.f_locals.get("self")
+        if not isinstance(module, self._module):
+            return
+        self.stamp()
+        cur = self.current
+        if cur is not None and not (self.modules and self.modules[-1][1] is cur):
+            run = (cur.runs, cur.line)
+            if cur.module_run[0] != run:
+                cur.module_run = (run, {id(module)})
+            elif id(module) in cur.module_run[1]:
+                key = (cur.ctx, cur.line)
+                self.passes[key] = self.passes.get(key, 0) + 1
+                cur.module_run = (run, {id(module)})
+            else:
+                cur.module_run[1].add(id(module))
+        self._count_module_call(module, frame, cur)
+        self.modules.append((id(module), cur, frame))
+
+    def module_exit(self, frame: FrameType) -> None:
+        if not self._on or not any(m[2] is frame for m in self.modules):
+            return
+        while self.modules[-1][2] is not frame:  # calls an exception unwound
+            self.modules.pop()
+        self.stamp()  # what compiled since the last event ran inside this module
+        module, caller, _ = self.modules.pop()
+        if caller is not None:
+            caller.last_module = (caller.runs, caller.line, module)
+
+    def _count_module_call(self, module: Any, frame: FrameType, cur: _FrameTracer | None) -> None:
+        """Where the user's module calls ran (a run in which none ran on the device is a finding),
+        and parameters left on the CPU beside device inputs (check.observe)."""
+        tensor, neuron = self._tensor, self._neuron
+        args = frame.f_locals.get("args") or ()
+        kwargs = frame.f_locals.get("kwargs") or {}
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, tensor)]
+        tensors += [t for t in (*module._parameters.values(), *module._buffers.values()) if t is not None]
+        if not tensors:
+            first = next(module.parameters(), None)
+            if first is None:
+                return
+            tensors = [first]
+        on_device = any(t.device.type == neuron for t in tensors)
+        site = frames.site(cur.frame.f_code, cur.line) if cur is not None else None
+        if on_device:
+            observe.module_called(module, site)
+        if cur is None or (self.modules and self.modules[-1][1] is cur):
+            return  # inside a module the user called: counted with it
+        self.module_calls["neuron" if on_device else "cpu"] += 1
+        if not on_device and self.first_cpu_call is None and site is not None:
+            self.first_cpu_call = {**site, "module": type(module).__name__}
 
     def start(self) -> None:
-        import torch
-        from torch.nn.modules.module import (
-            register_module_forward_hook,
-            register_module_forward_pre_hook,
-        )
-
-        # Dynamo inlines global module hooks into the graphs it traces: traced, ours would guard on
-        # the tracker's state, which changes at every line ("Guard failed on the same frame it was
-        # created" at a graph break). is_compiling() folds to True while tracing, so compiled
-        # regions skip them (their ops are not eager compiles anyway).
-        compiling = torch.compiler.is_compiling
-
-        def pre_hook(module: Any, args: Any) -> None:
-            if not compiling():
-                self._pre_hook(module, args)
-
-        def post_hook(module: Any, args: Any, output: Any) -> None:
-            if not compiling():
-                self._post_hook(module, args, output)
-
-        self._hooks = [register_module_forward_pre_hook(pre_hook),
-                       register_module_forward_hook(post_hook, always_call=True)]
         self._on = True
+        reads.TRACKER = self
         tool = monitor.free_tool()
         if tool is not None:
             self._monitor = monitor.Monitor(self, tool)
@@ -165,10 +212,9 @@ class PassTracker:
             sys.settrace(self._previous)
         self.stamp()
         self._on = False
+        if reads.TRACKER is self:
+            reads.TRACKER = None
         self.current, self.modules = None, []  # frames (and the tensors in them) may be freed
-        for hook in self._hooks:
-            hook.remove()
-        self._hooks = []
 
     # -- compiles ------------------------------------------------------------------------------
     def stamp(self) -> None:
@@ -187,12 +233,19 @@ class PassTracker:
                 continue
             site = key[0]
             known = cur is not None and here == (site[0], site[1])
-            n = self.passes.get((cur.ctx, cur.line), 0) if known and cur is not None else 0
-            slot_key = (key, cur.ctx if known and cur is not None else 0, self._module_of(cur))
+            module = self._module_of(cur)
+            if known and cur is not None:
+                line = (cur.ctx, cur.line)
+                stamp = _Stamp(self.passes.get(line, 0), cur.run_pass.get(cur.line, 0), cur.call,
+                               cur.first_pass.get(cur.line, 0), line, module != 0)
+            else:
+                stamp = _Stamp(0, 0, 0, 0, (0, 0), module != 0)
+            slot_key = (key, stamp.line[0], module)
             slot = self._slots.get(slot_key)
             if slot is None:
                 slot = self._slots[slot_key] = len(self._slots) + 1
-            stamped.extend([(n, slot)] * (len(sigs) - len(stamped)))
+            stamp.slot = slot
+            stamped.extend([stamp] * (len(sigs) - len(stamped)))
 
     def _module_of(self, cur: _FrameTracer | None) -> int:
         """The module a compile belongs to: the one `cur` is calling now, else the last one it
@@ -209,14 +262,35 @@ class PassTracker:
         out = []
         for (site, info), stamped in self.stamped.items():
             sigs = self.recorder.compile_sites.get((site, info), [])
+            kept = stamped[: len(sigs)]
             out.append({
                 "site": {"file": site[0], "line": site[1], "function": site[2], "autograd_node": site[3]},
                 "op": info.name,
                 "signatures": [render_signature(s) for s in sigs[: len(stamped)]],
-                "passes": [n for n, _ in stamped[: len(sigs)]],
-                "slots": [slot for _, slot in stamped[: len(sigs)]],
+                "passes": [s.n for s in kept],
+                "slots": [s.slot for s in kept],
+                "runs": [s.run for s in kept],
+                "last_runs": [self.last_run.get(s.line, 0) for s in kept],
+                "calls": [s.call for s in kept],
+                "call_first_passes": [s.call_first for s in kept],
+                "line_last_calls": [self.line_last_call.get(s.line, 0) for s in kept],
+                "frame_calls": [self.calls.get(s.line[0], 0) for s in kept],
+                "in_module": [s.in_module for s in kept],
             })
         return out
+
+
+class _Stamp:
+    """The pass of its site one compile happened in (`n`), the first pass of that run of the line
+    (`run`; they differ in a library loop's later passes), which call of its frame it was in, its
+    slot, and whether it ran in or right after a module call."""
+
+    __slots__ = ("call", "call_first", "in_module", "line", "n", "run", "slot")
+
+    def __init__(self, n: int, run: int, call: int, call_first: int, line: tuple[int, int], in_module: bool) -> None:
+        self.n, self.run, self.call, self.call_first, self.line = n, run, call, call_first, line
+        self.in_module = in_module
+        self.slot = 0
 
 
 def merge_stamps(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -228,9 +302,9 @@ def merge_stamps(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     for entries in runs:
         top_pass = top_slot = 0
         for entry in entries:
-            out.append({**entry,
-                        "passes": [n + pass_base if n > 0 else 0 for n in entry["passes"]],
-                        "slots": [slot + slot_base for slot in entry["slots"]]})
+            shifted = {k: [n + pass_base if n > 0 else 0 for n in entry[k]]
+                       for k in ("passes", "runs", "last_runs", "call_first_passes") if k in entry}
+            out.append({**entry, **shifted, "slots": [slot + slot_base for slot in entry["slots"]]})
             top_pass = max([top_pass, *entry["passes"]])
             top_slot = max([top_slot, *entry["slots"]])
         pass_base += top_pass
@@ -267,16 +341,21 @@ class _FrameTracer:
     one execution, so a line counts once per *run*: the events between two backward jumps (a loop
     coming back always jumps backward)."""
 
-    __slots__ = ("ctx", "frame", "last", "last_module", "line", "parent", "runs", "seen", "tracker")
+    __slots__ = ("call", "ctx", "first_pass", "frame", "last", "last_module", "line", "module_run", "parent",
+                 "run_pass", "runs", "seen", "tracker")
 
     def __init__(self, tracker: PassTracker, frame: FrameType, parent: _FrameTracer | None) -> None:
         self.tracker, self.frame, self.parent = tracker, frame, parent
         self.ctx = tracker.context(parent, frame)
+        self.call = tracker.calls[self.ctx] = tracker.calls.get(self.ctx, 0) + 1
         self.line = 0
         self.last = -1
         self.seen: set[int] = set()
+        self.run_pass: dict[int, int] = {}  # line -> its pass at the start of this run
+        self.first_pass: dict[int, int] = {}  # line -> its pass at its first run in this call
         self.runs = 0
         self.last_module = (-1, 0, 0)  # (run, line, module id) of the last module it called
+        self.module_run: tuple[tuple[int, int], set[int]] = ((-1, 0), set())  # (run, line), modules it called
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> Any:
         t = self.tracker
@@ -285,13 +364,18 @@ class _FrameTracer:
         if event == "line":
             if frame.f_lasti <= self.last:
                 self.seen = set()
+                self.run_pass = {}
                 self.runs += 1
             self.last = frame.f_lasti
             self.line = line = frame.f_lineno
             if line not in self.seen:
                 self.seen.add(line)
                 key = (self.ctx, line)
-                t.passes[key] = t.passes.get(key, 0) + 1
+                n = t.passes[key] = t.passes.get(key, 0) + 1
+                self.run_pass[line] = t.last_run[key] = n
+                if line not in self.first_pass:
+                    self.first_pass[line] = n
+                    t.line_last_call[key] = self.call
         elif event == "return":
             t.current = self.parent
         return self
