@@ -207,7 +207,7 @@ class Parity:
 
     rtol: float = 1e-3
     atol: float = 1e-5
-    exclude: tuple[Any, ...] = ()  # check.parity.Exclusion
+    exclude: tuple[str, ...] = ()  # FILE:LINE
 
 
 def notebook_lines(report: Report) -> dict[str, dict[int, list[int]]]:
@@ -327,6 +327,7 @@ def check(
     from neuron_migrate.check import parity as check_parity
 
     records_dir = Path(keep_records) if keep_records is not None else None
+    exclusions = tuple(check_parity.Exclusion.parse(e) for e in parity.exclude) if parity is not None else ()
     result = run_program(program, launcher=launcher, nproc_per_node=nproc_per_node, timeout=timeout,
                          records_dir=records_dir, stdout=stdout, cwd=workdir,
                          env=check_parity.device_env() if parity is not None else None)
@@ -337,6 +338,6 @@ def check(
                                 stdout=stdout, cwd=workdir, env=check_parity.reference_env())
         duration += reference.duration_s
         compared = check_parity.compare(result.records, reference.records, rtol=parity.rtol, atol=parity.atol,
-                                        exclude=parity.exclude)
+                                        exclude=exclusions)
     return build_report(result.records, settings, pack, root=project, program=program.describe(),
                         duration_s=duration, timeout=result.timeout, crash=result.crash, parity=compared)

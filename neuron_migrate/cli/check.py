@@ -89,7 +89,6 @@ def run_check(
     parity: tuple[float, float, tuple[str, ...]] | None = None,
 ) -> int:
     from neuron_migrate import api
-    from neuron_migrate.check import parity as check_parity
     from neuron_migrate.errors import NeuronMigrateError
     from neuron_migrate.pipeline.gate import parse_fail_on
     from neuron_migrate.ruleset.load import load_pack
@@ -117,7 +116,7 @@ def run_check(
                                      "or -m MODULE (not --from-records or --pytest)")
         if not all(math.isfinite(t) and t >= 0 for t in parity[:2]):
             raise NeuronMigrateError("--parity-rtol and --parity-atol must be finite and not negative")
-        compare = api.Parity(parity[0], parity[1], tuple(check_parity.Exclusion.parse(e) for e in parity[2]))
+        compare = api.Parity(*parity)
     check_destinations([output, *(dest for _, dest in extra_outputs)])  # before the program runs
     spec = parse_fail_on(fail_on, load_pack())
     settings, pack = api.check_settings(script, root=root, overrides={**overrides, "fail-on": spec.severity},
