@@ -13,6 +13,7 @@ import typer.core
 
 from neuron_migrate import __version__
 
+
 def _metavar(param: Any) -> str:
     """A value's name in help as people write it (FILE, DIR, N, CODES), never the Python type
     typer would show (`<list[Path]>`, `<int range>`). Newer typer describes a parameter by its

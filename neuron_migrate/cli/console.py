@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, Any, Self
 
 
 def colour(stream: IO[Any]) -> bool:
@@ -61,7 +61,7 @@ class ProgressBars:
             self._bar.start()
         return self._bar
 
-    def __enter__(self) -> ProgressBars:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

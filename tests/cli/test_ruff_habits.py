@@ -200,7 +200,7 @@ def test_rewrite_reports_fix_progress(tmp_path: Path) -> None:
 
 def test_commands_are_listed_in_workflow_order() -> None:
     out = _invoke("--help").stdout
-    listed = re.findall(r"^  (\w+)\s", out.split("Commands:")[1], re.M)
+    listed = re.findall(r"^  (\w+)\s", out.split("Commands:")[1], re.MULTILINE)
     assert listed == ["scan", "rewrite", "check", "report", "diff", "rules", "explain", "config"]
 
 
