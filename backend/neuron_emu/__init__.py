@@ -62,6 +62,8 @@ def activate() -> None:
     Raises :class:`EmulatorUnavailable` when a real ``torch_neuronx`` is installed or PrivateUse1 is
     already owned by another backend.
     """
+    if is_active():
+        return  # our own torch_neuronx is findable from here on
     if importlib.util.find_spec("torch_neuronx") is not None:
         raise EmulatorUnavailable(
             "a real torch_neuronx is installed; it owns the PrivateUse1 ('neuron') device, so the "

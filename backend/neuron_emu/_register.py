@@ -41,6 +41,9 @@ def register() -> None:
 
         torch.utils.generate_methods_for_privateuse1_backend()
         torch._register_device_module("neuron", module.build())
+        from neuron_emu import device
+
+        device.configure_from_env()
         torch._C._acc.register_python_privateuseone_hook(br._DummyPrivateUse1Hook())
         torch._C._acc.register_python_privateuseone_device_guard(br._DummyDeviceGuard())
         storage.self_test()
@@ -58,6 +61,9 @@ def register() -> None:
             distributed.install()
         record.install()
         _dynamo_skip.install()
+        from neuron_emu import torch_neuronx_shim
+
+        torch_neuronx_shim.install()
         ACTIVE = True
 
 

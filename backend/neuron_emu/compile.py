@@ -19,16 +19,29 @@ Stats (``torch.neuron.get_dynamo_metrics()`` and the ``dynamo`` key of the JSON 
      "compiled_graphs": int,        # AOTAutograd graphs handed to the backend (fw, bw, inference)
      "neff_hits": int, "mode_warnings": [str], "dynamic_shape_errors": int,
      "frames": {"total": int, "ok": int}, "calls_captured": int,
-     "aot_graphs": [{"graph_id": str, "graph_name": str, "kind": "fw" | "bw" | "inference",
-                     "node_count": int, "ops": [str], "signatures": [[Input]], "calls": int}]}
+     "aot_graphs": [Metrics]}
+
+Each ``Metrics`` entry has the fields of TorchNeuron's ``NeuronCompilationMetrics``: ``graph_id``
+(the cache key), ``graph_name`` (``{model_name}_{aot_id}_{graph_type}_{nth}``), ``model_name``
+(``options={"model_name": ...}``), ``has_collectives``, ``graph_node_count``, ``timestamp`` and the
+timings ``torch_neuronx_fx_passes_us``/``torch_neuronx_lower_us``/``torch_neuronx_compile_us`` (the
+emulator's own graph checks and lowering; no neuronx-cc runs, so the compile time is 0), plus the
+emulator's ``kind`` ("fw" | "bw" | "inference"), ``ops``, ``signatures`` ([[Input]]) and ``calls``.
+
+Device handling as TorchNeuron's executor: CPU tensors passed to a compiled forward or inference
+graph are copied to `neuron` and its outputs are `neuron` tensors, unless
+``TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY=1`` (such an input raises) or, for inference graphs,
+``TORCH_NEURONX_RETAIN_DEVICE_MODE=1`` (outputs go back to the CPU when the inputs were there).
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 import threading
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -37,6 +50,7 @@ import torch
 import torch._dynamo
 from torch._dynamo.backends.common import aot_autograd
 from torch._dynamo.utils import counters
+from torch._functorch._aot_autograd.logging_utils import get_aot_compilation_context
 from torch._functorch.aot_autograd import make_boxed_func
 
 from neuron_emu import record
@@ -181,27 +195,74 @@ def _check_static(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> No
         raise RuntimeError(DYNAMIC_MESSAGE)
 
 
+ENV_DISABLE_CPU_AUTOCOPY = "TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY"
+ENV_RETAIN_DEVICE_MODE = "TORCH_NEURONX_RETAIN_DEVICE_MODE"
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _autocopy(args: list[Any]) -> tuple[list[Any], bool]:
+    """CPU tensor inputs copied to `neuron` (TorchNeuron's executor); True when any was."""
+    cpu = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.device.type == "cpu"]
+    if not cpu:
+        return args, False
+    if _env_flag(ENV_DISABLE_CPU_AUTOCOPY):
+        raise RuntimeError(
+            f"torch.compile(backend=\"neuron\"): graph input {cpu[0]} is a CPU tensor and "
+            f"{ENV_DISABLE_CPU_AUTOCOPY}=1 forbids copying it to the neuron device; put the model "
+            "and its inputs on 'neuron'."
+        )
+    out = list(args)
+    for i in cpu:
+        out[i] = out[i].to(_NEURON)
+    return out, True
+
+
+_NEURON = torch.device("neuron")
+
+
+def _is_collective(target: Any) -> bool:
+    return str(getattr(target, "namespace", "")).startswith(("_c10d_functional", "c10d"))
+
+
 def _graph_compiler(kind: str, model_name: str) -> Callable[..., Any]:
     def compiler(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+        t0 = time.perf_counter_ns()
         _check_static(gm, example_inputs)
         code = gm.code
         graph_id = hashlib.sha256(code.encode()).hexdigest()[:16]
+        calls = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+        has_collectives = any(_is_collective(t) for t in calls)
+        being, _, nth_aot = get_aot_compilation_context()
+        aot_part = being[0] if being else f"{nth_aot}_{kind}"
+        t1 = time.perf_counter_ns()
+        boxed = make_boxed_func(gm)
+        t2 = time.perf_counter_ns()
         with _lock:
             nth = _graph_counter[0]
             _graph_counter[0] += 1
             entry = {
-                "graph_id": graph_id, "graph_name": f"{model_name}_{nth}_{kind}", "kind": kind,
-                "node_count": len(gm.graph.nodes),
-                "ops": sorted({str(n.target) for n in gm.graph.nodes if n.op == "call_function"}),
-                "signatures": [], "calls": 0,
+                "graph_id": graph_id, "graph_name": f"{model_name}_{aot_part}_{nth}",
+                "model_name": model_name, "has_collectives": has_collectives,
+                "graph_node_count": len(gm.graph.nodes), "timestamp": time.time(),
+                "torch_neuronx_fx_passes_us": (t1 - t0) // 1000, "torch_neuronx_lower_us": (t2 - t1) // 1000,
+                "torch_neuronx_compile_us": 0,
+                "kind": kind, "ops": sorted({str(t) for t in calls}), "signatures": [], "calls": 0,
             }
             _stats["aot_graphs"].append(entry)
             _stats["compiled_graphs"] += 1
             counters["neuron"]["compiled_graphs"] += 1
+            if has_collectives:
+                counters["neuron"]["graphs_with_collectives"] += 1
         _publish()
-        boxed = make_boxed_func(gm)
+        copies_inputs = kind != "bw"
 
         def run(args: list[Any]) -> Any:
+            copied = False
+            if copies_inputs:
+                args, copied = _autocopy(args)
             key = (graph_id, _signature(args))
             with _lock:
                 entry["calls"] += 1
@@ -212,7 +273,10 @@ def _graph_compiler(kind: str, model_name: str) -> Callable[..., Any]:
                     _stats["compiles"] += 1
                     entry["signatures"].append([record._input(i) if i else None for i in key[1]])
             with record.suspended():
-                return boxed(args)
+                out = boxed(args)
+            if copied and kind == "inference" and _env_flag(ENV_RETAIN_DEVICE_MODE):
+                out = [o.cpu() if isinstance(o, torch.Tensor) else o for o in out]
+            return out
 
         run._boxed_call = True  # type: ignore[attr-defined]
         return run

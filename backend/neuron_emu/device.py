@@ -10,14 +10,43 @@ import torch
 BACKEND = "neuron"
 _TOTAL_MEMORY = 24 * 1024**3  # one trn2 logical NeuronCore's share of HBM; reported, not enforced
 
-# One device per process, as under TorchNeuron's launcher setup (NEURON_RT_VISIBLE_CORES defaults
-# to LOCAL_RANK, so each worker owns one NeuronCore). Scripts still name it `neuron:<local_rank>`
-# (TorchNeuron's own distributed example does), so in a launched worker that index is an alias of
-# the process's device. Tensors always live on `neuron:0`: the Python device guard torch offers
-# reports a single device, and the autograd engine has one device queue per reported device.
+# Without a launcher the process sees one logical NeuronCore, `neuron:0`. Under a launcher
+# TorchNeuron's process-group setup makes device_count() the local world size and the local rank the
+# process's *device start index*: the process owns exactly one core, `neuron:<local_rank>`, its
+# tensors live there, and any other index is invalid (on local rank 1, `neuron:0` raises). torchrun
+# says which in LOCAL_RANK/LOCAL_WORLD_SIZE (read at activation); an mp.spawn worker learns it from
+# init_process_group (distributed.py calls configure()).
 _count = 1
-_rank_alias = int(os.environ["LOCAL_RANK"]) if os.environ.get("LOCAL_RANK", "").isdigit() else None
+_start = 0
 _current = 0
+configured = False
+
+
+def _env_int(name: str) -> int | None:
+    value = os.environ.get(name, "")
+    return int(value) if value.isdigit() else None
+
+
+def configure(local_rank: int, local_world_size: int) -> None:
+    """Own `neuron:<local_rank>` of ``local_world_size`` devices (once per process)."""
+    global _count, _start, _current, configured
+    if not 0 <= local_rank < local_world_size:
+        raise RuntimeError(f"neuron: local rank {local_rank} is outside the local world size {local_world_size}")
+    _count, _start, _current, configured = local_world_size, local_rank, local_rank, True
+    from neuron_emu import memory, random
+    from neuron_emu.runtime import engine
+
+    memory.grow(_count)
+    random.grow(_count)
+    if _count > 1:
+        engine.install()
+
+
+def configure_from_env() -> None:
+    """torchrun's LOCAL_RANK/LOCAL_WORLD_SIZE, if this process was launched with them."""
+    local_rank, local_world = _env_int("LOCAL_RANK"), _env_int("LOCAL_WORLD_SIZE")
+    if local_rank is not None and local_world is not None and local_rank < local_world:
+        configure(local_rank, local_world)
 
 
 class _DeviceProperties:
@@ -65,22 +94,40 @@ def _logical(device: Any, *, optional: bool = False) -> int:
         idx = _current if dev.index is None else dev.index
     if idx == -1 and optional:
         return _current
-    if not (0 <= idx < _count or idx == _rank_alias):
-        raise RuntimeError(f"Invalid device ordinal {idx} for neuron (device_count() is {_count})")
+    if idx != _start:
+        raise RuntimeError(_invalid(idx))
     return idx
 
 
+def _invalid(idx: int) -> str:
+    if _count == 1 and _start == 0:
+        return f"Invalid device ordinal {idx} for neuron (device_count() is 1)"
+    return (f"Invalid device ordinal {idx} for neuron: this process is local rank {_start} of {_count} and "
+            f"owns only neuron:{_start} (TorchNeuron gives each launched process one NeuronCore; use "
+            f"neuron:{_start}, i.e. the LOCAL_RANK, or plain 'neuron')")
+
+
 def _index(device: Any, *, optional: bool = False) -> int:
-    """The physical index (always 0) of a valid `neuron` device designation."""
-    _logical(device, optional=optional)
-    return 0
+    """The index of a valid `neuron` device designation (the process's one device)."""
+    return _logical(device, optional=optional)
 
 
 def physical(index: int | None) -> int:
-    """Map `neuron:<index>` (0, or the worker's LOCAL_RANK alias) to the device tensors live on."""
-    if index is None or index == 0:
-        return 0
-    return _index(index)
+    """The index tensors created for `neuron:<index>` (None: the current device) live on."""
+    if index is None or index == _start:
+        return _current
+    return _logical(index)
+
+
+def guard_resolved(index: int | None) -> int:
+    """The device for an index that C++ may have filled in for a bare `neuron`.
+
+    ``Tensor.to("neuron")`` and ``torch.tensor(..., device="neuron")`` complete a missing index
+    with the device guard's current device, which the Python guard always reports as 0; on any
+    other local rank that 0 means the process's own device."""
+    if index == 0 and _start != 0:
+        return _current
+    return physical(index)
 
 
 def current_device() -> int:

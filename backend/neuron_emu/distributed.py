@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from neuron_emu import record
+from neuron_emu import device, record
 from neuron_emu.ops.cpu import CPU_KEYSET
 from neuron_emu.runtime.storage import to_cpu
 
@@ -27,6 +27,10 @@ _libs: list[torch.library.Library] = []
 
 def _create(store: Any, rank: int, world_size: int, timeout: timedelta) -> Any:
     record.mark_process_group_initialized()
+    if not device.configured and world_size > 1:
+        # No launcher told us (mp.spawn): the real setup learns the local rank and local world size
+        # through the store; every rank of an emulated run is on this host.
+        device.configure(rank, world_size)
     return dist.ProcessGroupGloo(store, rank, world_size, timeout)
 
 
@@ -50,10 +54,31 @@ def _to_neuron(value: Any, back: dict[int, torch.Tensor]) -> Any:
     return value
 
 
+_CPU = torch.device("cpu")
+_NEURON = torch.device(BACKEND)
+
+
+def _serve_cpu(args: tuple[Any, ...]) -> None:
+    """Let the group's `neuron` backend also serve the CPU aliases the kernels pass on.
+
+    A group made with backend="neuron" maps both devices to it; one made without a backend
+    (``init_process_group()``, ``init_device_mesh("neuron", ...)``, whose default backend for the
+    `neuron` device is `neuron`, as in TorchNeuron) maps only `neuron`, and the CPU redispatch
+    would find no backend for `cpu`. The backend is registered under its real type, Gloo, which
+    is also what the group's own lookups by backend name expect."""
+    for boxed in args:
+        if isinstance(boxed, torch.ScriptObject):  # the c10d ops get the group boxed
+            pg = dist.ProcessGroup.unbox(boxed)
+            if all(d.type != "cpu" for d in pg._device_types):
+                pg._register_backend(_CPU, dist.ProcessGroup.BackendType.GLOO, pg._get_backend(_NEURON))
+            return
+
+
 def _override(op: Any) -> Callable[..., Any]:
     redispatch = op.redispatch
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
+        _serve_cpu(args)
         back: dict[int, torch.Tensor] = {}
         cargs = _to_cpu(args, back)
         ckw = {k: _to_cpu(v, back) for k, v in kwargs.items()}

@@ -33,6 +33,11 @@ _live: dict[weakref.ref[torch.Tensor], tuple[int, int]] = {}
 alloc_hook: Callable[[int], None] | None = None
 
 
+def grow(count: int) -> None:
+    """Counters for devices 0..count-1 (the launcher decides the count after import)."""
+    _counters.extend(_Counters() for _ in range(count - len(_counters)))
+
+
 def _on_free(ref: weakref.ref[torch.Tensor]) -> None:
     entry = _live.pop(ref, None)
     if entry is not None:

@@ -9,9 +9,12 @@ import torch
 from neuron_emu import device as _device
 from neuron_emu.runtime.generator import NeuronGenerator
 
-default_generators: tuple[NeuronGenerator, ...] = tuple(
-    NeuronGenerator(i) for i in range(_device.device_count())
-)
+# A list (torch.cuda's is a tuple) so that it can grow once a launcher sets the device count.
+default_generators: list[NeuronGenerator] = [NeuronGenerator(i) for i in range(_device.device_count())]
+
+
+def grow(count: int) -> None:
+    default_generators.extend(NeuronGenerator(i) for i in range(len(default_generators), count))
 
 
 def _gen(device: Any = None) -> NeuronGenerator:

@@ -64,7 +64,7 @@ def _list(prefixes: list[str] | None, fmt: str, extra_rules: list[Path] | None, 
     from neuron_migrate.ruleset.select import select_codes
 
     pack = _pack(extra_rules, config_file)
-    codes = select_codes(pack, prefixes or ())
+    codes = select_codes(pack, prefixes or ["ALL"])  # the table lists rules outside the default selection too
     rules = [rule for code, rule in pack.rules.items() if code in codes]
     if fmt == "json":
         doc: dict[str, Any] = {"pack": dict(pack_summary(pack)), "rules": [rule_to_dict(r) for r in rules]}

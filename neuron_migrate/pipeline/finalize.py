@@ -33,10 +33,10 @@ TOOL_FAMILY = "NM0"
 
 
 def enabled_codes(pack: RulePack, settings: Settings) -> set[str]:
-    # extend-select widens an explicit selection; with none every rule is already selected.
-    select = (*settings.select, *settings.extend_select) if settings.select else ()
     ignore = (*settings.ignore, *settings.extend_ignore)
-    enabled = select_codes(pack, select, ignore)
+    enabled = select_codes(pack, settings.select, ignore)
+    if settings.extend_select:  # widens the selection, explicit or default (some rules are off by default)
+        enabled |= select_codes(pack, settings.extend_select, ignore)
     if any(code.startswith(TOOL_FAMILY) for code in pack.rules):
         enabled |= select_codes(pack, [TOOL_FAMILY], ignore)
     return enabled

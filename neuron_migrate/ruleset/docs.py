@@ -43,7 +43,7 @@ def _match_summary(rule: Rule) -> list[str]:
     for label, values in (
         ("names", m.qualified_names), ("device strings", m.device_strings), ("methods", m.methods),
         ("attributes", m.attributes), ("imports", m.imports), ("environment variables", m.env_vars),
-        ("files", m.files),
+        ("files", m.files), ("words in code", m.tokens),
     ):
         if values:
             parts.append(f"{label}: " + ", ".join(f"`{v}`" for v in values))
@@ -75,6 +75,8 @@ def render_rule(rule: Rule, *, heading: str = "#", examples: int | None = None) 
     if rule.fix.safety:
         lines.append(f"  - Why unsafe: {' '.join(rule.fix.safety.split())}")
     lines.append(f"- Status: {rule.status.value} (since {rule.since})")
+    if not rule.default:
+        lines.append("- Not in the default selection: enable it with `--select " + rule.code + "`")
     matches = _match_summary(rule)
     if matches:
         lines.append("- Matches: " + "; ".join(matches))
@@ -147,6 +149,7 @@ def rule_to_dict(rule: Rule, *, full: bool = False) -> dict[str, Any]:
         "targets": {t.value: describe_fix(f) for t, f in rule.fix.targets.items()},
         "status": rule.status.value,
         "since": rule.since,
+        "default": rule.default,
         "message": rule.message,
         "references": list(rule.references),
     }

@@ -45,10 +45,10 @@ _PACK_REQUIRED = ("name", "version", "neuron_sdk", "torch_neuronx", "torch", "pr
 _PACK_KEYS = frozenset(_PACK_REQUIRED) | {"redirects", "runtime_kinds"}
 _RULE_REQUIRED = ("code", "name", "title", "category", "severity", "match", "fix", "message",
                   "why", "references", "examples")
-_RULE_KEYS = frozenset(_RULE_REQUIRED) | {"status", "since", "kind"}
+_RULE_KEYS = frozenset(_RULE_REQUIRED) | {"status", "since", "kind", "default"}
 _RUNTIME_FAMILY = "NM9"  # check's findings: each names its kind
 _LIST_MATCHERS = ("qualified_names", "device_strings", "methods", "attributes", "imports",
-                  "env_vars", "files")
+                  "env_vars", "files", "tokens")
 _MATCH_KEYS = frozenset(_LIST_MATCHERS) | {"arguments"}
 _ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing"})
 _TARGETS = {t.value: t for t in Target}
@@ -85,6 +85,12 @@ def _str(ctx: _Ctx, value: Any, field: str, *, empty: bool = False) -> str:
         raise ctx.error(field, f"expected a string, got {type(value).__name__}")
     if not empty and not value.strip():
         raise ctx.error(field, "must not be empty")
+    return value
+
+
+def _bool(ctx: _Ctx, value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise ctx.error(field, f"expected true or false, got {value!r}")
     return value
 
 
@@ -272,6 +278,7 @@ def _rule(ctx: _Ctx, raw: Any, index: int, file_family: str | None, fixers: froz
         kind=kind,
         status=_enum(ctx, Status, d.get("status", "stable"), "status"),
         since=_str(ctx, str(d.get("since", "0.1.0")), "since"),
+        default=_bool(ctx, d.get("default", True), "default"),
         source_file=ctx.file,
     )
 

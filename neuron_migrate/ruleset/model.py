@@ -8,6 +8,7 @@ A rule file (`rules/nm<family>-<topic>.yaml`) holds `rules: [ ... ]`; each entry
     category: cuda-api       # must be FAMILIES[hundred].category
     severity: error | warning | info
     status: stable | preview | deprecated | removed     (default stable)
+    default: true | false    # in the default selection (default true); false: only by --select
     since: "0.1.0"
     match: { ... }           # see Match; at least one matcher (NM0xx/NM9xx rules may have none)
     fix: {class: safe|unsafe|manual|none, neuron: TargetFix, accelerator: TargetFix,
@@ -100,11 +101,15 @@ class Match:
     imports: tuple[str, ...] = ()  # module globs for `import m` / `from m import x`
     env_vars: tuple[str, ...] = ()  # env-var name globs, read or set in code
     files: tuple[str, ...] = ()  # path globs of files that are themselves the finding (*.cu)
+    # Word globs (`cuda*`, `flash_attn`: `_` joins consecutive words) for CUDA-indicative words in
+    # code: names, attributes, keywords, imported modules, and short string literals that are not
+    # messages (see `scan.matchers.tokens`). A token already inside another finding is not repeated.
+    tokens: tuple[str, ...] = ()
 
     def is_empty(self) -> bool:
         return not any(
             (self.qualified_names, self.device_strings, self.methods, self.attributes,
-             self.arguments, self.imports, self.env_vars, self.files)
+             self.arguments, self.imports, self.env_vars, self.files, self.tokens)
         )
 
 
@@ -165,6 +170,7 @@ class Rule:
     valid: tuple[str, ...]
     status: Status = Status.STABLE
     since: str = "0.1.0"
+    default: bool = True  # in the default selection; False: only when `--select` names it
     source_file: str = ""  # the YAML file it came from, for error messages and docs
     kind: str = ""  # NM9xx only: the kind of runtime finding (a key of RulePack.kinds)
 

@@ -27,10 +27,13 @@ def expand(pack: RulePack, selector: str) -> set[str]:
 
 
 def select_codes(pack: RulePack, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> set[str]:
-    """Codes enabled by `select` (every rule when empty) minus those named by `ignore`."""
+    """Codes enabled by `select` (when empty: every rule in the default selection) minus those
+    named by `ignore`. A rule outside the default selection is enabled only by a selector."""
     select = list(select)
     enabled: set[str] = set()
-    for selector in select or ["ALL"]:
+    if not select:
+        enabled = {code for code, rule in pack.rules.items() if rule.default}
+    for selector in select:
         enabled |= expand(pack, selector)
     for selector in ignore:
         enabled -= expand(pack, selector)

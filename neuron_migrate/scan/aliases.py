@@ -10,16 +10,10 @@ free name can still resolve, but only to a name a rule spells out exactly.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
-
-
-class HiddenRead(Exception):
-    """A fix asked whether the file reads a module root, and text the walk skipped may (see
-    `scan.regions`): the file must be analysed whole."""
 
 
 class AliasTable:
-    __slots__ = ("names", "specs", "stars", "implicit", "implicit_seen", "hidden")
+    __slots__ = ("names", "specs", "stars", "implicit", "implicit_seen")
 
     def __init__(self, implicit_roots: frozenset[str]) -> None:
         self.names: dict[str, str] = {}  # local name -> qualified name it stands for
@@ -31,7 +25,6 @@ class AliasTable:
         # whose import lives in another cell, or in a rule example that omits the import.
         self.implicit = implicit_roots
         self.implicit_seen: set[str] = set()  # implicit roots the file actually reads
-        self.hidden: Callable[[str], bool] | None = None  # whether a name occurs in unwalked text
 
     def add(self, node: ast.Import | ast.ImportFrom) -> None:
         if node.__class__ is ast.Import:
@@ -83,6 +76,4 @@ class AliasTable:
         # A file that already uses `torch` without importing it (a notebook cell) keeps doing so.
         if top in self.implicit_seen:
             return qualified, False
-        if self.hidden is not None and self.hidden(top):
-            raise HiddenRead(top)
         return qualified, True

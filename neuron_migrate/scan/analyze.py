@@ -14,13 +14,13 @@ Never imports torch or libcst.
 from __future__ import annotations
 
 import ast
-import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from neuron_migrate.findings import Finding, FixClass, Span
 from neuron_migrate.ruleset.model import ArgumentPattern, FixKind, Rule, RulePack
-from neuron_migrate.scan.aliases import AliasTable, HiddenRead
+from neuron_migrate.scan import parse as parse_m
+from neuron_migrate.scan.aliases import AliasTable
 from neuron_migrate.scan.matchers import arguments as args_m
 from neuron_migrate.scan.matchers import device_strings as dev_m
 from neuron_migrate.scan.matchers import env_vars as env_m
@@ -33,8 +33,9 @@ from neuron_migrate.scan.matchers.imports import ImportTable
 from neuron_migrate.scan.matchers.names import name_table
 from neuron_migrate.scan.matchers.qualified_names import QualifiedNameTable
 from neuron_migrate.scan.matchers.site import LineIndex, Site
-from neuron_migrate.scan.prefilter import pattern_requirements
-from neuron_migrate.scan.regions import RegionGate, SparseTree
+from neuron_migrate.scan.matchers.tokens import TokenTable, first_words
+from neuron_migrate.scan.prefilter import pattern_requirements, pattern_values
+from neuron_migrate.scan.regions import RegionGate
 
 __all__ = ["CompiledPack", "analyze_file_path", "analyze_source", "compile_pack"]
 
@@ -54,10 +55,13 @@ class CompiledPack:
     imports: ImportTable
     env: EnvVarTable
     files: FileTable
+    tokens: TokenTable
     implicit_roots: frozenset[str]
     device_words: tuple[str, ...]  # a file without any of these has no device-string match
     env_words: tuple[str, ...]  # ... without any of these, no env-var match
+    token_words: tuple[str, ...]  # ... without any of these, no `tokens` match
     regions: RegionGate  # which functions of a large file need parsing
+    fix_roots: frozenset[str]  # top-level modules a fix may write (and have to import)
 
 
 _COMPILED: dict[object, CompiledPack] = {}
@@ -86,10 +90,15 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         imports=imports,
         env=env,
         files=FileTable(rules),
+        tokens=TokenTable(rules),
         implicit_roots=frozenset(r for r in roots if r.isidentifier()) | _ALWAYS_IMPLICIT,
         device_words=_words([t for t, _, _ in devices.types]),
         env_words=_words([literal_prefix(p) for p, _, _ in env.patterns]),
-        regions=RegionGate(pattern_requirements(pack), {name.rpartition(".")[0] for name in qualified.exact}),
+        token_words=first_words(rules),
+        regions=RegionGate(pattern_requirements(pack), pattern_values(pack),
+                           {name.rpartition(".")[0] for name in qualified.exact}),
+        fix_roots=frozenset({"torch"} | {tf.value.partition(".")[0] for r in rules for tf in r.fix.targets.values()
+                                         if tf.kind is FixKind.RENAME}),
     )
     if len(_COMPILED) >= 8:
         _COMPILED.pop(next(iter(_COMPILED)))
@@ -112,6 +121,12 @@ _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LITERALS = (ast.Constant, ast.UnaryOp)  # what `arguments.literal_value` may evaluate
 _SCOPE_END = ast.Pass()  # pushed under a function's body: popping it closes the function's scope
+# Calls whose arguments are messages for people (print, logging, warnings, exceptions).
+_MESSAGE_CALLS = frozenset({"print", "exit", "debug", "info", "warning", "warn", "error", "exception",
+                            "critical", "fatal", "log", "warning_once", "info_once", "warn_once", "echo", "secho"})
+_MESSAGE_MODULES = ("logging.", "warnings.")
+_EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning")
+_MESSAGE_KEYWORDS = frozenset({"help", "description", "epilog", "usage", "msg", "message", "desc"})
 
 
 class _Walker:
@@ -120,14 +135,23 @@ class _Walker:
         # Matchers whose words the file does not contain cannot match: leave them out of the walk.
         self.devices_on = any(t in source for t in cp.device_words)
         self.env_on = any(t in source for t in cp.env_words)
+        self.tokens = cp.tokens if any(t in source for t in cp.token_words) else None
+        self.silent: set[int] = set()  # ids of string literals that are messages, not code
         self.aliases = AliasTable(cp.implicit_roots)
         self.sites: list[tuple[Rule, Site]] = []
         self.stmt: ast.AST = tree
         self.stmt_line = 1
         self.scopes: list[dict[str, ast.AST | None]] = []  # enclosing functions' known locals
+        # Per enclosing function, the names it binds itself (parameters, assignments, loop and
+        # `with` targets): there they are not the module's imports of the same name.
+        self.locals: list[set[str]] = []
         self.func_names: list[str] = []
         self.consts: dict[str, ast.AST | None] = {}  # module-level literal constants
-        self.argparse: dict[str, ast.AST] = {}  # option dest -> literal default
+        self.argparse: dict[str, list[ast.AST]] = {}  # option dest -> its literal default and const
+        # Attribute name -> literal: class-level fields (a config dataclass) and `self.x = ...`.
+        self.fields: dict[str, ast.AST | None] = {}
+        # Module-level names assigned a CUDA reference (`amp_ctx = torch.cuda.amp.autocast`).
+        self.assigned: dict[str, str] = {}
         # Arguments whose value is a variable, resolved once every module constant and argparse
         # default is known; each keeps the statement it stands in.
         self.pending: list[tuple[ast.Call, Rule, ArgumentPattern, ast.AST, ast.AST,
@@ -147,6 +171,13 @@ class _Walker:
             elif cls is ast.Assign:
                 if len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:  # type: ignore[attr-defined]
                     self._remember(self.consts, stmt.targets[0].id, stmt.value)  # type: ignore[attr-defined]
+                    self._alias_assignment(stmt.targets[0].id, stmt.value)  # type: ignore[attr-defined]
+            elif cls is ast.ClassDef:
+                for member in stmt.body:  # type: ignore[attr-defined]
+                    if member.__class__ is ast.AnnAssign and member.target.__class__ is ast.Name and member.value is not None:
+                        self._remember(self.fields, member.target.id, member.value)
+                    elif member.__class__ is ast.Assign and len(member.targets) == 1 and member.targets[0].__class__ is ast.Name:
+                        self._remember(self.fields, member.targets[0].id, member.value)
             elif cls is ast.AnnAssign:
                 if stmt.target.__class__ is ast.Name and stmt.value is not None:  # type: ignore[attr-defined]
                     self._remember(self.consts, stmt.target.id, stmt.value)  # type: ignore[attr-defined]
@@ -155,6 +186,17 @@ class _Walker:
                     self._prepass(getattr(stmt, f, None) or [])
                 for handler in getattr(stmt, "handlers", ()):
                     self._prepass(handler.body)
+
+    def _alias_assignment(self, name: str, value: ast.AST) -> None:
+        """`amp_ctx = torch.cuda.amp.autocast` (or a `functools.partial` of it): a later `amp_ctx()`
+        is a use of a CUDA name through an alias of its own, reported by the `tokens` rule."""
+        if value.__class__ is ast.Call and value.args and self.resolve(value.func) == "functools.partial":  # type: ignore[attr-defined]
+            value = value.args[0]  # type: ignore[attr-defined]
+        if value.__class__ is not ast.Attribute or self.tokens is None:
+            return
+        qn = self.resolve(value)
+        if qn is not None and (self.cp.qualified.best(qn, []) is not None or self.tokens.name(qn.replace(".", "_"))):
+            self.assigned[name] = qn
 
     @staticmethod
     def _remember(table: dict[str, ast.AST | None], name: str, value: ast.AST) -> None:
@@ -185,6 +227,11 @@ class _Walker:
 
     def _import(self, node: ast.AST) -> None:
         self.aliases.add(node)  # type: ignore[arg-type]
+        if self.locals:  # a function's own import: the name is the import, not a local
+            for alias in node.names:  # type: ignore[attr-defined]
+                self.locals[-1].discard((alias.asname or alias.name).partition(".")[0])
+        if self.tokens is not None:
+            self._import_tokens(node)
         table = self.cp.imports
         if not table.patterns:
             return
@@ -212,8 +259,17 @@ class _Walker:
         if value is None:
             return
         for target in targets:
+            if self.locals:
+                self._bind(target)
+            if self.tokens is not None and target.__class__ is ast.Name and target.id == "__all__":  # type: ignore[attr-defined]
+                self._silence(value)  # the module's exported names
+            if target.__class__ is ast.Subscript and self.cp.arguments.any_by_keyword:
+                self._subscript_keyword(target, value)
             if self.devices_on and dev_m.device_like(target):
                 self._device_literals(value)
+            if (target.__class__ is ast.Attribute and target.value.__class__ is ast.Name  # type: ignore[attr-defined]
+                    and target.value.id == "self"):  # type: ignore[attr-defined]
+                self._remember(self.fields, target.attr, value)  # type: ignore[attr-defined]
             if target.__class__ is ast.Name:
                 # A local assignment shadows the module's constant of the same name, literal or not.
                 scope = self.scopes[-1] if self.scopes else None
@@ -221,6 +277,61 @@ class _Walker:
                     self._remember(scope, target.id, value)
                 if self.env_on and value.__class__ is ast.Dict and env_m.env_like_name(target.id):
                     self._env_dict(value)
+
+    def _subscript_keyword(self, target: ast.AST, value: ast.AST) -> None:
+        """`kwargs["load_in_8bit"] = True`: a keyword argument on its way to a call."""
+        key = target.slice  # type: ignore[attr-defined]
+        if key.__class__ is ast.Constant and key.value in self.cp.arguments.any_by_keyword:  # type: ignore[attr-defined]
+            kw = ast.keyword(arg=key.value, value=value)  # type: ignore[attr-defined]
+            kw.lineno, kw.col_offset = key.lineno, key.col_offset
+            kw.end_lineno, kw.end_col_offset = value.end_lineno, value.end_col_offset
+            call = ast.copy_location(ast.Call(func=ast.Name("dict"), args=[], keywords=[kw]), target)
+            for rule, pat in self.cp.arguments.candidates(None, None, [kw]):
+                self._argument(call, rule, pat, None, None)
+
+    def _bind(self, target: ast.AST) -> None:
+        """Names a function binds by assignment, for `_shadowed`."""
+        cls = target.__class__
+        if cls is ast.Name:
+            self.locals[-1].add(target.id)  # type: ignore[attr-defined]
+        elif cls in (ast.Tuple, ast.List):
+            for elt in target.elts:  # type: ignore[attr-defined]
+                self._bind(elt)
+        elif cls is ast.Starred:
+            self._bind(target.value)  # type: ignore[attr-defined]
+
+    def _for(self, node: ast.AST) -> None:
+        if self.locals:
+            self._bind(node.target)  # type: ignore[attr-defined]
+
+    def _with(self, node: ast.AST) -> None:
+        if self.locals:
+            for item in node.items:  # type: ignore[attr-defined]
+                if item.optional_vars is not None:
+                    self._bind(item.optional_vars)
+
+    def _expr_stmt(self, node: ast.AST) -> None:
+        """A string statement is a docstring or a comment written as a string: not code."""
+        value = node.value  # type: ignore[attr-defined]
+        if value.__class__ in (ast.Constant, ast.JoinedStr):
+            self.silent.add(id(value))
+
+    def _raise(self, node: ast.AST) -> None:
+        if node.exc is not None:  # type: ignore[attr-defined]
+            self._silence(node.exc)  # type: ignore[attr-defined]
+
+    def _assert(self, node: ast.AST) -> None:
+        if node.msg is not None:  # type: ignore[attr-defined]
+            self._silence(node.msg)  # type: ignore[attr-defined]
+
+    def _silence(self, expr: ast.AST) -> None:
+        """A message and what it shows (`print(f"CUDA {torch.version.cuda}")`) is read by people:
+        no CUDA word in it is reported for itself. Code in it that a specific rule matches (a
+        `torch.cuda` call) still is."""
+        if expr.__class__ is ast.Constant:
+            self.silent.add(id(expr))
+            return
+        self.silent.update(map(id, ast.walk(expr)))
 
     def _function(self, node: ast.AST) -> None:
         decorators = node.decorator_list  # type: ignore[attr-defined]
@@ -259,6 +370,7 @@ class _Walker:
         implicit = aliases.implicit
         scope_end = _SCOPE_END
         name_kind, case_kind = _NAME, _CASE
+        tokens = self.tokens
         while stack:
             node = pop()
             entry = dispatch.get(node.__class__)
@@ -271,6 +383,11 @@ class _Walker:
             elif kind == name_kind:  # the most common node: inlined
                 ident = node.id
                 q = names.get(ident)
+                if q is not None and (node.ctx.__class__ is ast.Store or (self.locals and self._shadowed(ident))):
+                    q = None
+                    if tokens is not None:
+                        self._token_name(node, ident)
+                    continue
                 if q is not None:
                     if "." in q:
                         self._qualified(node, q, [])
@@ -278,10 +395,13 @@ class _Walker:
                     aliases.implicit_seen.add(ident)
                 elif aliases.stars:
                     self._star(node)
+                if tokens is not None:
+                    self._token_name(node, ident)
                 continue
             else:  # a statement (or except handler / match case): blocks first, expressions on top
                 if node is scope_end:
                     self.scopes.pop()
+                    self.locals.pop()
                     self.func_names.pop()
                     continue
                 self.stmt = node
@@ -294,7 +414,9 @@ class _Walker:
                         extend(reversed(v))
                 if node.__class__ in _FUNCS:
                     stack.insert(len(stack) - len(node.body), scope_end)
-                    self.scopes.append(self._params(node))
+                    params = self._params(node)
+                    self.scopes.append(params)
+                    self.locals.append(set(params))
                     self.func_names.append(node.name)
             for f in fields:
                 v = getattr(node, f)
@@ -312,7 +434,7 @@ class _Walker:
             expr = expr.value  # type: ignore[attr-defined]
         if expr.__class__ is not ast.Name:
             return None
-        root = self.aliases.root(expr.id)  # type: ignore[attr-defined]
+        root = self._root(expr.id)  # type: ignore[attr-defined]
         if root is None:
             return None
         if attrs:
@@ -323,7 +445,21 @@ class _Walker:
     def _is_module_expr(self, expr: ast.AST) -> bool:
         while expr.__class__ is ast.Attribute:
             expr = expr.value  # type: ignore[attr-defined]
-        return expr.__class__ is ast.Name and self.aliases.is_import(expr.id)  # type: ignore[attr-defined]
+        return (expr.__class__ is ast.Name and self.aliases.is_import(expr.id)  # type: ignore[attr-defined]
+                and not (self.locals and self._shadowed(expr.id)))  # type: ignore[attr-defined]
+
+    def _shadowed(self, name: str) -> bool:
+        """Whether an enclosing function binds `name` itself (a parameter `config` is not the
+        module's `import ... as config`)."""
+        for local in self.locals:
+            if name in local:
+                return True
+        return False
+
+    def _root(self, name: str) -> str | None:
+        if self.locals and self._shadowed(name):
+            return None
+        return self.aliases.root(name)
 
     def _attribute(self, node: ast.AST) -> bool:
         self._chain(node)
@@ -347,7 +483,9 @@ class _Walker:
         if cur.__class__ is not ast.Name:
             self.stack.append(cur)
             return None
-        root = self.aliases.root(cur.id)  # type: ignore[attr-defined]
+        root = self._root(cur.id)  # type: ignore[attr-defined]
+        if self.tokens is not None:
+            self._token_chain(cur, links)
         if root is None:
             if self.aliases.stars:
                 self._star(cur)
@@ -407,14 +545,112 @@ class _Walker:
                     self._report(rule, "methods", call, f".{leaf}()", call=call, pos=pos)
         if leaf == "add_argument":
             self._argparse_default(call)
+        if self.tokens is not None:
+            self._call_messages(call, leaf, qn)
         if cp.arguments:
-            for rule, pat in cp.arguments.candidates(leaf, qn, call.keywords):
-                self._argument(call, rule, pat, leaf, qn)
+            target = _spread(call)
+            for rule, pat in cp.arguments.candidates(leaf, qn, target.keywords):
+                self._argument(target, rule, pat, leaf, qn)
         if self.devices_on:
             self._call_devices(call, fcls, leaf, qn)
         if self.env_on:
             self._call_env(call, fcls, leaf, qn)
         return True
+
+    def _call_messages(self, call: ast.Call, leaf: str | None, qn: str | None) -> None:
+        """A message's strings are read by people, not run: print/logging/warnings/exception
+        arguments and `help=`-like keywords."""
+        if leaf is not None and (leaf in _MESSAGE_CALLS or leaf.endswith(_EXCEPTION_SUFFIXES)
+                                 or (qn is not None and qn.startswith(_MESSAGE_MODULES))):
+            for a in call.args:
+                self._silence(a)
+            for kw in call.keywords:
+                self._silence(kw.value)
+            return
+        for kw in call.keywords:
+            if kw.arg in _MESSAGE_KEYWORDS:
+                self._silence(kw.value)
+
+    # -- CUDA-indicative words (`match.tokens`) --
+
+    def _token_name(self, node: ast.AST, ident: str) -> None:
+        if id(node) in self.silent:
+            return
+        hit = self.tokens.name(ident)  # type: ignore[union-attr]
+        if hit is None and ident in self.assigned and not (self.locals and self._shadowed(ident)):
+            target = self.assigned[ident]
+            hit = self.tokens.name(target.replace(".", "_")) or (target, self.tokens.rules)  # type: ignore[union-attr]
+            ident = f"{ident} (= {target})"
+        if hit is not None:
+            for rule in hit[1]:
+                self._report(rule, "tokens", node, ident, token=hit[0])
+
+    def _token_chain(self, root: ast.AST, links: list[ast.Attribute]) -> None:
+        """The first CUDA word of a dotted chain (`torch.version.cuda`), at that link."""
+        table: TokenTable = self.tokens  # type: ignore[assignment]
+        if id(root) in self.silent:
+            return
+        if table.name(root.id) is not None or root.id in self.assigned:  # type: ignore[attr-defined]
+            self._token_name(root, root.id)  # type: ignore[attr-defined]
+            return
+        for link in links:
+            hit = table.name(link.attr)
+            if hit is not None:
+                for rule in hit[1]:
+                    self._report(rule, "tokens", link, link.attr, token=hit[0], pos=_attr_pos(link))
+                return
+
+    def _keyword(self, node: ast.AST) -> bool:
+        kw: ast.keyword = node  # type: ignore[assignment]
+        if self.tokens is not None and kw.arg is not None and id(kw) not in self.silent:
+            hit = self.tokens.name(kw.arg)
+            if hit is not None:
+                pos = (kw.lineno, kw.col_offset, kw.lineno, kw.col_offset + len(kw.arg.encode()))
+                for rule in hit[1]:
+                    self._report(rule, "tokens", kw, kw.arg, token=hit[0], pos=pos)
+        return False
+
+    def _constant(self, node: ast.AST) -> bool:
+        value = node.value  # type: ignore[attr-defined]
+        if self.tokens is not None and value.__class__ is str and id(node) not in self.silent:
+            hit = self.tokens.string(value)
+            if hit is not None:
+                for rule in hit[1]:
+                    self._report(rule, "tokens", node, "", token=hit[0])
+        return True
+
+    def _joined(self, node: ast.AST) -> bool:
+        """An f-string: its literal text as one string (`f"cuda:{rank}"` -> `cuda:{}`); the code
+        in its fields is walked as code."""
+        parts = node.values  # type: ignore[attr-defined]
+        for part in parts:
+            if part.__class__ is ast.FormattedValue:
+                self.stack.append(part.value)  # type: ignore[attr-defined]
+                if part.format_spec is not None:  # type: ignore[attr-defined]
+                    self.stack.append(part.format_spec)  # type: ignore[attr-defined]
+        if self.tokens is None or id(node) in self.silent:
+            return True
+        text = "".join(p.value if p.__class__ is ast.Constant else "{}" for p in parts)  # type: ignore[attr-defined]
+        hit = self.tokens.string(text)
+        if hit is not None:
+            for rule in hit[1]:
+                self._report(rule, "tokens", node, "", token=hit[0])
+        return True
+
+    def _import_tokens(self, node: ast.AST) -> None:
+        """Imported modules and names with a CUDA word (`import foo_cuda`, `from .triton_ops
+        import f`, `from torch.utils.cpp_extension import CUDA_HOME`): once per import."""
+        table: TokenTable = self.tokens  # type: ignore[assignment]
+        where: list[tuple[ast.AST, str]] = [(a, a.name) for a in node.names]  # type: ignore[attr-defined]
+        if node.__class__ is ast.ImportFrom and node.module:  # type: ignore[attr-defined]
+            where.insert(0, (node, node.module))  # type: ignore[attr-defined]
+        for at, name in where:  # a name is reported on its own line (`from m import (\n x_cuda,`)
+            for part in name.split("."):
+                hit = table.name(part)
+                if hit is not None:
+                    for rule in hit[1]:
+                        self._report(rule, "tokens", at, name, token=hit[0])
+                    break
 
     def _call_devices(self, call: ast.Call, fcls: type, leaf: str | None, qn: str | None) -> None:
         if qn is not None:
@@ -437,13 +673,13 @@ class _Walker:
 
     def _argparse_default(self, call: ast.Call) -> None:
         dest = None
-        default = None
+        values: list[ast.AST] = []  # `default=` and `const=` (`nargs="?"`: the flag alone)
         for kw in call.keywords:
             if kw.arg == "dest" and kw.value.__class__ is ast.Constant:
                 dest = kw.value.value  # type: ignore[attr-defined]
-            elif kw.arg == "default":
-                default = kw.value
-        if default is None or args_m.literal_value(default) is args_m.UNKNOWN:
+            elif kw.arg in ("default", "const") and args_m.literal_value(kw.value) is not args_m.UNKNOWN:
+                values.append(kw.value)
+        if not values:
             return
         if dest is None:
             flags = [a.value for a in call.args if a.__class__ is ast.Constant and isinstance(a.value, str)]  # type: ignore[attr-defined]
@@ -451,7 +687,7 @@ class _Walker:
             name = longs[0][2:] if longs else (flags[0].lstrip("-") if flags else None)
             dest = name.replace("-", "_") if name else None
         if isinstance(dest, str):
-            self.argparse[dest] = default
+            self.argparse[dest] = values
 
     def _call_env(self, call: ast.Call, fcls: type, leaf: str | None, qn: str | None) -> None:
         if qn is not None:
@@ -510,6 +746,15 @@ class _Walker:
         return False
 
     def _dict(self, node: ast.AST) -> bool:
+        table = self.cp.arguments
+        if table.any_by_keyword:
+            # `{"pin_memory": True}`: keyword arguments on their way to a call (`**opts`).
+            keywords = _dict_keywords(node, table.any_by_keyword)
+            if keywords:
+                call = ast.Call(func=ast.Name("dict"), args=[], keywords=keywords)
+                ast.copy_location(call, node)
+                for rule, pat in table.candidates(None, None, keywords):
+                    self._argument(call, rule, pat, None, None)
         if not self.devices_on:
             return False
         for k, v in zip(node.keys, node.values):  # type: ignore[attr-defined]
@@ -592,6 +837,14 @@ class _Walker:
         if arg is None:
             return
         value_node = arg.value if arg.__class__ is ast.keyword else arg  # type: ignore[attr-defined]
+        if value_node.__class__ is ast.IfExp and (pat.values or pat.not_values):
+            # `device_map="auto" if quantize else None`: either branch may be the value.
+            for branch in (value_node.body, value_node.orelse):  # type: ignore[attr-defined]
+                v = args_m.literal_value(branch)
+                if v is not args_m.UNKNOWN and args_m.value_matches(pat, v):
+                    self._report_argument(call, rule, arg, value_node, v, display, branch)
+                    return
+            return
         value = args_m.literal_value(value_node)
         if value is args_m.UNKNOWN and (pat.values or pat.not_values):
             if value_node.__class__ in (ast.Name, ast.Attribute):
@@ -608,26 +861,32 @@ class _Walker:
         self._report(rule, "arguments", value_node, "", call=call, arg=arg, literal=literal,
                      token=value if isinstance(value, str) else "", qualified=display)
 
-    def _variable(self, node: ast.AST, scopes: tuple[dict[str, ast.AST | None], ...]) -> ast.AST | None:
-        """The literal a name or `args.<dest>` stands for, when it is known."""
+    def _variable(self, node: ast.AST, scopes: tuple[dict[str, ast.AST | None], ...]) -> list[ast.AST]:
+        """The literals a name, `args.<dest>` (an option's default and const) or `cfg.<field>` /
+        `self.<attr>` (a class field, an attribute set to a literal) may stand for, when known."""
         if node.__class__ is ast.Name:
             for scope in scopes:
                 if node.id in scope:  # type: ignore[attr-defined]
-                    return scope[node.id]  # type: ignore[attr-defined]
-            return self.consts.get(node.id)  # type: ignore[attr-defined]
+                    found = scope[node.id]  # type: ignore[attr-defined]
+                    return [found] if found is not None else []
+            found = self.consts.get(node.id)  # type: ignore[attr-defined]
+            return [found] if found is not None else []
         if node.value.__class__ is ast.Name:  # type: ignore[attr-defined]
-            return self.argparse.get(node.attr)  # type: ignore[attr-defined]
-        return None
+            options = self.argparse.get(node.attr)  # type: ignore[attr-defined]
+            if options is not None:
+                return options
+            found = self.fields.get(node.attr)  # type: ignore[attr-defined]
+            return [found] if found is not None else []
+        return []
 
     def finish(self) -> None:
         for call, rule, pat, arg, value_node, scopes, display, stmt, stmt_line in self.pending:
             self.stmt, self.stmt_line = stmt, stmt_line  # the finding's statement is the call's
-            literal = self._variable(value_node, scopes)
-            if literal is None:
-                continue
-            value = args_m.literal_value(literal)
-            if args_m.value_matches(pat, value):
-                self._report_argument(call, rule, arg, value_node, value, display, literal)
+            for literal in self._variable(value_node, scopes):
+                value = args_m.literal_value(literal)
+                if args_m.value_matches(pat, value):
+                    self._report_argument(call, rule, arg, value_node, value, display, literal)
+                    break
 
     def _report(self, rule: Rule, kind: str, node: ast.AST, symbol: str, **extra: object) -> Site:
         site = Site(kind, node, symbol, self.stmt, self.stmt_line, **extra)  # type: ignore[arg-type]
@@ -639,6 +898,8 @@ class _Walker:
 _EXPR, _NAME, _STMT, _CASE = 0, 1, 2, 3  # _EXPR must stay falsy (tested with `not kind`)
 _Entry = tuple[int, tuple[str, ...], "Callable[..., object] | None", tuple[str, ...]]
 _EXPR_HANDLERS: dict[type, Callable[[_Walker, ast.AST], bool]] = {
+    ast.keyword: _Walker._keyword,
+    ast.JoinedStr: _Walker._joined,
     ast.Attribute: _Walker._attribute,
     ast.Call: _Walker._call,
     ast.Compare: _Walker._compare,
@@ -656,10 +917,17 @@ _STMT_HANDLERS: dict[type, Callable[[_Walker, ast.AST], None]] = {
     ast.ClassDef: _Walker._function,  # decorators only
     ast.Return: _Walker._return,
     ast.Match: _Walker._match,
+    ast.For: _Walker._for,
+    ast.AsyncFor: _Walker._for,
+    ast.With: _Walker._with,
+    ast.AsyncWith: _Walker._with,
+    ast.Expr: _Walker._expr_stmt,
+    ast.Raise: _Walker._raise,
+    ast.Assert: _Walker._assert,
 }
 _DISPATCH: dict[type, _Entry] = {
     type(None): (_EXPR, (), None, ()),
-    ast.Constant: (_EXPR, (), None, ()),
+    ast.Constant: (_EXPR, (), _Walker._constant, ()),
     ast.MatchSingleton: (_EXPR, (), None, ()),
     ast.Name: (_NAME, (), None, ()),
 }
@@ -677,6 +945,37 @@ def _dispatch_entry(cls: type) -> _Entry:
     return entry
 
 
+def _dict_keywords(node: ast.AST, only: Collection[str] | None = None) -> list[ast.keyword]:
+    """A dict literal's identifier-keyed entries (those in `only`, if given) as keywords, each
+    located from key to value."""
+    out = []
+    for k, v in zip(node.keys, node.values):  # type: ignore[attr-defined]
+        if k is None or k.__class__ is not ast.Constant or k.value.__class__ is not str:  # type: ignore[attr-defined]
+            continue
+        if (k.value in only) if only is not None else k.value.isidentifier():  # type: ignore[attr-defined]
+            kw = ast.keyword(arg=k.value, value=v)  # type: ignore[attr-defined]
+            kw.lineno, kw.col_offset = k.lineno, k.col_offset  # type: ignore[attr-defined]
+            kw.end_lineno, kw.end_col_offset = v.end_lineno, v.end_col_offset
+            out.append(kw)
+    return out
+
+
+def _spread(call: ast.Call) -> ast.Call:
+    """The call with the keywords of `**dict(k=v)` and `**{"k": v}` spelled out, or itself."""
+    extra: list[ast.keyword] = []
+    for kw in call.keywords:
+        if kw.arg is None:
+            v = kw.value
+            if v.__class__ is ast.Dict:
+                extra += _dict_keywords(v)
+            elif v.__class__ is ast.Call and v.func.__class__ is ast.Name and v.func.id == "dict":  # type: ignore[attr-defined]
+                extra += [k for k in v.keywords if k.arg is not None]  # type: ignore[attr-defined]
+    if not extra:
+        return call
+    spread = ast.Call(func=call.func, args=call.args, keywords=[*call.keywords, *extra])
+    return ast.copy_location(spread, call)
+
+
 def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
     """Byte position of the attribute name in `x.name` (the name always ends the node)."""
     end_line = node.end_lineno or node.lineno
@@ -686,56 +985,33 @@ def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
 
 # --- findings -----------------------------------------------------------------------------------
 
-
-def _parse(source: str, path: str) -> ast.Module:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # invalid escape sequences etc. are not ours to report
-        try:
-            return ast.parse(source, filename=path)
-        except (RecursionError, MemoryError) as exc:
-            raise ValueError(f"{path}: too deeply nested to parse") from exc
+_NOT_CUDA_FAMILY = "NM8"
 
 
 def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None = None) -> list[Finding]:
     """Every finding of every rule in `pack` (selection happens later), sorted by position.
 
-    A file (not a notebook cell) is parsed without the functions that cannot hold a finding
-    (`scan.regions`) when that pays; if the walk then depends on what it skipped, the file is
-    analysed again whole. Raises SyntaxError or ValueError when `source` does not parse.
+    A file (not a notebook cell) may be parsed without the functions that cannot hold a finding
+    (`scan.parse`); the findings are those of the whole file either way. Raises SyntaxError or
+    ValueError when `source` does not parse.
     """
     cp = compile_pack(pack)
-    if cell is None:
-        sparse = cp.regions.parse(source, lambda text: _parse(text, path))
-        if sparse is not None:
-            try:
-                return _analyze_tree(cp, sparse.tree, source, path, cell, sparse)
-            except HiddenRead:
-                pass
-    return _analyze_tree(cp, _parse(source, path), source, path, cell, None)
-
-
-def _analyze_tree(cp: CompiledPack, tree: ast.Module, source: str, path: str, cell: int | None,
-                  sparse: SparseTree | None) -> list[Finding]:
-    walker = _Walker(cp, tree, source)
-    walker.walk(tree)
-    walker.finish()
-    if sparse is not None:
-        _check_unwalked(walker.aliases, cp.regions, sparse)
+    parsed = parse_m.parse(source, path, cp.regions if cell is None else None)
+    walker = _walk(cp, parsed.tree, source)
+    tree = parsed.tree
+    if parsed.sparse is not None and not parse_m.complete(parsed.sparse, walker.aliases, cp.regions, cp.fix_roots):
+        tree = parse_m.parse_whole(source, path)
+        walker = _walk(cp, tree, source)
     if not walker.sites:
         return []
     return _findings(walker, tree, source, path, cell)
 
 
-def _check_unwalked(aliases: AliasTable, gate: RegionGate, sparse: SparseTree) -> None:
-    """Raise HiddenRead when a skipped region may hold a finding after all: it uses a name an
-    import binds to a token's module that the text scan did not see, or the file star-imports a
-    module with a name a rule matches (`_Walker._star`)."""
-    if not gate.star_modules.isdisjoint(aliases.stars):
-        raise HiddenRead("*")
-    for name, target in aliases.names.items():
-        if not gate.hidden(target) <= sparse.anchors.get(name, frozenset()) and sparse.hides(name):
-            raise HiddenRead(name)
-    aliases.hidden = sparse.hides
+def _walk(cp: CompiledPack, tree: ast.Module, source: str) -> _Walker:
+    walker = _Walker(cp, tree, source)
+    walker.walk(tree)
+    walker.finish()
+    return walker
 
 
 def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: int | None) -> list[Finding]:
@@ -753,10 +1029,18 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
         for target, tf in rule.fix.targets.items():
             if tf.kind is FixKind.REMOVE_STATEMENT:
                 ctx.removed.setdefault(target.value, set()).add(id(site.stmt))
+    # A CUDA word (`match.tokens`) is the net under the specific rules: reported once per line,
+    # and only on a line no CUDA rule reported (the NM8xx dtype hazards are not about CUDA).
+    seen_lines = {span.line for (code, span), (_, site) in spans.items()
+                  if site.kind != "tokens" and not code.startswith(_NOT_CUDA_FAMILY)}
     findings: list[Finding] = []
     for (code, span), (rule, site) in spans.items():
         if site.kind == "device_strings" and span in argument_spans:
             continue
+        if site.kind == "tokens":
+            if span.line in seen_lines:
+                continue
+            seen_lines.add(span.line)
         symbol = site.symbol or _symbol(site, lines)
         fixes = fixes_for(rule, site, span, ctx) if rule.fix.fix_class in (FixClass.SAFE, FixClass.UNSAFE) else ()
         findings.append(

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from neuron_migrate.ruleset.model import ArgumentPattern, Match, RulePack
+from neuron_migrate.scan.matchers.tokens import first_words_of
 
 _WILDCARD = re.compile(r"[*?]|\[[^\]]*\]")
 # Characters that continue a name. Non-ASCII bytes count as word boundaries: a non-ASCII
@@ -37,15 +38,11 @@ _WORD_BYTES = frozenset(_WORD_CHARS.encode())
 
 
 class Token(NamedTuple):
-    """Text that must appear; `left`/`right`: no word character may precede/follow it. `value`:
-    an argument's string value, which the analyser may find where a variable got it (a module
-    constant, an argparse default) instead of at the match; any other token is written at the
-    match itself, or in the import that binds a name used there."""
+    """Text that must appear; `left`/`right`: no word character may precede/follow it."""
 
     text: str
     left: bool = False
     right: bool = False
-    value: bool = False
 
 
 def _token(text: str, left: bool, right: bool) -> Token:
@@ -104,7 +101,7 @@ def _present(hay, token: Token, word) -> bool:  # type: ignore[no-untyped-def]
 def occurrences(hay, token: Token, word) -> Iterator[int]:  # type: ignore[no-untyped-def]
     """Offsets where `token.text` occurs in `hay` with its word bounds (`word`: the characters, or
     byte values, that continue a name)."""
-    text, left, right, _ = token
+    text, left, right = token
     n, end = len(text), len(hay)
     i = hay.find(text)
     while i >= 0:
@@ -127,8 +124,7 @@ def build_prefilter(pack: RulePack) -> Prefilter:
 
 
 def _build(pack: RulePack) -> Prefilter:
-    # The gate only asks whether the text is there, not where: a value token is a token.
-    required = [frozenset(t._replace(value=False) for t in ts) for ts in pattern_requirements(pack)]
+    required = pattern_requirements(pack)
     if any(not tokens for tokens in required):
         return Prefilter(None)
     return Prefilter(_choose([frozenset(t.text for t in ts) for ts in required]), _minimal(required))
@@ -138,13 +134,18 @@ def pattern_requirements(pack: RulePack) -> list[frozenset[Token]]:
     """Per pattern of every rule, the tokens that all appear in a file where it matches (an empty
     set: a pattern that needs no text). Unlike the gate's requirements, none is dropped for
     needing more than another: where in a file each token sits matters to `scan.regions`."""
+    return [tokens for tokens, _ in _pairs(pack)]
+
+
+def _pairs(pack: RulePack) -> list[tuple[frozenset[Token], frozenset[Token]]]:
+    """Per pattern: (its required tokens, those of them that are an argument's string value)."""
     matches = [rule.match for rule in pack.rules.values()]
     dotted = [p for m in matches for p in (*m.qualified_names, *m.imports)]
     dotted += [c for m in matches for a in m.arguments for c in a.call if c[:1] not in (".", "*")]
     roots = Counter(p.split(".", 1)[0] for p in dotted if "." in p)
     # A root that most patterns share (`torch`) filters nothing; a library's own root does.
     common = frozenset(r for r, n in roots.items() if n * 4 > len(dotted))
-    return [tokens for m in matches for tokens in _required(m, common)]
+    return [pair for m in matches for pair in _required(m, common)]
 
 
 def _minimal(required: list[frozenset[Token]]) -> tuple[tuple[Token, ...], ...]:
@@ -154,36 +155,57 @@ def _minimal(required: list[frozenset[Token]]) -> tuple[tuple[Token, ...], ...]:
     distinct = sorted(set(required), key=lambda ts: (len(ts), sorted(ts)))
     kept: list[frozenset[Token]] = []
     for ts in distinct:
-        if not any(k <= ts for k in kept):
+        if not any(_weaker(k, ts) for k in kept):
             kept.append(ts)
     kept.sort(key=lambda ts: (len(ts), sum(_rarity(t.text) for t in ts), sorted(ts)))
     return tuple(tuple(sorted(ts, key=lambda t: (-_rarity(t.text), t))) for ts in kept)
 
 
-def _required(m: Match, common_roots: frozenset[str]) -> list[frozenset[Token]]:
-    """One set per pattern: tokens that all appear in any file where that pattern matches."""
-    out = [_dotted(p, common_roots) for p in (*m.qualified_names, *m.imports)]
-    out += [_literal(p) for p in (*m.device_strings, *m.methods, *m.attributes, *m.env_vars)]
-    out += [tokens for arg in m.arguments for tokens in _argument(arg, common_roots)]
+def _weaker(k: frozenset[Token], ts: frozenset[Token]) -> bool:
+    """Whether every file that meets `ts` meets `k`: each token of `k` is one of `ts` or the same
+    text with fewer word bounds (`cuda` anywhere, for `cuda` as a word)."""
+    return all(t in ts or any(u.text == t.text and t.left <= u.left and t.right <= u.right for u in ts) for t in k)
+
+
+def _required(m: Match, common_roots: frozenset[str]) -> list[tuple[frozenset[Token], frozenset[Token]]]:
+    """One pair per pattern: tokens that all appear in any file where that pattern matches, and
+    those of them that are a string value."""
+    none: frozenset[Token] = frozenset()
+    out = [(_dotted(p, common_roots), none) for p in (*m.qualified_names, *m.imports)]
+    out += [(_literal(p), none) for p in (*m.device_strings, *m.methods, *m.attributes, *m.env_vars)]
+    out += [pair for arg in m.arguments for pair in _argument(arg, common_roots)]
+    if m.tokens:  # words inside names and strings, in any case: no word bounds
+        out += [(frozenset({Token(w)}), none) for w in first_words_of(m.tokens)]
     return out
 
 
-def _argument(arg: ArgumentPattern, common_roots: frozenset[str]) -> list[frozenset[Token]]:
+def _argument(arg: ArgumentPattern, common_roots: frozenset[str]) -> list[tuple[frozenset[Token], frozenset[Token]]]:
     """One set per (callee, value): the callee's name; the keyword when the argument can only be
     given by keyword; a string value, which is written in the file (at the call, or where the
     analyser found it: a parameter default, a module constant, an argparse default), as a whole
     string literal."""
     keyword = ({_token(arg.keyword, True, True)} if arg.keyword and arg.position is None and not arg.missing
                else set())
-    values = [{_token(v, True, True)._replace(value=True)} if isinstance(v, str) and v else set()
-              for v in arg.values] or [set()]
+    values = [{_value_token(v)} if isinstance(v, str) and v else set() for v in arg.values] or [set()]
     if arg.missing:
         values = [set()]
     out = []
     for call in arg.call:
         callee = _literal(call[1:]) if call.startswith(".") else _dotted(call, common_roots)
-        out += [frozenset(callee | keyword | value) for value in values]
+        out += [(frozenset(callee | keyword | value), frozenset(value)) for value in values]
     return out
+
+
+def _value_token(value: str) -> Token:
+    return _token(value, True, True)
+
+
+def pattern_values(pack: RulePack) -> list[frozenset[Token]]:
+    """Per pattern, in the order of `pattern_requirements`, its tokens that are an argument's
+    string value: the analyser may find one where a variable got it (a module constant, an
+    argparse default) instead of at the match, where every other token is written (or in the
+    import that binds a name used there)."""
+    return [values for _, values in _pairs(pack)]
 
 
 def _rarity(token: str) -> int:

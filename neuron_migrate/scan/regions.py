@@ -28,8 +28,8 @@ Comment lines are blanked before the token tests: a token in prose keeps no regi
 of a module with a name a rule matches, a module root read without an import; any of them sends
 the file back to a whole parse, so the findings are those of the whole tree.
 
-A syntax error inside a region that is not parsed is not reported (as in a file the prefilter
-rejects: nothing there can hold a finding).
+Skipped regions are still checked for syntax, and the walk's dependencies on them are checked
+after it, by `scan.parse`, the only caller: the findings are always those of the whole tree.
 """
 
 from __future__ import annotations
@@ -65,6 +65,15 @@ MIN_REGIONS = 4
 MAX_RETRIES = 3
 
 
+class _Need(NamedTuple):
+    """A token a pattern requires; `value`: it is an argument's string value in that pattern."""
+
+    text: str
+    left: bool
+    right: bool
+    value: bool
+
+
 @dataclass(slots=True)
 class Region:
     start: int  # offset of its first line (its first decorator)
@@ -86,6 +95,11 @@ class SparseTree:
         self._skipped = skipped
         self._starts = [r.start for r in skipped]
 
+    def skipped_text(self) -> str:
+        """The skipped regions as one module, for a syntax check: each as written, a member
+        under `if 1:` so that its indentation stands (line numbers are not the file's)."""
+        return "".join(("if 1:\n" if r.indent else "") + self._source[r.start:r.end] + "\n" for r in self._skipped)
+
     def hides(self, name: str) -> bool:
         """Whether `name` occurs as a whole word in a region that was not parsed."""
         return any(_region_at(self._skipped, self._starts, pos) >= 0
@@ -95,7 +109,12 @@ class SparseTree:
 class RegionGate:
     """The per-region test, built from each rule pattern's required tokens."""
 
-    def __init__(self, requirements: Sequence[Collection[Token]], star_modules: Collection[str]) -> None:
+    def __init__(self, requirements: Sequence[Collection[Token]], values: Sequence[Collection[Token]],
+                 star_modules: Collection[str]) -> None:
+        """`requirements`: per rule pattern, its required tokens; `values`: per pattern, those of
+        them that are an argument's string value (its match may be in a region, the value in the
+        context: a module constant, an argparse default)."""
+        requirements = [frozenset(_Need(*t, t in vs) for t in r) for r, vs in zip(requirements, values, strict=True)]
         # The modules whose `from m import *` binds a name a rule matches (`torch.cuda`: `synchronize`).
         self.star_modules = frozenset(star_modules)
         # A pattern that needs no text can match anywhere: then no region may be skipped.
@@ -192,13 +211,14 @@ class RegionGate:
         candidates = {i for i in range(len(regions)) if i not in forced}
         # The requirements the whole file meets; then, for their tokens only, the candidate
         # regions holding each, and whether the context does (a forced region counts as context).
-        others = {t: _where(regions, starts, occurrences(code, t, WORD_STR)) for t in self.other}
+        others = {t: _where(regions, starts, occurrences(code, Token(t.text, t.left, t.right), WORD_STR))
+                  for t in self.other}
         met = [req for req, words, rest in self._split if words <= present and all(any(others[t]) for t in rest)]
         if any(all(t.value for t in req) for req in met):
             return []  # its match may be in any region, its value in the context
         needed = {t for req in met for t in req}
-        inside: dict[Token, set[int]] = {}
-        in_context: set[Token] = set()  # values the context holds: module constants, argparse defaults
+        inside: dict[_Need, set[int]] = {}
+        in_context: set[_Need] = set()  # values the context holds: module constants, argparse defaults
         for t in needed:
             holders, outside = others[t] if t in others else where(self.plain[t])
             held = holders & candidates
@@ -207,11 +227,11 @@ class RegionGate:
             if t.value and (outside or len(held) < len(holders)):
                 in_context.add(t)
         # Per candidate region, the tokens of met requirements it spells or hides behind a name.
-        here: dict[int, set[Token]] = {}
+        here: dict[int, set[_Need]] = {}
         for t, holders in inside.items():
             for i in holders:
                 here.setdefault(i, set()).add(t)
-        by_text: dict[str, list[Token]] = {}
+        by_text: dict[str, list[_Need]] = {}
         for t in needed:
             if not t.value:  # a string value is no name an import binds
                 by_text.setdefault(t.text, []).append(t)
@@ -220,7 +240,7 @@ class RegionGate:
             if hidden:
                 for i in where(name.encode())[0] & candidates:
                     here.setdefault(i, set()).update(hidden)
-        needing: dict[Token, list[tuple[Token, ...]]] = {}
+        needing: dict[_Need, list[tuple[_Need, ...]]] = {}
         for req in met:
             for t in req:
                 needing.setdefault(t, []).append(req)

@@ -130,6 +130,16 @@ def test_extend_select_and_extend_ignore_on_the_cli(project: Callable[..., Path]
     assert run.stdout == "" and run.exit_code == 0  # both ignored: the config's and the CLI's
 
 
+def test_extend_select_enables_a_rule_outside_the_default_selection(tmp_path: Path,
+                                                                      cli: Callable[..., Any]) -> None:
+    (tmp_path / "ids.py").write_text("import torch\n\nids = torch.arange(10, dtype=torch.int64)\n", encoding="utf-8")
+    assert "NM803" not in cli("scan", "--no-cache", "-q", cwd=tmp_path).stdout  # off by default
+    run = cli("scan", "--no-cache", "-q", "--extend-select", "NM803", cwd=tmp_path)
+    assert "ids.py:3:31: NM803 [info]" in run.stdout
+    assert "NM803" not in cli("scan", "--no-cache", "-q", "--extend-select", "NM803", "--extend-ignore", "NM8",
+                              cwd=tmp_path).stdout  # ignore still wins
+
+
 def test_extend_keys_in_config_add_up_across_layers(project: Callable[..., Path], cli: Callable[..., Any]) -> None:
     root = project()
     (root / "pyproject.toml").write_text('[tool.neuron-migrate]\nextend-ignore = ["NM101"]\n', encoding="utf-8")

@@ -13,9 +13,18 @@ from neuron_migrate.ruleset.select import select_codes
 PACK = load_pack()
 
 
-def test_empty_select_means_all():
-    assert select_codes(PACK) == set(PACK.rules)
+def test_empty_select_means_the_default_selection():
+    assert select_codes(PACK) == {c for c, r in PACK.rules.items() if r.default}
     assert select_codes(PACK, ["all"]) == set(PACK.rules)
+
+
+def test_int64_hazard_is_off_by_default_but_selectable():
+    # NM803 fired on ordinary index code (`torch.arange(..., dtype=torch.long)`) that TorchNeuron
+    # narrows itself; float64 (NM801) and channels_last (NM804) hazards stay on.
+    assert "NM803" not in select_codes(PACK)
+    assert {"NM801", "NM804"} <= select_codes(PACK)
+    assert "NM803" in select_codes(PACK, ["NM803"])
+    assert "NM803" in select_codes(PACK, ["NM8"])
 
 
 @pytest.mark.parametrize("prefix", ["NM1", "NM20", "NM206", "nm5"])

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from neuron_migrate.findings import Finding
 from neuron_migrate.ruleset.load import load_pack
 from neuron_migrate.ruleset.model import RulePack
-from neuron_migrate.scan import analyze, regions
+from neuron_migrate.scan import analyze, parse, regions
+from neuron_migrate.scan.engine import scan_paths
 from neuron_migrate.scan.regions import RegionGate, SparseTree
 
 FILLER = "\n\n".join(f"def helper_{i}(x):\n    return x + {i}\n" for i in range(4))
@@ -41,10 +42,11 @@ def skipped_lines(pack: RulePack, source: str) -> list[int]:
 
 
 def both(pack: RulePack, source: str, monkeypatch: pytest.MonkeyPatch) -> list[Finding]:
-    """The findings with regions left out, after checking they equal the whole file's."""
+    """The findings with regions left out, after checking they equal the whole file's (the
+    documented switch turns the partial parse off)."""
     sparse = analyze.analyze_source(source, "m.py", pack)
     with monkeypatch.context() as m:
-        m.setattr(RegionGate, "parse", lambda self, source, parse: None)
+        m.setenv(parse.ENV, "0")
         whole = analyze.analyze_source(source, "m.py", pack)
     assert sparse == whole
     return sparse
@@ -181,7 +183,8 @@ def test_a_name_an_import_binds_to_a_rule_module_keeps_its_users(pack: RulePack,
         """)
     assert skipped_lines(pack, source) == [4, 8, 12, 16]
     found = both(pack, source, monkeypatch)
-    assert [(f.code, f.span.line) for f in found] == [("NM206", 21), ("NM202", 24)]
+    # The imports spell `cuda` (NM290); the skipped functions hid nothing.
+    assert [(f.code, f.span.line) for f in found] == [("NM290", 1), ("NM290", 2), ("NM206", 21), ("NM202", 24)]
 
 
 def test_an_import_inside_a_function_binds_for_the_whole_file(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -196,7 +199,7 @@ def test_an_import_inside_a_function_binds_for_the_whole_file(pack: RulePack, mo
             return tc.device_count()
         """)
     assert skipped_lines(pack, source) == [5, 9, 13, 17]  # not `setup`: it imports
-    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM202", 22)]
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM290", 2), ("NM202", 22)]
 
 
 def test_module_constants_and_argparse_defaults_reach_other_functions(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -300,7 +303,7 @@ def test_star_imports_are_parsed_whole(pack: RulePack, monkeypatch: pytest.Monke
             synchronize()
         """)
     assert sparse_tree(pack, source) is None
-    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM206", 20)]
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM290", 1), ("NM206", 20)]
 
 
 def test_a_star_import_the_text_scan_misses_is_caught_by_the_walk(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -314,7 +317,7 @@ def test_a_star_import_the_text_scan_misses_is_caught_by_the_walk(pack: RulePack
             synchronize()
         """)
     assert sparse_tree(pack, source) is not None  # the text reads no star
-    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM206", 21)]
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM290", 1), ("NM206", 21)]
 
 
 def test_a_star_import_of_a_module_no_rule_names_binds_nothing_a_rule_reads(
@@ -410,11 +413,11 @@ def test_a_module_root_read_in_a_skipped_region_is_seen_by_fixes(pack: RulePack,
             synchronize()
         """)
     assert skipped_lines(pack, source) == [3, 7, 11, 15, 19]
-    (found,) = both(pack, source, monkeypatch)
+    (found,) = [f for f in both(pack, source, monkeypatch) if f.code == "NM206"]
     assert found.fixes and not any(fix.add_imports for fix in found.fixes)
 
 
-def test_a_syntax_error_in_a_skipped_function_is_not_reported(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_syntax_error_in_a_skipped_function_is_reported(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
     source = src("""
         import torch
 
@@ -426,12 +429,30 @@ def test_a_syntax_error_in_a_skipped_function_is_not_reported(pack: RulePack, mo
         def to_gpu(model):
             return model.cuda()
         """)
+    # The text split would skip `legacy`; its syntax is checked all the same, and the error is the
+    # one (and where) the whole parse reports, with the partial parse on or off.
     assert skipped_lines(pack, source) == [3, 7, 11, 15, 19]
-    assert [(f.code, f.span.line) for f in analyze.analyze_source(source, "m.py", pack)] == [("NM102", 23)]
-    with monkeypatch.context() as m:
-        m.setattr(RegionGate, "parse", lambda self, source, parse: None)
-        with pytest.raises(SyntaxError):
+    errors = []
+    for switch in ("1", "0"):
+        monkeypatch.setenv(parse.ENV, switch)
+        with pytest.raises(SyntaxError) as exc:
             analyze.analyze_source(source, "m.py", pack)
+        errors.append((exc.value.msg, exc.value.lineno, exc.value.offset))
+    assert errors[0] == errors[1] and errors[0][1] == 20
+
+
+def test_a_syntax_error_in_a_skipped_method_of_a_large_file_is_nm001(
+        pack: RulePack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Through the engine, whatever the file's size: one NM001 at the error, nothing else.
+    methods = "".join(f"    def m{i}(self, x):\n        return x * {i}\n\n" for i in range(300))
+    source = ("import torch\n\n\nclass Net:\n" + methods + "    def bad(self):\n        return (1,\n\n"
+              "    def gpu(self):\n        return self.cuda()\n")
+    (tmp_path / "big.py").write_text(source)
+    assert 905 in skipped_lines(pack, source)  # the text split leaves `bad` out
+    for switch in ("1", "0"):
+        monkeypatch.setenv(parse.ENV, switch)
+        result = scan_paths([tmp_path], pack, use_cache=False, jobs=1)
+        assert [(f.code, f.span.line) for fr in result.files for f in fr.findings] == [("NM001", 906)]
 
 
 def test_tab_indented_classes_and_crlf_free_text_split_the_same(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ import torch
 from torch._ops import OpOverload
 
 from neuron_emu import memory
-from neuron_emu.device import physical
+from neuron_emu.device import guard_resolved, physical
 from neuron_emu.runtime.generator import neuron_index
 from neuron_emu.runtime.storage import (  # the relabel, inlined on the fast path
     _CAPSULE_PTR_OFFSET as _OFF,
@@ -54,6 +54,9 @@ _CPU_OK_ARGS: dict[str, frozenset[str]] = {
     "aten::_to_copy": frozenset({"self"}),
     "aten::set_.source_Tensor": frozenset({"source"}),
 }
+# Ops that C++ reaches with a bare `neuron` already given the device guard's index (see
+# device.guard_resolved); factories get the bare device, so their `neuron:0` is the user's.
+_GUARD_FILLS_INDEX = frozenset({"aten::_to_copy"})
 
 
 class OpInfo:
@@ -189,7 +192,7 @@ def _execute(info: OpInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any
         if dev is not None:
             dev = torch.device(dev)
             if dev.type == _BACKEND:
-                out_dev = physical(dev.index)
+                out_dev = (guard_resolved if info.name in _GUARD_FILLS_INDEX else physical)(dev.index)
                 if state[0] < 0:
                     state[0] = out_dev
             else:

@@ -1,11 +1,17 @@
 """The few places where torch needs C++ hooks a Python backend cannot provide, patched narrowly.
 
+* ``UntypedStorage.resize_`` of a `neuron` storage (FSDP2 frees and re-allocates parameter storage
+  this way): C++ asks the PrivateUse1 hooks, which a Python backend cannot provide. The storage's
+  memory is swapped in place for a fresh host buffer holding the kept bytes.
 * storage moves to `neuron` (``torch.load`` without ``map_location``): torch builds an
   ``UntypedStorage(n, device='neuron')``, which needs an allocator and segfaults; go through tensors.
 * ``torch.accelerator.synchronize``: the Python device guard has no ``synchronizeDevice``.
 * pinned host memory: ``_pin_memory``/``is_pinned`` CPU kernels that would ask the missing hooks.
 * ``torch.accelerator`` memory functions: served from ``torch.neuron``'s counters.
-* Inductor: it cannot target the device (as on real Neuron); say so and name ``backend="neuron"``.
+* ``torch.accelerator.current_device_index``/``set_device_index``: the Python device guard always
+  reports device 0; a launched worker's device is `neuron:<local_rank>` (``torch.neuron``'s).
+* ``torch.compile``'s default backend: TorchNeuron auto-selects its own backend on a Neuron device
+  (Inductor cannot target it), so a graph with `neuron` inputs goes to the ``neuron`` backend.
 """
 
 from __future__ import annotations
@@ -17,10 +23,6 @@ from typing import Any
 import torch
 
 _BACKEND = "neuron"
-INDUCTOR_MESSAGE = (
-    "torch.compile's default backend (Inductor) is not available for the 'neuron' device: "
-    "TorchNeuron compiles through its own backend. Use torch.compile(model, backend=\"neuron\")."
-)
 _pinned: dict[int, weakref.ref[torch.Tensor]] = {}
 _libs: list[torch.library.Library] = []
 
@@ -32,6 +34,31 @@ def _storage_to(self: Any, device: torch.device, non_blocking: bool = False) -> 
         return _orig_storage_to(self, device, non_blocking)
     holder = torch.empty(0, dtype=torch.uint8, device=self.device).set_(self)
     return holder.to(device).untyped_storage()
+
+
+def _storage_resize_(self: Any, size: int) -> Any:
+    if self.device.type != _BACKEND:
+        return _orig_storage_resize_(self, size)
+    size = int(size)
+    old = self.nbytes()
+    if size == old:
+        return self
+    from neuron_emu import memory
+    from neuron_emu.runtime.storage import to_cpu, to_neuron
+
+    index = self.device.index or 0
+    fresh = torch.empty(size, dtype=torch.uint8)
+    keep = min(size, old)
+    if keep:
+        fresh[:keep].copy_(to_cpu(torch.empty(0, dtype=torch.uint8, device=self.device).set_(self))[:keep])
+    holder = to_neuron(fresh, index)
+    memory.track(holder, index, size)
+    # _swap_data_ptr_ swaps memory and size, but only with an empty storage or one of equal size.
+    if old:
+        self._swap_data_ptr_(to_neuron(torch.empty(0, dtype=torch.uint8), index).untyped_storage())
+    if size:
+        self._swap_data_ptr_(holder.untyped_storage())
+    return self
 
 
 def _synchronize(device: Any = None, /) -> None:
@@ -85,6 +112,22 @@ def _acc_memory_info(device_index: Any = None, /) -> tuple[int, int]:
     return props.total_memory - used, props.total_memory
 
 
+def _acc_current_device_index() -> int:
+    if not _on_neuron():
+        return _orig_acc["current_device_index"]()
+    return torch.neuron.current_device()  # type: ignore[attr-defined]
+
+
+def _acc_set_device_index(device: Any, /) -> None:
+    if not _on_neuron():
+        return _orig_acc["set_device_index"](device)
+    torch.neuron.set_device(device)  # type: ignore[attr-defined]
+
+
+_ACC_DEVICE = {
+    "current_device_index": _acc_current_device_index,
+    "set_device_index": _acc_set_device_index,
+}
 _ACC_MEMORY = {
     "memory_stats": _acc_memory_stats,
     "reset_peak_memory_stats": _acc_reset_peak,
@@ -110,17 +153,21 @@ def _pin_memory(self: torch.Tensor, device: Any = None) -> torch.Tensor:
 
 def _inductor_call(self: Any, model_: Any, inputs_: Any, **kwargs: Any) -> Any:
     if any(isinstance(t, torch.Tensor) and t.device.type == _BACKEND for t in inputs_):
-        raise RuntimeError(INDUCTOR_MESSAGE)
+        from neuron_emu.compile import neuron_backend
+
+        return neuron_backend(model_, inputs_, options=dict(self.config))
     return _orig_inductor_call(self, model_, inputs_, **kwargs)
 
 
 _orig_storage_to = torch.storage._to  # type: ignore[attr-defined]
+_orig_storage_resize_ = torch.UntypedStorage.resize_
 _orig_synchronize = torch.accelerator.synchronize
 _orig_inductor_call = torch._TorchCompileInductorWrapper.__call__
 
 
 def install() -> None:
     torch.storage._to = _storage_to  # type: ignore[attr-defined]
+    torch.UntypedStorage.resize_ = _storage_resize_  # type: ignore[method-assign]
     torch.accelerator.synchronize = _synchronize
     torch._TorchCompileInductorWrapper.__call__ = _inductor_call  # type: ignore[method-assign]
     # torch.accelerator.memory_* ask a C++ DeviceAllocator the Python backend cannot register.
@@ -131,6 +178,9 @@ def install() -> None:
         setattr(acc_memory, name, fn)
         if hasattr(torch.accelerator, name):
             setattr(torch.accelerator, name, fn)
+    for name, fn in _ACC_DEVICE.items():
+        _orig_acc[name] = getattr(torch.accelerator, name)
+        setattr(torch.accelerator, name, fn)
     lib = torch.library.Library("aten", "IMPL")
     lib.impl("is_pinned", _is_pinned, "CPU")
     lib.impl("_pin_memory", _pin_memory, "CPU")

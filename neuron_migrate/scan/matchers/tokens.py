@@ -1,0 +1,144 @@
+"""CUDA-indicative words in code (`match.tokens`): the net under the specific rules, so that no
+CUDA reference in code goes unreported.
+
+A pattern is a word glob over the lower-cased words of a name or string: `cuda*` matches `cuda`
+in `is_cuda`, `CUDAExtension`, `cudaMalloc`, `cuda11`; `flash_attn` (words joined by `_`) matches
+the consecutive words `flash`, `attn` in `flash_attn_func`. Words are split at `_`, at every other
+character that is not a letter or digit, at a lower-to-upper case change, before the last capital
+of an upper-case run followed by lower case (`CUDAGraph` -> `cuda`, `graph`) and between letters and
+digits. A string literal is looked at only when it is short and not prose (a device, backend,
+package, file or env-var name, a flag): more than a few words are a message, which the user reads,
+not code that runs; a string that names a CUDA source file (`*.cu`, `*.cuh`) matches too.
+
+Which strings are messages (arguments of print/logging/warnings/exceptions, assert messages,
+argparse help, docstrings) is the walker's call (`scan.analyze`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+from neuron_migrate.ruleset.model import Rule
+
+_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z][a-z]+|[A-Z]+|[a-z]+|[0-9]+", re.ASCII)
+_PROSE_WORDS = 3  # a string with more whitespace-separated words than this is prose
+_MAX_STRING = 200
+_CUDA_SOURCE = (".cu", ".cuh")
+_MISS = object()
+_EVERYDAY = frozenset({"load", "in", "attention", "gpu"})
+
+
+def words(text: str) -> list[str]:
+    """The lower-cased words of a name or string."""
+    return [w.lower() for w in _WORDS.findall(text)]
+
+
+class TokenTable:
+    """Every `tokens` pattern of the pack; answers "which pattern does this name/string hit"."""
+
+    __slots__ = ("_names", "_regexes", "_runs", "_strings", "patterns", "rules")
+
+    def __init__(self, rules: list[Rule]) -> None:
+        # (pattern words, rule); a pattern of one word is the common case
+        self.patterns: list[tuple[tuple[str, ...], Rule]] = [
+            (_pattern_words(p), rule) for rule in rules for p in rule.match.tokens if not p.startswith("!")]
+        self.rules = tuple({rule.code: rule for _, rule in self.patterns}.values())
+        # Lower-case literal text one of which every match contains: most names contain none.
+        runs = dict.fromkeys(max(re.split(r"[*?]|\[[^\]]*\]", w), key=len) for ws, _ in self.patterns for w in ws[:1])
+        self._runs = re.compile("|".join(map(re.escape, runs)) or "(?!)", re.IGNORECASE).search
+        # Per rule, one regex over a text's words joined by spaces.
+        by_rule: dict[str, tuple[Rule, list[str], list[str]]] = {}
+        for rule in rules:
+            for p in rule.match.tokens:
+                entry = by_rule.setdefault(rule.code, (rule, [], []))
+                if p.startswith("!"):  # an exception: text with these words is something else
+                    entry[2].append(" ".join(map(_word_regex, _pattern_words(p[1:]))))
+                else:
+                    entry[1].append(" ".join(map(_word_regex, _pattern_words(p))))
+        self._regexes = [(_words_regex(alts), _words_regex(nots) if nots else None, rule)
+                         for rule, alts, nots in by_rule.values() if alts]
+        self._names: dict[str, tuple[str, tuple[Rule, ...]] | None] = {}
+        self._strings: dict[str, tuple[str, tuple[Rule, ...]] | None] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def name(self, ident: str) -> tuple[str, tuple[Rule, ...]] | None:
+        """(the matched word(s) as written, rules) for an identifier, or None. Memoised: the same
+        names recur in every file."""
+        hit = self._names.get(ident, _MISS)
+        if hit is _MISS:
+            hit = self._names[ident] = self._match(ident)
+        return hit  # type: ignore[return-value]
+
+    def string(self, value: str) -> tuple[str, tuple[Rule, ...]] | None:
+        """The same for a string literal's value; prose and long strings never match."""
+        if len(value) > _MAX_STRING or len(value.split(None, _PROSE_WORDS)) > _PROSE_WORDS:
+            return None
+        try:
+            return self._strings[value]
+        except KeyError:
+            hit = self._match(value)
+            if hit is None and value.rstrip().endswith(_CUDA_SOURCE) and self.patterns:
+                hit = (value.strip(), self.rules)
+            if len(self._strings) < 65536:
+                self._strings[value] = hit
+            return hit
+
+    def _match(self, text: str) -> tuple[str, tuple[Rule, ...]] | None:
+        if self._runs(text) is None:
+            return None
+        joined = " ".join(words(text))
+        token = ""
+        found: list[Rule] = []
+        for rx, exception, rule in self._regexes:
+            m = rx.search(joined)
+            if m is not None and (exception is None or exception.search(joined) is None):
+                token = token or m.group(1).replace(" ", "_")
+                found.append(rule)
+        return (token, tuple(found)) if found else None
+
+
+def first_words(rules: list[Rule]) -> tuple[str, ...]:
+    """Text at least one of which appears in any file a `tokens` pattern of `rules` matches."""
+    return first_words_of(tuple(p for rule in rules for p in rule.match.tokens))
+
+
+def first_words_of(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    """Lower, upper and capitalised forms of each pattern's longest literal run (and the CUDA
+    source suffixes), for a text gate: one of them is written wherever a pattern matches."""
+    out: dict[str, None] = {}
+    for p in patterns:
+        if p.startswith("!"):
+            continue
+        run = max((r for r in re.split(r"[*?]|\[[^\]]*\]|_", p) if r), key=_rarity, default="")
+        for form in (run.lower(), run.upper(), run.capitalize()):
+            if form:
+                out[form] = None
+    if out:
+        out.update(dict.fromkeys(_CUDA_SOURCE))  # a source file name: `"kernel.cu"`
+    return tuple(out)
+
+
+def _words_regex(alternatives: list[str]) -> re.Pattern[str]:
+    return re.compile(r"(?:^| )(" + "|".join(alternatives) + r")(?= |$)")
+
+
+def _word_regex(glob: str) -> str:
+    """One word glob as a regex over a word (`*` and `?` stay inside the word)."""
+    return fnmatch.translate(glob).removeprefix("(?s:").removesuffix(")\\Z").replace(".*", "[a-z0-9]*").replace(".", "[a-z0-9]")
+
+
+def _rarity(run: str) -> tuple[bool, bool, int]:
+    """Which literal run of a pattern a gate looks for: one with a digit, not an everyday word,
+    then the longest (`8bit` of `load_in_8bit`, `flash` of `flash_attention`)."""
+    return (any(c.isdigit() for c in run), run not in _EVERYDAY, len(run))
+
+
+def _pattern_words(pattern: str) -> tuple[str, ...]:
+    """`load_in_8bit` -> (load, in, 8, bit), split as names are; a part with a wildcard stays whole."""
+    out: list[str] = []
+    for part in pattern.lower().split("_"):
+        out += [part] if any(c in part for c in "*?[") else words(part)
+    return tuple(out)

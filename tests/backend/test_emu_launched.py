@@ -1,0 +1,209 @@
+"""The device model of a launched worker, without a process group: LOCAL_RANK=1 of
+LOCAL_WORLD_SIZE=2 owns `neuron:1` (TorchNeuron's device start index), plus the single-process pieces
+of issue 14's distributed half: neuron storage resize_ (FSDP2), the emulated torch_neuronx module,
+bare torch.compile and CPU-input auto-copy, and NeuronCompilationMetrics fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from _emulated import Pending, is_error
+
+RANK1 = """
+import importlib.util, importlib.metadata
+import torch.nn as nn
+n = torch.neuron
+result["model"] = [n.device_count(), n.current_device(), torch.accelerator.device_count(),
+                   torch.accelerator.current_device_index()]
+check("placement", lambda: [str(t.device) for t in (
+    torch.ones(2, device="neuron"), torch.empty(2, device="neuron"), torch.randn(2, device="neuron"),
+    torch.ones(2).to("neuron"), torch.tensor([1.0], device="neuron"), torch.ones(2).neuron(),
+    torch.ones(2).to(1), torch.ones(2, device="neuron:1"), nn.Linear(2, 2).to(1).weight)])
+check("set_device_own", lambda: [n.set_device(1), n.set_device("neuron:1"), torch.accelerator.set_device_index(1),
+                                 n.current_device()])
+check("set_device_0", lambda: n.set_device(0))
+check("accelerator_set_0", lambda: torch.accelerator.set_device_index(0))
+check("empty_on_0", lambda: torch.empty(2, device="neuron:0"))
+check("props_0", lambda: n.get_device_properties(0))
+def backward():
+    lin = nn.Linear(3, 2).to("neuron")
+    x = torch.randn(4, 3, device="neuron", requires_grad=True)
+    lin(x).square().sum().backward()
+    g = torch.autograd.grad((x * 3).sum(), x)[0]
+    return [str(lin.weight.grad.device), str(x.grad.device), g.cpu().tolist()[0]]
+check("backward_on_neuron_1", backward)
+def streams():  # DDP's copy-stream helper indexes a per-device list with the device index
+    from torch.nn.parallel._functions import _get_stream
+    return isinstance(_get_stream(torch.device("neuron:1")), torch.Stream)
+check("ddp_get_stream", streams)
+def load():
+    import io
+    buf = io.BytesIO()
+    torch.save({"w": torch.arange(3.0, device="neuron")}, buf)
+    buf.seek(0)
+    sd = torch.load(buf, map_location="neuron:1")
+    return [str(sd["w"].device), sd["w"].cpu().tolist()]
+check("load_map_location", load)
+keep = torch.ones(1024, device="neuron")
+check("memory", lambda: n.memory_allocated(1) >= 4096)
+"""
+
+SINGLE = """
+import os, importlib.util, importlib.metadata
+import torch.nn as nn
+def resize():
+    t = torch.arange(4.0, device="neuron")
+    s = t.untyped_storage()
+    out = [s.resize_(0).nbytes(), t.untyped_storage().nbytes()]
+    s.resize_(16)
+    t.copy_(torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    s.resize_(32)
+    out += [s.nbytes(), t.cpu().tolist(), str(s.device)]
+    s.resize_(8)
+    out += [s.nbytes(), torch.empty(0, device="neuron").set_(s, 0, (2,), (1,)).cpu().tolist()]
+    out.append(torch.UntypedStorage(4).resize_(8).nbytes())  # CPU storages unchanged
+    return out
+check("storage_resize", resize)
+def shim():
+    import torch_neuronx
+    x = torch.ones(3, device="neuron")
+    torch_neuronx.clear_op_tracking()
+    (x + 1).sum()
+    try:
+        torch_neuronx.nki_op
+        nki = "present"
+    except AttributeError as exc:
+        nki = str(exc)
+    return {"spec": importlib.util.find_spec("torch_neuronx") is not None,
+            "version": importlib.metadata.version("torch-neuronx"),
+            "dist_names": sorted(d.metadata["Name"] for d in importlib.metadata.distributions()
+                                 if d.metadata["Name"] == "torch-neuronx"),
+            "executed": sorted(torch_neuronx.get_executed_ops()),
+            "fallback": torch_neuronx.get_fallback_ops(),
+            "api": [torch_neuronx.device_count(), torch_neuronx.current_device(),
+                    callable(torch_neuronx.get_dynamo_metrics), callable(torch_neuronx.memory_allocated),
+                    torch_neuronx.Stream is torch.neuron.Stream],
+            "nki": nki, "reactivate": neuron_emu.activate()}
+check("torch_neuronx", shim)
+torch.manual_seed(0)
+m = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+x = torch.randn(5, 4)
+ref = m(x).detach()
+mn = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+mn.load_state_dict(m.state_dict())
+mn.to("neuron")
+def bare():
+    y = torch.compile(mn)(x.to("neuron"))
+    return [str(y.device), torch.allclose(y.cpu(), ref, atol=1e-6),
+            torch.neuron.get_dynamo_metrics()["compiled_graphs"] > 0]
+check("bare_compile", bare)
+def cpu_module(env):
+    os.environ.update(env)
+    torch._dynamo.reset()
+    try:
+        with torch.no_grad():
+            y = torch.compile(m, backend="neuron")(x)
+        return [str(y.device), torch.allclose(y.cpu(), ref, atol=1e-6)]
+    finally:
+        for k in env:
+            os.environ.pop(k)
+check("autocopy", lambda: cpu_module({}))
+check("retain", lambda: cpu_module({"TORCH_NEURONX_RETAIN_DEVICE_MODE": "1"}))
+check("no_autocopy", lambda: cpu_module({"TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY": "1"}))
+def metrics():
+    torch._dynamo.reset()
+    torch.neuron.reset_dynamo_metrics()
+    torch.compile(mn, backend="neuron", options={"model_name": "mlp"})(x.to("neuron")).sum().backward()
+    return torch.neuron.get_dynamo_metrics()["aot_graphs"]
+check("metrics", metrics)
+"""
+
+INACTIVE = """
+import importlib.util, importlib.metadata
+result["spec"] = importlib.util.find_spec("torch_neuronx") is None
+try:
+    importlib.metadata.version("torch-neuronx")
+    result["dist"] = "found"
+except importlib.metadata.PackageNotFoundError:
+    result["dist"] = "absent"
+check("import", lambda: __import__("torch_neuronx"))
+"""
+
+PENDING = {
+    "rank1": Pending(RANK1, env={"LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "RANK": "1", "WORLD_SIZE": "2"}),
+    "single": Pending(SINGLE),
+    "inactive": Pending(INACTIVE, activate=False, emulate=False),
+}
+
+
+@pytest.fixture(scope="module")
+def rank1() -> dict[str, Any]:
+    return PENDING["rank1"].wait().result
+
+
+@pytest.fixture(scope="module")
+def single() -> dict[str, Any]:
+    return PENDING["single"].wait().result
+
+
+def test_launched_worker_owns_neuron_local_rank(rank1: dict[str, Any]) -> None:
+    assert rank1["model"] == [2, 1, 2, 1]
+    assert rank1["placement"] == ["neuron:1"] * 9
+    assert rank1["set_device_own"] == [None, None, None, 1]
+    assert rank1["memory"] is True
+
+
+def test_other_indices_are_invalid_on_a_launched_worker(rank1: dict[str, Any]) -> None:
+    for name in ("set_device_0", "accelerator_set_0", "empty_on_0", "props_0"):
+        assert is_error(rank1[name], "RuntimeError"), name
+        assert "owns only neuron:1" in rank1[name]["message"]
+
+
+def test_backward_and_ddp_helpers_on_neuron_1(rank1: dict[str, Any]) -> None:
+    assert rank1["backward_on_neuron_1"] == ["neuron:1", "neuron:1", [3.0, 3.0, 3.0]]
+    assert rank1["ddp_get_stream"] is True
+    assert rank1["load_map_location"] == ["neuron:1", [0.0, 1.0, 2.0]]
+
+
+def test_neuron_storage_resize(single: dict[str, Any]) -> None:
+    assert single["storage_resize"] == [0, 0, 32, [1.0, 2.0, 3.0, 4.0], "neuron:0", 8, [1.0, 2.0], 8]
+
+
+def test_torch_neuronx_is_importable_and_detectable_while_active(single: dict[str, Any]) -> None:
+    s = single["torch_neuronx"]
+    assert s["spec"] is True and s["version"].startswith("2.1") and s["version"].endswith("+emulated")
+    assert s["dist_names"] == ["torch-neuronx"]
+    assert s["executed"] == ["aten::add.Tensor", "aten::sum"] and s["fallback"] == []
+    assert s["api"] == [1, 0, True, True, True]
+    assert "not emulated" in s["nki"]
+    assert s["reactivate"] is None  # activate() again is a no-op, not "a real torch_neuronx"
+
+
+def test_torch_neuronx_is_absent_when_inactive() -> None:
+    r = PENDING["inactive"].wait().result
+    assert r["spec"] is True and r["dist"] == "absent"
+    assert is_error(r["import"], "ModuleNotFoundError")
+
+
+def test_bare_compile_selects_the_neuron_backend(single: dict[str, Any]) -> None:
+    assert single["bare_compile"] == ["neuron:0", True, True]
+
+
+def test_cpu_inputs_are_copied_unless_the_env_says_otherwise(single: dict[str, Any]) -> None:
+    assert single["autocopy"] == ["neuron:0", True]
+    assert single["retain"] == ["cpu", True]
+    err = single["no_autocopy"]
+    assert is_error(err, "RuntimeError") and "TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY=1" in err["message"]
+
+
+def test_dynamo_metrics_carry_neuron_compilation_metrics_fields(single: dict[str, Any]) -> None:
+    graphs = single["metrics"]
+    assert sorted(g["kind"] for g in graphs) == ["bw", "fw"]
+    for g in graphs:
+        assert g["model_name"] == "mlp" and g["has_collectives"] is False
+        assert g["graph_name"].startswith("mlp_") and g["graph_node_count"] > 3
+        assert g["timestamp"] > 1.7e9 and g["torch_neuronx_compile_us"] == 0
+        assert g["torch_neuronx_fx_passes_us"] >= 0 and g["torch_neuronx_lower_us"] >= 0
+    fw = next(g for g in graphs if g["kind"] == "fw")
+    assert fw["graph_name"].endswith("_forward_0") or "_forward_" in fw["graph_name"]

@@ -1,0 +1,314 @@
+"""Every CUDA site in code ends in a finding (issue 12): one case per class of site that real
+repositories showed the scan missing, and the text that is not code (comments, docstrings,
+messages, device-generic code) staying silent. The cases are written for these tests.
+
+Each case marks the lines that must be flagged with `# <-` and nothing else may be flagged."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from neuron_migrate.ruleset.load import load_pack
+from neuron_migrate.ruleset.select import select_codes
+from neuron_migrate.scan.analyze import analyze_source
+
+PACK = load_pack()
+DEFAULT = select_codes(PACK)
+
+
+def flagged(code: str) -> dict[int, set[str]]:
+    out: dict[int, set[str]] = {}
+    for f in analyze_source(textwrap.dedent(code), "case.py", PACK):
+        if f.code in DEFAULT:
+            out.setdefault(f.span.line, set()).add(f.code)
+    return out
+
+
+def marked(code: str) -> set[int]:
+    return {i for i, line in enumerate(textwrap.dedent(code).split("\n"), 1) if line.rstrip().endswith("# <-")}
+
+
+CASES = {
+    "imports": """
+        from torch.cuda.amp import GradScaler as Scaler  # <-
+        import torch.backends.cudnn as cudnn_flags  # <-
+        import torch.cuda.nccl as nccl_ops  # <-
+        from torch.utils.cpp_extension import BuildExtension, CUDA_HOME  # <-
+        import roi_align_cuda  # <-
+        from .kernels.triton_matmul import matmul  # <-
+        from .utils import helpers
+        import numpy as np
+        """,
+    "assigned aliases and partial": """
+        import functools
+        import torch
+
+        amp_ctx = torch.cuda.amp.autocast  # <-
+        half_ctx = functools.partial(torch.cuda.amp.autocast, dtype=torch.float16)  # <-
+
+        def step(model, batch):
+            with amp_ctx():  # <-
+                return model(batch)
+        """,
+    "apex": """
+        from apex import amp  # <-
+        from apex.parallel import DistributedDataParallel as ApexDDP  # <-
+
+        def wrap(model, opt, loss):
+            model, opt = amp.initialize(model, opt, opt_level="O1")  # <-
+            with amp.scale_loss(loss, opt) as scaled:  # <-
+                scaled.backward()
+            return ApexDDP(model)  # <-
+        """,
+    "numba cuda": """
+        from numba import cuda  # <-
+
+        @cuda.jit  # <-
+        def scale(a, k):
+            i = cuda.grid(1)  # <-
+            a[i] *= k
+
+        def run(host):
+            dev = cuda.to_device(host)  # <-
+            return dev
+        """,
+    "attention libraries by name": """
+        from flash_attn import flash_attn_varlen_func  # <-
+        from xformers.ops import memory_efficient_attention as mea  # <-
+
+        def attend(q, k, v, cu, m):
+            if m:
+                return mea(q, k, v)  # <-
+            return flash_attn_varlen_func(q, k, v, cu, cu, m, m)  # <-
+        """,
+    "CUDA-only library calls": """
+        import bitsandbytes as bnb  # <-
+        import cupy  # <-
+        import pynvml  # <-
+        import onnxruntime as ort
+
+        def build(params, path):
+            opt = bnb.optim.PagedAdamW32bit(params)  # <-
+            buf = cupy.zeros(10)  # <-
+            pynvml.nvmlInit()  # <-
+            sess = ort.InferenceSession(path, providers=["CUDAExecutionProvider"])  # <-
+            return opt, buf, sess
+
+        REQUIRES = ["numpy", "onnxruntime-gpu>=1.16"]  # <-
+        """,
+    "library switches": """
+        from transformers import AutoModelForCausalLM, TrainingArguments
+
+        LOAD = {"load_in_4bit": True}  # <-
+
+        def load(name, quant, opts):
+            opts["load_in_8bit"] = True  # <-
+            m = AutoModelForCausalLM.from_pretrained(
+                name,
+                attn_implementation="flash_attention_2",  # <-
+                device_map="auto" if quant else None,  # <-
+            )
+            n = AutoModelForCausalLM.from_pretrained(name, **dict(device_map="auto"))  # <-
+            args = TrainingArguments(output_dir="out", fp16=True)  # <-
+            return m, n, args
+        """,
+    "helpers that default to CUDA": """
+        import torch
+        from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+
+        def scalers():
+            a = torch.amp.GradScaler()  # <-
+            b = ShardedGradScaler()  # <-
+            c = ShardedGradScaler("cpu")
+            on = torch.is_autocast_enabled()  # <-
+            dt = torch.get_autocast_gpu_dtype()  # <-
+            ok = torch.is_autocast_enabled("cpu")
+            return a, b, c, on, dt, ok
+        """,
+    "values that arrive from elsewhere": """
+        import argparse
+        from dataclasses import dataclass
+        import torch
+        import torch.distributed as dist
+
+        DIST_BACKEND = "nccl"  # <-
+
+        @dataclass
+        class Cfg:
+            comm: str = "nccl"  # <-
+
+        def parse():
+            p = argparse.ArgumentParser()
+            p.add_argument("--mode", nargs="?", const="max-autotune", default=None)
+            return p.parse_args()
+
+        class Trainer:
+            def __init__(self, cfg):
+                self.backend = cfg.comm
+                self.loader_opts = {"pin_memory": True}  # <-
+
+            def start(self, args, cfg):
+                dist.init_process_group(backend=DIST_BACKEND)  # <-
+                dist.init_process_group(backend=cfg.comm)  # <-
+                return torch.compile(self.model, backend="inductor", mode=args.mode)  # <-
+        """,
+    "device strings outside a device call": """
+        import torch
+        import torch.distributed as dist
+
+        def where(rank, device):
+            loc = f"cuda:{rank}"  # <-
+            state = torch.load("ckpt.pt", map_location=loc)
+            idx = int(str(device).replace("cuda:", ""))  # <-
+            gpu = str(device).startswith("cuda")  # <-
+            pair = ("cuda", rank)  # <-
+            if dist.get_backend() == "nccl":  # <-
+                pass
+            return state, idx, gpu, pair
+        """,
+    "other CUDA-only API": """
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        def probe(x):
+            v = torch.version.cuda  # <-
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):  # <-
+                y = x.pin_memory()  # <-
+            t = torch.cuda.HalfTensor(3)  # <-
+            out = torch.cudnn_convolution(x, x, None, (0,), (1,), (1,), 1, False, False, False)  # <-
+            torch.profiler._utils._init_for_cuda_graphs()  # <-
+            return v, y, t, out
+        """,
+    "build scripts": """
+        import os
+        from setuptools import setup
+        from torch.utils.cpp_extension import BuildExtension, CUDAExtension  # <-
+
+        ext = CUDAExtension(  # <-
+            "fused",
+            sources=["fused.cpp",
+                     "fused_kernel.cu"],  # <-
+            extra_compile_args={"cxx": ["-O3"],
+                                "nvcc": ["-O3", "--use_fast_math"]},  # <-
+        )
+        if os.environ.get("FORCE_CUDA") == "1" or os.getenv("MYLIB_CUDA_BUILD"):  # <-
+            flags = os.environ["NVCC_FLAGS"]  # <-
+        setup(name="fused", ext_modules=[ext], cmdclass={"build_ext": BuildExtension})
+        """,
+    "cpp_extension.load with CUDA on continuation lines": """
+        from torch.utils import cpp_extension
+
+        def build():
+            return cpp_extension.load(
+                name="ops",
+                sources=["ops.cpp",
+                         "ops_impl.cu"],  # <-
+                extra_cuda_cflags=["-O2"],  # <-
+                verbose=True,
+            )
+        """,
+    "CUDA and NCCL environment variables": """
+        import os
+
+        def env():
+            os.environ["NCCL_P2P_DISABLE"] = "1"  # <-
+            os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # <-
+            a = os.environ.get("TORCH_NCCL_BLOCKING_WAIT")  # <-
+            b = os.getenv("CUDA_LAUNCH_BLOCKING", "0")  # <-
+            c = os.environ.get("OMP_NUM_THREADS")
+            return a, b, c
+        """,
+}
+
+SILENT = {
+    "comments, docstrings, messages": '''
+        import argparse
+        import logging
+        import warnings
+
+        log = logging.getLogger(__name__)
+
+        def run(n):
+            """Runs on CUDA when available; uses NCCL for collectives."""
+            # cuda path below
+            print("cuda devices:", n)
+            log.warning("nccl timeout on %s", n)
+            warnings.warn("cudnn benchmark is slow at first")
+            assert n > 0, "need a cuda device"
+            if n < 0:
+                raise RuntimeError(f"cuda: bad count {n}")
+            p = argparse.ArgumentParser(description="train on cuda")
+            p.add_argument("--n", type=int, help="number of cuda devices")
+            return p
+        ''',
+    "device-generic code": """
+        import torch
+
+        def place(model, batch, device):
+            model = model.to(device)
+            acc = torch.accelerator.current_accelerator()
+            return model(batch.to(device, non_blocking=False)), acc
+        """,
+    "a parameter shadows a module-level import": """
+        import torch._inductor.config as config
+
+        def build(config):
+            width = config.n_embd
+            return config.block_size * width
+
+        def other(cfg):
+            config = cfg
+            return config.max_autotune
+        """,
+    "int64 index code (NM803 off by default)": """
+        import torch
+
+        def positions(n):
+            return torch.arange(n, dtype=torch.long)
+        """,
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_cuda_site_is_flagged(name: str) -> None:
+    code = CASES[name]
+    found = flagged(code)
+    assert set(found) == marked(code), {line: sorted(codes) for line, codes in found.items()}
+
+
+@pytest.mark.parametrize("name", list(SILENT))
+def test_text_that_is_not_a_cuda_site_stays_silent(name: str) -> None:
+    assert flagged(SILENT[name]) == {}
+
+
+def test_a_module_level_use_of_the_import_is_still_flagged() -> None:
+    code = """
+        import torch._inductor.config as config
+
+        config.coordinate_descent_tuning = True  # <-
+
+        def build(cfg):
+            return config.max_autotune  # <-
+        """
+    assert set(flagged(code)) == marked(code)
+
+
+def test_the_generic_rule_names_the_token_and_yields_to_a_specific_rule() -> None:
+    code = textwrap.dedent("""
+        import torch
+
+        def f(x, use_cudagraph_trees):
+            y = x.cuda()
+            if use_cudagraph_trees:
+                return torch.backends.cuda.matmul.allow_tf32
+            return y
+        """)
+    findings = analyze_source(code, "case.py", PACK)
+    by_line = {(f.span.line, f.code) for f in findings}
+    assert (5, "NM102") in by_line and (5, "NM290") not in by_line
+    assert any(code != "NM290" for line, code in by_line if line == 7) and (7, "NM290") not in by_line
+    generic = [f for f in findings if f.code == "NM290"]
+    assert [(f.span.line, f.symbol) for f in generic] == [(6, "use_cudagraph_trees")]
+    assert "use_cudagraph_trees" in generic[0].message
