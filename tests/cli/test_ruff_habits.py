@@ -135,7 +135,7 @@ def test_extend_select_enables_a_rule_outside_the_default_selection(tmp_path: Pa
     (tmp_path / "ids.py").write_text("import torch\n\nids = torch.arange(10, dtype=torch.int64)\n", encoding="utf-8")
     assert "NM803" not in cli("scan", "--no-cache", "-q", cwd=tmp_path).stdout  # off by default
     run = cli("scan", "--no-cache", "-q", "--extend-select", "NM803", cwd=tmp_path)
-    assert "ids.py:3:31: NM803 [info]" in run.stdout
+    assert "ids.py:3:30: NM803 [info]" in run.stdout
     assert "NM803" not in cli("scan", "--no-cache", "-q", "--extend-select", "NM803", "--extend-ignore", "NM8",
                               cwd=tmp_path).stdout  # ignore still wins
 
