@@ -81,9 +81,11 @@ def scan_with_settings(
     jobs: int | None = None,
     progress: Progress | None = None,
     root: Path | None = None,
+    cached_fixes: bool = True,
 ) -> ScanResult:
     """The raw scan (findings before the pipeline) with the file-selection and cache settings of a
-    run (include, exclude, respect-gitignore, cache-dir)."""
+    run (include, exclude, respect-gitignore, cache-dir). `rewrite` passes `cached_fixes=False`:
+    edits it writes come from the source, never from the cache file."""
     from neuron_migrate.scan.engine import scan_paths
 
     return scan_paths(
@@ -97,6 +99,7 @@ def scan_with_settings(
         jobs=jobs,
         progress=progress,
         root=root,
+        cached_fixes=cached_fixes,
     )
 
 
@@ -189,7 +192,9 @@ def rewrite_paths(
 
     start = time.perf_counter()
     pack = load_pack(settings.extra_rules)
-    scanned = scan_with_settings(paths, settings, pack, use_cache=use_cache, jobs=jobs, progress=progress)
+    # Fix edits are written into sources: never take them from the cache file (scan.cache).
+    scanned = scan_with_settings(paths, settings, pack, use_cache=use_cache, jobs=jobs, progress=progress,
+                                 cached_fixes=False)
     report = build_report(scanned, settings, pack)
     outcomes = rewrite_findings(
         Path(scanned.root), report.findings, target=target, unsafe=unsafe, apply=apply, allow_dirty=allow_dirty,

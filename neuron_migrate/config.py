@@ -121,6 +121,26 @@ def _str_list(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _glob_problem(glob: str) -> str | None:
+    """Why a gitignore-style glob cannot be compiled (`[z-a]`), or None."""
+    import pathspec
+
+    try:
+        pathspec.GitIgnoreSpec.from_lines([glob])
+    except (re.error, ValueError, TypeError) as e:
+        return getattr(e, "msg", None) or str(e) or type(e).__name__  # re.error.msg: without the regex position
+    return None
+
+
+def _globs(value: Any) -> tuple[str, ...]:
+    items = _str_list(value)
+    for glob in items:
+        problem = _glob_problem(glob)
+        if problem is not None:
+            raise _Bad(f"{glob!r} is not a valid glob ({problem})")
+    return items
+
+
 def _selectors(value: Any) -> tuple[str, ...]:
     items = tuple(s.upper() for s in _str_list(value))
     bad = [s for s in items if not SELECTOR_RE.match(s)]
@@ -185,6 +205,9 @@ def _per_file(base: Path) -> Callable[[Any], tuple[PerFileIgnore, ...]]:
     def parse(value: Any) -> tuple[PerFileIgnore, ...]:
         out = []
         for glob, codes in _table(value).items():
+            problem = _glob_problem(glob)
+            if problem is not None:
+                raise _Bad(f"{glob!r} is not a valid glob ({problem})")
             try:
                 out.append(PerFileIgnore(glob, _selectors(codes), base))
             except _Bad as e:
@@ -196,8 +219,8 @@ def _per_file(base: Path) -> Callable[[Any], tuple[PerFileIgnore, ...]]:
 
 # Config key -> (Settings attribute, parser factory taking the base directory for paths).
 _KEYS: dict[str, tuple[str, Callable[[Path], Callable[[Any], Any]]]] = {
-    "include": ("include", lambda b: _str_list),
-    "exclude": ("exclude", lambda b: _str_list),
+    "include": ("include", lambda b: _globs),
+    "exclude": ("exclude", lambda b: _globs),
     "select": ("select", lambda b: _selectors),
     "ignore": ("ignore", lambda b: _selectors),
     "extend-select": ("extend_select", lambda b: _selectors),
@@ -259,6 +282,8 @@ def _from_text(key: str, text: str) -> Any:
             return tomllib.loads(f"v = {text}")["v"]
         except tomllib.TOMLDecodeError as e:
             raise _Bad(f"expected a TOML inline table like {{NM201 = \"error\"}}: {e}") from None
+        except RecursionError:
+            raise _Bad("expected a TOML inline table: nested too deeply") from None
     if key in _BOOL_KEYS and text.lower() in _TRUE + _FALSE:
         return text.lower() in _TRUE
     if key in _INT_KEYS and text.strip().isdigit():
@@ -275,6 +300,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
     except UnicodeDecodeError as e:
         line = e.object[: e.start].count(b"\n") + 1
         raise ConfigError(f"{path}: invalid TOML: not UTF-8 text (line {line})") from None
@@ -298,7 +325,7 @@ def _layer_of(path: Path) -> dict[str, Any] | None:
 
 def discover(start: Path) -> list[Path]:
     """Config files that apply to `start`, lowest precedence first (pyproject, then dotfile)."""
-    here = start.resolve()
+    here = Path(os.path.realpath(start))  # never raises: a symlink loop is reported by the scan itself
     if not here.is_dir():
         here = here.parent
     found: dict[str, Path] = {}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 import sys
 import tempfile
 import traceback
@@ -23,13 +25,10 @@ def note(message: str) -> None:
     print(message, file=sys.stderr)
 
 
-def _mode_for(path: Path) -> int:
-    try:
-        return path.stat().st_mode & 0o777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+def _new_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -42,44 +41,91 @@ def _encodable(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def _directory_of(path: Path) -> Path:
-    """The directory `path` will be written in; NeuronMigrateError if there is none."""
+# Names of an already open descriptor (`--output /dev/stdout`, `>(cat)`): opened, never renamed over.
+_DESCRIPTOR_PREFIXES = ("/dev/fd/", "/dev/stdout", "/dev/stderr", "/proc/")
+
+
+def _destination(path: Path) -> tuple[str, os.stat_result | None]:
+    """Where writing `path` lands: the file a symlink chain ends at (so the link stays a link), and
+    that file's `stat` (None: it does not exist yet). NeuronMigrateError if it cannot be written."""
     from neuron_migrate.errors import NeuronMigrateError
 
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise NeuronMigrateError(f"{path}: cannot write: directory {directory} does not exist")
-    return directory
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same directory and rename: never a half-written report."""
-    from neuron_migrate.errors import NeuronMigrateError
-
-    directory = _directory_of(path)
+    name = os.fspath(path)
     try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as e:
+        st = os.stat(name)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:  # a symlink loop, a file used as a directory
         raise NeuronMigrateError(f"{path}: cannot write: {e.strerror or e}") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise NeuronMigrateError(f"{path}: cannot write: is a directory")
+    if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+        kind = "a block device" if stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a file"
+        raise NeuronMigrateError(f"{path}: cannot write: {kind} (refusing to write a report into it)")
+    real = os.path.realpath(name)
+    if st is None:  # a new file, or a dangling symlink: create what the link names
+        directory = os.path.dirname(real) or "."
+        if not os.path.isdir(directory):
+            raise NeuronMigrateError(f"{path}: cannot write: directory {directory} does not exist")
+    return real, st
+
+
+def _write_through(name: str, data: bytes, *, append: bool) -> None:
+    """Write into an existing special file (device, FIFO) or an open descriptor's name, in place."""
+    flags = os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC | (os.O_APPEND if append else 0)
+    fd = os.open(name, flags)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(_encodable(text))
-        os.chmod(tmp, _mode_for(path))  # mkstemp makes 0600 files; a report is an ordinary file
-        os.replace(tmp, path)
-    except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
-        raise NeuronMigrateError(f"{path}: cannot write: {e.strerror or e}") from None
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def _replace(real: str, data: bytes, st: os.stat_result | None) -> None:
+    """Replace the regular file `real` (or create it) via a temporary sibling and a rename: never a
+    half-written report. An existing file keeps its permission bits (and, for root, its owner)."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real) or ".", prefix=f".{os.path.basename(real)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, stat.S_IMODE(st.st_mode) if st is not None else _new_file_mode())  # mkstemp: 0600
+        if st is not None and os.geteuid() == 0 and (st.st_uid, st.st_gid) != (0, 0):
+            os.chown(tmp, st.st_uid, st.st_gid)
+        os.replace(tmp, real)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
+def write_atomic(path: Path, text: str) -> None:
+    """Write a report to `path`. A regular file (or a new one) is replaced atomically through a
+    temporary file; a symlink is followed (its target is written, the link stays); a character
+    device or FIFO (`/dev/null`, `>(cat)`) is written in place, never replaced by a file; a
+    directory, block device or socket is refused. Errors are NeuronMigrateError naming `path`."""
+    from neuron_migrate.errors import NeuronMigrateError
+
+    real, st = _destination(path)
+    data = _encodable(text).encode("utf-8")
+    descriptor = os.path.abspath(path).startswith(_DESCRIPTOR_PREFIXES) or real.startswith("/proc/")
+    try:
+        if st is not None and (descriptor or not stat.S_ISREG(st.st_mode)):
+            _write_through(os.fspath(path), data, append=stat.S_ISREG(st.st_mode))
+        else:
+            if st is not None and not os.access(real, os.W_OK):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+            _replace(real, data, st)
+    except OSError as e:
+        raise NeuronMigrateError(f"{path}: cannot write: {e.strerror or e}") from None
+
+
 def check_destinations(paths: Iterable[Path | None]) -> None:
-    """Fail (NeuronMigrateError) on an output path whose directory does not exist, before the
-    work that produces the output is done and before any other output is written."""
+    """Fail (NeuronMigrateError) on an output path that cannot be written (no such directory, a
+    directory, a block device), before the work that produces the output is done and before any
+    other output is written."""
     for path in paths:
         if path is not None:
-            _directory_of(path)
+            _destination(path)
 
 
 def write_outputs(outputs: Sequence[tuple[Path | None, str, str | None]]) -> None:
@@ -101,7 +147,9 @@ def write_outputs(outputs: Sequence[tuple[Path | None, str, str | None]]) -> Non
 def fail_on_errors(run: Callable[[], int]) -> int:
     """Run a command body; a domain error, an OS error or a crash is a message and exit code 2."""
     from neuron_migrate.errors import NeuronMigrateError
-    from neuron_migrate.pipeline.gate import EXIT_ERROR  # here, not at import: `--help` needs no config module
+    from neuron_migrate.pipeline.gate import (
+        EXIT_ERROR,  # here, not at import: `--help` needs no config module
+    )
 
     try:
         return run()

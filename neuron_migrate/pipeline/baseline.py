@@ -67,15 +67,24 @@ def dumps(baseline: Baseline, tool_version: str = "") -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
+MAX_COUNT = 1 << 31  # more findings than any tree holds: a typo or a hostile file
+
+
 def _entry(path: Path, i: int, raw: Any) -> Entry:
-    try:
-        entry = Entry(str(raw["fingerprint"]), str(raw["code"]), str(raw["path"]),
-                      str(raw.get("symbol", "")), int(raw.get("count", 1)))
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise ConfigError(f"{path}: baseline entry {i} is malformed ({e!r})") from None
-    if entry.count < 1:
-        raise ConfigError(f"{path}: baseline entry {i}: count must be at least 1")
-    return entry
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: baseline entry {i} is malformed (expected an object, got {type(raw).__name__})")
+    fields: dict[str, str] = {}
+    for key in ("fingerprint", "code", "path", "symbol"):
+        value = raw.get(key, "" if key == "symbol" else None)
+        if not isinstance(value, str):
+            got = "missing" if value is None else f"{type(value).__name__} {value!r}"
+            raise ConfigError(f"{path}: baseline entry {i}: \"{key}\" must be a string ({got})")
+        fields[key] = value
+    count = raw.get("count", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_COUNT:
+        raise ConfigError(f"{path}: baseline entry {i}: \"count\" must be a whole number from 1 to {MAX_COUNT}, "
+                          f"got {count!r}")
+    return Entry(fields["fingerprint"], fields["code"], fields["path"], fields["symbol"], count)
 
 
 def load(path: Path) -> Baseline:
@@ -87,6 +96,8 @@ def load(path: Path) -> Baseline:
         raise ConfigError(f"{path}: cannot read baseline: {e}") from None
     except json.JSONDecodeError as e:
         raise ConfigError(f"{path}: baseline is not valid JSON: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: baseline is not valid JSON: nested too deeply") from None
     if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT:
         raise ConfigError(f"{path}: not a neuron-migrate baseline (missing \"format\": \"{BASELINE_FORMAT}\")")
     if data.get("version") != BASELINE_VERSION:

@@ -5,7 +5,9 @@ the pack redirects) whose line, or the first line of whose statement, is the dir
 the same notebook cell. Directives are applied to the raw findings, before rule selection, so a
 comment for a rule that is switched off today is not reported. A directive (or a code in it) that
 silences nothing becomes an NM006 finding, as ruff's RUF100 does for `noqa`, except in a file the
-scan could not fully analyse (it has an NM0xx diagnostic): there, "unused" would be a guess.
+scan could not fully analyse (it has an NM0xx diagnostic): there, "unused" would be a guess. A
+malformed directive (`ignore[NM101` without `]`, `ignore[]`) silences nothing and is an NM007
+finding wherever it is.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from neuron_migrate.ruleset.model import RulePack
 from neuron_migrate.scan.result import Directive
 
 UNUSED_CODE = "NM006"
+INVALID_CODE = "NM007"
 TOOL_PREFIX = "NM0"  # the scan's own diagnostics: the file was not (fully) analysed
 
 
@@ -25,7 +28,7 @@ TOOL_PREFIX = "NM0"  # the scan's own diagnostics: the file was not (fully) anal
 class Suppressed:
     kept: list[Finding]  # findings no directive silenced
     suppressed: int  # how many were silenced
-    unused: list[Finding]  # NM006 findings for directives that silenced nothing
+    unused: list[Finding]  # NM006 findings for directives that silenced nothing, NM007 for malformed ones
 
 
 def _matches(selector: str, code: str, pack: RulePack | None) -> bool:
@@ -42,16 +45,21 @@ def _covers(directive: Directive, finding: Finding) -> bool:
 def _unused_finding(path: str, directive: Directive, codes: tuple[str, ...] | None,
                     pack: RulePack | None) -> Finding:
     symbol = "ignore" if codes is None else f"ignore[{','.join(codes)}]"
-    rule = pack.get(UNUSED_CODE) if pack else None
+    return _tool_finding(UNUSED_CODE, path, directive, symbol, pack,
+                         f"`# neuron-migrate: {symbol}` suppresses nothing")
+
+
+def _tool_finding(code: str, path: str, directive: Directive, symbol: str, pack: RulePack | None,
+                  fallback: str) -> Finding:
+    rule = pack.get(code) if pack else None
     return Finding(
-        code=UNUSED_CODE,
+        code=code,
         severity=rule.severity if rule else Severity.WARNING,
         fix_class=rule.fix.fix_class if rule else FixClass.MANUAL,
         category=rule.category if rule else "tool",
         path=path,
         span=Span(directive.line, 0, directive.line, 0),
-        message=(rule.render_message(symbol) if rule
-                 else f"`# neuron-migrate: {symbol}` suppresses nothing"),
+        message=rule.render_message(symbol) if rule else fallback,
         symbol=symbol,
         cell=directive.cell,
     )
@@ -77,10 +85,13 @@ def apply_directives(
                         hit = True
         if not hit:
             kept.append(finding)
-    unused: list[Finding] = []
+    unused = [_tool_finding(INVALID_CODE, path, d, d.problem, pack, f"malformed suppression: {d.problem}")
+              for d in directives if d.problem is not None]
     if any(f.code.startswith(TOOL_PREFIX) for f in findings):
         return Suppressed(kept, len(findings) - len(kept), unused)
     for i, d in enumerate(directives):
+        if d.problem is not None:
+            continue
         if d.codes is None:
             if (i, None) not in used:
                 unused.append(_unused_finding(path, d, None, pack))

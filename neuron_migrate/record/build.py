@@ -47,9 +47,11 @@ loaded record; the renderers (`record_markdown`, `record_html`) and `record_diff
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shlex
 import shutil
+import stat
 import tempfile
 import time
 from collections import Counter
@@ -186,12 +188,33 @@ def run_check(root: Path, spec: RunSpec, workdir: Path) -> CheckOutcome:
     return CheckOutcome(command, exit_code(report, settings, pack), time.perf_counter() - started, data, None)
 
 
+def _copy_ignore(directory: str, names: list[str]) -> set[str]:
+    """What the temporary copy leaves out: tool caches and VCS data, and FIFOs, sockets and
+    devices (never scanned; copying a FIFO would block or fail)."""
+    skipped = set(shutil.ignore_patterns(*_COPY_IGNORE)(directory, names))
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(directory, name)).st_mode
+        except OSError:
+            continue  # gone meanwhile: copytree reports it
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            skipped.add(name)
+    return skipped
+
+
 def _copy_project(project: Path, dest: Path) -> Path:
     """Copy the project under `dest`; returns the path that corresponds to `project`."""
     if project.is_dir():
         target = dest / project.name
-        shutil.copytree(project, target, symlinks=True, ignore=shutil.ignore_patterns(*_COPY_IGNORE))
+        try:
+            shutil.copytree(project, target, symlinks=True, ignore=_copy_ignore)
+        except shutil.Error as exc:  # its argument is a list of (source, destination, reason)
+            problems = exc.args[0] if exc.args and isinstance(exc.args[0], list) else [("", "", str(exc))]
+            source, _, reason = problems[0]
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise NeuronMigrateError(f"{source or project}: cannot copy into the temporary tree: {reason}{more}") from None
         return target
+    dest.mkdir(parents=True, exist_ok=True)
     target = dest / project.name
     shutil.copy2(project, target)
     return target
@@ -342,6 +365,8 @@ def load_record(path: Path) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RecordError(f"{path}: not JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise RecordError(f"{path}: not JSON: nested too deeply") from None
     return validate(data, str(path))
 
 

@@ -100,7 +100,7 @@ def _overlaps(a: tuple[int, int, str], b: tuple[int, int, str]) -> bool:
 
 
 def _plan(
-    source: str, findings: Iterable[Finding], target: Target, unsafe: bool
+    source: str, findings: Sequence[Finding], target: Target, unsafe: bool
 ) -> tuple[list[_Planned], list[SkippedFix]]:
     starts = line_starts(source)
     newline = newline_of(source)
@@ -148,7 +148,39 @@ def _plan(
         else:
             where = f"{clash.finding.span.line}:{clash.finding.span.col + 1}"
             skipped.append(SkippedFix(cand.finding, f"overlaps the fix for {clash.finding.code} at {where}"))
+    if accepted:
+        accepted, held = _hold_guards(source, findings, accepted)
+        skipped += held
     return accepted, skipped
+
+
+def _hold_guards(
+    source: str, findings: Sequence[Finding], accepted: list[_Planned]
+) -> tuple[list[_Planned], list[SkippedFix]]:
+    """The guard rule for this run: a fix in a guard's test only goes with every fix it guards
+    (scan already withheld guards around code with no fix; here an unsafe fix left out, or one
+    skipped for an overlap, holds its guard back too)."""
+    from neuron_migrate.scan.fixes.guards import blocked, guards_in, reason
+    from neuron_migrate.scan.matchers.site import LineIndex
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return accepted, []  # the result will not parse either: the file is refused later
+    guards = guards_in(tree, LineIndex(source))
+    if not guards:
+        return accepted, []
+    ids = {id(p.finding) for p in accepted}
+    blocks = blocked(guards, findings, lambda f: id(f) in ids)
+    if not blocks:
+        return accepted, []
+    held: dict[int, str] = {}
+    for block in blocks:
+        for f in block.withheld:
+            held.setdefault(id(f), f"the guard at line {block.guard.tests[0].line} stays: {reason(block)}")
+    return [p for p in accepted if id(p.finding) not in held], [
+        SkippedFix(p.finding, held[id(p.finding)]) for p in accepted if id(p.finding) in held
+    ]
 
 
 def _splice(source: str, planned: Sequence[_Planned]) -> tuple[str, int]:

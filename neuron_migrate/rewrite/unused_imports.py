@@ -31,8 +31,12 @@ class _RemoveUnused(RemoveImportsVisitor):
 
     def visit_Module(self, node: cst.Module) -> None:
         super().visit_Module(node)
+        exported = _all_names(node)
         for alias in list(self._unused_imports):
-            if _alias_bound_name(alias) in self._used_elsewhere:
+            name = _alias_bound_name(alias)
+            # `import x as x` / `from m import x as x` and `__all__` entries are the module's API
+            # (PEP 484 re-exports): other modules import them, so no use here is no reason to go.
+            if name in self._used_elsewhere or name in exported or _asname(alias) == _dotted(alias.name):
                 del self._unused_imports[alias]
 
     def visit_Import(self, node: cst.Import) -> None:
@@ -100,6 +104,24 @@ def _asname(alias: cst.ImportAlias) -> str | None:
         return None
     name = alias.asname.name
     return name.value if isinstance(name, cst.Name) else None
+
+
+def _all_names(module: cst.Module) -> frozenset[str]:
+    """The string entries of a module-level `__all__ = [...]` / `(...)`."""
+    names: set[str] = set()
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                if any(isinstance(t, cst.Name) and t.value == "__all__" for t in targets) and isinstance(
+                    small.value, (cst.List, cst.Tuple)
+                ):
+                    for el in small.value.elements:
+                        if isinstance(el.value, cst.SimpleString):
+                            names.add(el.value.evaluated_value if isinstance(el.value.evaluated_value, str) else "")
+    return frozenset(names)
 
 
 def _alias_bound_name(alias: cst.ImportAlias) -> str:

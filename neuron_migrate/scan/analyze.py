@@ -17,7 +17,7 @@ import ast
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from neuron_migrate.findings import Finding, FixClass, Span
+from neuron_migrate.findings import Finding, FixClass, Span, Target
 from neuron_migrate.ruleset.model import ArgumentPattern, FixKind, Rule, RulePack
 from neuron_migrate.scan import parse as parse_m
 from neuron_migrate.scan.aliases import AliasTable
@@ -1015,7 +1015,11 @@ def _walk(cp: CompiledPack, tree: ast.Module, source: str) -> _Walker:
 
 
 def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: int | None) -> list[Finding]:
-    from neuron_migrate.scan.fixes.compute import FixContext, fixes_for  # only files with a match pay for it
+    from neuron_migrate.scan.fixes.compute import (  # only files with a match pay for it
+        FixContext,
+        fixes_for,
+    )
+    from neuron_migrate.scan.fixes.data import already_listed
 
     lines = LineIndex(source)
     ctx = FixContext(lines, walker.aliases, source, tree)
@@ -1035,7 +1039,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
                   if site.kind != "tokens" and not code.startswith(_NOT_CUDA_FAMILY)}
     findings: list[Finding] = []
     for (code, span), (rule, site) in spans.items():
-        if site.kind == "device_strings" and span in argument_spans:
+        if site.kind == "device_strings" and (span in argument_spans or already_listed(site)):
             continue
         if site.kind == "tokens":
             if span.line in seen_lines:
@@ -1043,11 +1047,14 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
             seen_lines.add(span.line)
         symbol = site.symbol or _symbol(site, lines)
         fixes = fixes_for(rule, site, span, ctx) if rule.fix.fix_class in (FixClass.SAFE, FixClass.UNSAFE) else ()
+        fix_class = rule.fix.fix_class
+        if fixes and fix_class is FixClass.SAFE and all(f.applicability is FixClass.UNSAFE for f in fixes):
+            fix_class = FixClass.UNSAFE  # this site's fix relies on what it cannot see (fixes.bindings)
         findings.append(
             Finding(
                 code=code,
                 severity=rule.severity,
-                fix_class=rule.fix.fix_class,
+                fix_class=fix_class,
                 category=rule.category,
                 path=path,
                 span=span,
@@ -1059,6 +1066,10 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
                 statement_line=site.stmt_line,
             )
         )
+    if any(f.fixes for f in findings):
+        from neuron_migrate.scan.fixes.guards import settle
+
+        findings = settle(findings, tree, lines, Target)
     findings.sort(key=lambda f: (f.span.line, f.span.col, f.code))
     return findings
 

@@ -1,26 +1,64 @@
 """Inline suppression comments: `# neuron-migrate: ignore[NM101, NM2]` or a bare `ignore`.
 
-The scan only records where they are (cheaply: a regex, run only when the text mentions
-`neuron-migrate:`); applying them, and flagging unused ones (NM006), is the pipeline's job.
+The scan only records where they are; applying them, and flagging unused (NM006) or malformed
+(NM007) ones, is the pipeline's job. Directives are read from comment tokens only, so text that
+looks like one inside a string literal or a docstring is no directive. The tokenizer runs only
+when the text mentions `neuron-migrate:` at all.
 """
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 
 from neuron_migrate.scan.result import Directive
 
 MARKER = "neuron-migrate:"
-_DIRECTIVE = re.compile(r"#[ \t]*neuron-migrate:[ \t]*ignore\b(?:\[([^\]\n]*)\])?")
+_DIRECTIVE = re.compile(r"#[ \t]*neuron-migrate:[ \t]*ignore\b")
 _SEPARATOR = re.compile(r"[,\s]+")
+# After a bare `ignore`: a colon or a code means the codes were meant but not bracketed.
+_UNBRACKETED = re.compile(r"[ \t]*(?::|[A-Za-z]{2}\d)")
 
 
 def find_directives(text: str, cell: int | None = None) -> list[Directive]:
     if MARKER not in text:
         return []
-    out = []
-    for m in _DIRECTIVE.finditer(text):
-        listed = m.group(1)
-        codes = None if listed is None else tuple(c.upper() for c in _SEPARATOR.split(listed) if c)
-        out.append(Directive(text.count("\n", 0, m.start()) + 1, codes, cell))
+    out: list[Directive] = []
+    for line, comment in _comments(text):
+        if MARKER in comment:
+            out += (_directive(comment, m.end(), line, cell) for m in _DIRECTIVE.finditer(comment))
+    return out
+
+
+def _directive(comment: str, end: int, line: int, cell: int | None) -> Directive:
+    rest = comment[end:]
+    if not rest.startswith("["):
+        if _UNBRACKETED.match(rest):
+            return Directive(line, (), cell, "codes must be in brackets, as in `ignore[NM101]`")
+        return Directive(line, None, cell)
+    close = rest.find("]")
+    if close < 0:
+        return Directive(line, (), cell, "`[` without a closing `]`")
+    codes = tuple(c.upper() for c in _SEPARATOR.split(rest[1:close]) if c)
+    if not codes:
+        return Directive(line, (), cell, "`ignore[]` names no code")
+    return Directive(line, codes, cell)
+
+
+def _comments(text: str) -> list[tuple[int, str]]:
+    """(line, text) of every comment token. Text the tokenizer stops at (a syntax error) is read
+    line by line from there, `#` to the end of the line, as no string can be told apart anyway."""
+    out: list[tuple[int, str]] = []
+    last_line = 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            last_line = tok.start[0]
+            if tok.type == tokenize.COMMENT:
+                out.append((tok.start[0], tok.string))
+    except (tokenize.TokenError, SyntaxError):  # IndentationError is a SyntaxError
+        for number, physical in enumerate(text.split("\n")[last_line:], start=last_line + 1):
+            hash_at = physical.find("#")
+            if hash_at >= 0 and (number, physical[hash_at:]) not in out:
+                out.append((number, physical[hash_at:]))
     return out

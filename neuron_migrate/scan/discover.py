@@ -44,6 +44,8 @@ class Candidate:
     mtime_ns: int
     size: int
     mode: int
+    ctime_ns: int = 0  # with the inode, what a restored mtime cannot fake (scan.cache)
+    inode: int = 0
 
 
 @dataclass(slots=True)
@@ -121,7 +123,7 @@ class _Walker:
             return
         name = os.path.basename(path)
         kind = _kind(name) or "python"  # named explicitly: read it as Python whatever its suffix
-        self._add(path, rel, kind, self._file_level(name, rel))
+        self._add(path, rel, kind, self._file_level(name, rel), given=True)
 
     def walk_given_dir(self, path: str, rel: str) -> None:
         ignores = self._ancestor_ignores(path) if self.respect_gitignore else []
@@ -188,7 +190,7 @@ class _Walker:
             self.result.problems.append(
                 (shown, Diagnosis(UNREADABLE, f"symlink loop: {shown} -> {_printable(os.readlink(path))}")))
 
-    def _add(self, path: str, rel: str, kind: str, file_level: bool) -> None:
+    def _add(self, path: str, rel: str, kind: str, file_level: bool, *, given: bool = False) -> None:
         if rel in self.seen:  # the same file reached twice (a path given twice, or nested paths)
             return
         self.seen.add(rel)
@@ -197,10 +199,14 @@ class _Walker:
         except OSError as exc:
             self.result.problems.append((_printable(rel), _os_problem(exc)))
             return
-        if not stat_mod.S_ISREG(st.st_mode):
-            return  # fifo, socket, device: never read
+        if not stat_mod.S_ISREG(st.st_mode):  # fifo, socket, device: never read
+            if given:  # named on the command line: say why it was not scanned
+                self.result.problems.append(
+                    (_printable(rel), Diagnosis(UNREADABLE, f"not a regular file ({_file_type(st.st_mode)})")))
+            return
         self.result.files.append(
-            Candidate(_printable(rel), path, kind, file_level, st.st_mtime_ns, st.st_size, st.st_mode))
+            Candidate(_printable(rel), path, kind, file_level, st.st_mtime_ns, st.st_size, st.st_mode,
+                      st.st_ctime_ns, st.st_ino))
 
     def _ignored(self, path: str, rel: str, ignores: list[_Ignore], *, is_dir: bool) -> bool:
         if self.exclude is not None and self.exclude.match_file(rel + "/" if is_dir else rel):
@@ -260,9 +266,33 @@ class _Ignore:
 
 
 def _spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
+    """Lines of a .gitignore (or globs already validated by the config): a line that is no valid
+    pattern (`[z-a]`) matches nothing, as in git."""
     import pathspec  # imported when a tree has .gitignore files or globs: it costs ~50 ms
 
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except (re.error, ValueError, TypeError):
+        valid = []
+        for line in lines:
+            try:
+                pathspec.GitIgnoreSpec.from_lines([line])
+            except (re.error, ValueError, TypeError):
+                continue
+            valid.append(line)
+        return pathspec.GitIgnoreSpec.from_lines(valid)
+
+
+def _file_type(mode: int) -> str:
+    if stat_mod.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat_mod.S_ISCHR(mode):
+        return "a character device"
+    if stat_mod.S_ISBLK(mode):
+        return "a block device"
+    if stat_mod.S_ISSOCK(mode):
+        return "a socket"
+    return "a directory" if stat_mod.S_ISDIR(mode) else "a special file"
 
 
 def _compile_globs(globs: Sequence[str]) -> re.Pattern[str] | None:

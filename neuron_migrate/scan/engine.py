@@ -24,7 +24,17 @@ from typing import Any, Protocol
 from neuron_migrate.errors import NeuronMigrateError
 from neuron_migrate.findings import Finding
 from neuron_migrate.ruleset.model import RulePack
-from neuron_migrate.scan.cache import Entry, ScanCache, cache_key, default_cache_dir
+from neuron_migrate.scan.cache import (
+    DIRECTIVES,
+    ROWS,
+    Entry,
+    ScanCache,
+    cache_key,
+    default_cache_dir,
+    digest,
+    file_digest,
+    has_fixes,
+)
 from neuron_migrate.scan.diagnostics import SYNTAX_ERROR, UNREADABLE, Diagnosis, tool_finding
 from neuron_migrate.scan.directives import find_directives
 from neuron_migrate.scan.discover import Candidate, choose_root, discover
@@ -35,6 +45,7 @@ from neuron_migrate.scan.rows import Row, directive_to_row, finding_to_row, row_
 from neuron_migrate.scan.source import DEFAULT_MAX_FILE_SIZE, decode_source, read_bytes
 
 Progress = Callable[[int, int], None]
+Analysed = tuple[bytes | None, tuple[Row, ...], tuple[Row, ...]]  # (content digest, finding rows, directive rows)
 
 # Below this much source, starting worker processes costs more than it saves.
 POOL_MIN_BYTES = 512 * 1024
@@ -63,15 +74,19 @@ def scan_paths(
     root: Path | None = None,
     max_file_size: int = DEFAULT_MAX_FILE_SIZE,
     analyzer: Analyzer | None = None,
+    cached_fixes: bool = True,
 ) -> ScanResult:
     """Scan files and directories; see the brief's interface 3.
 
     `include`/`exclude` are gitignore-style globs relative to the root (`include` keeps only the
     files it matches). `root` fixes the directory finding paths are relative to (default:
     `discover.choose_root`). `jobs` defaults to the usable CPUs; 1 forces a single process.
-    `analyzer` replaces `neuron_migrate.scan.analyze` (tests, embedding).
+    `analyzer` replaces `neuron_migrate.scan.analyze` (tests, embedding). `cached_fixes=False`
+    re-analyses every cached file whose findings carry fixes, so that edit text about to be
+    written into sources (`rewrite`) comes from the source, never from the cache file.
     """
     started = time.perf_counter()
+    checked_ns = time.time_ns()  # before any `stat`: see scan.cache on racy entries
     root_dir = choose_root(paths, root)
     file_globs = sorted({g for rule in pack.rules.values() for g in rule.match.files})
     found = discover(paths, root=root_dir, file_globs=file_globs, include=include, exclude=exclude,
@@ -84,7 +99,11 @@ def scan_paths(
     entries: dict[str, Entry] = {}
     todo: list[Candidate] = []
     for c in found.files:
-        hit = cache.lookup(c.rel, c.mtime_ns, c.size, c.mode) if cache is not None else None
+        hit = None
+        if cache is not None:
+            hit = cache.lookup(c.rel, c.path, c.mtime_ns, c.ctime_ns, c.size, c.mode, c.inode, checked_ns)
+            if hit is not None and not cached_fixes and has_fixes(hit):
+                hit = None
         if hit is not None:
             entries[c.rel] = hit
         else:
@@ -94,10 +113,10 @@ def scan_paths(
     advance = _progress_counter(progress, total, total - len(todo))
     if todo:  # a fully cached scan builds no gate and imports no analyser
         context = _Context(pack, build_prefilter(pack), max_file_size, analyzer)
-        for c, (rows, drows) in zip(todo, _analyze(todo, context, jobs, advance), strict=True):
-            entries[c.rel] = (c.mtime_ns, c.size, c.mode, rows, drows)
+        for c, (content, rows, drows) in zip(todo, _analyze(todo, context, jobs, advance), strict=True):
+            entries[c.rel] = (c.mtime_ns, c.ctime_ns, c.size, c.mode, c.inode, content, checked_ns, rows, drows)
 
-    files = [FileResult.from_rows(rel, entry[3], [row_to_directive(d) for d in entry[4]])
+    files = [FileResult.from_rows(rel, entry[ROWS], [row_to_directive(d) for d in entry[DIRECTIVES]])
              for rel, entry in entries.items()]
     files += [FileResult(rel, [problem.to_finding(pack, rel)], []) for rel, problem in found.problems]
     files.sort(key=lambda fr: fr.path)
@@ -105,7 +124,7 @@ def scan_paths(
     warnings: list[str] = []
     if cache is not None:
         stale = {rel for rel in cache.entries if rel not in entries and _in_scope(rel, found.scopes)}
-        if todo or stale:
+        if todo or stale or cache.refreshed:
             kept = {rel: e for rel, e in cache.entries.items() if rel not in entries and rel not in stale}
             cache.save({**kept, **entries})
         warnings = cache.warnings
@@ -146,7 +165,7 @@ _WORKER: _Context | None = None
 
 
 def _analyze(todo: list[Candidate], context: _Context, jobs: int | None,
-             advance: Callable[[int], None]) -> list[tuple[tuple[Row, ...], tuple[Row, ...]]]:
+             advance: Callable[[int], None]) -> list[Analysed]:
     """Results in the order of `todo`."""
     workers = jobs if jobs is not None else _usable_cpus()
     if workers <= 1 or len(todo) < 2 or sum(c.size for c in todo) < POOL_MIN_BYTES:
@@ -162,7 +181,7 @@ def _analyze(todo: list[Candidate], context: _Context, jobs: int | None,
     # fork starts workers in milliseconds and shares the loaded pack; elsewhere keep the default.
     mp_context = multiprocessing.get_context("fork") if sys.platform == "linux" else None
     chunks = _chunks(todo, workers)
-    results: dict[int, tuple[tuple[Row, ...], tuple[Row, ...]]] = {}
+    results: dict[int, Analysed] = {}
     try:
         with cf.ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=mp_context,
                                     initializer=_init_worker, initargs=(context,)) as pool:
@@ -215,27 +234,32 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _analyze_chunk(chunk: list[Candidate]) -> list[tuple[tuple[Row, ...], tuple[Row, ...]]]:
+def _analyze_chunk(chunk: list[Candidate]) -> list[Analysed]:
     assert _WORKER is not None
     return [analyze_file(c, _WORKER) for c in chunk]
 
 
-def analyze_file(c: Candidate, ctx: _Context) -> tuple[tuple[Row, ...], tuple[Row, ...]]:
-    """One file's raw findings and directives, as rows. Never raises."""
+def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
+    """One file's content digest (None if unread), raw findings and directives, as rows. Never raises."""
     findings: list[Finding] = []
     directives: list[Directive] = []
+    content: bytes | None = None
     analyzer = ctx.analyzer or _default_analyzer()
     try:
         if c.file_level:
             findings += analyzer.analyze_file_path(c.rel, ctx.pack)
+            if c.kind == "other" and c.size <= ctx.max_file_size:
+                content = file_digest(c.path, c.size)
         if c.kind == "python":
             data = read_bytes(c.path, c.size, ctx.max_file_size)
+            content = digest(data)
             text = decode_source(data)
             directives = find_directives(text)
             if ctx.prefilter.may_match(data):
                 findings += _analyze_text(analyzer, text, c.rel, ctx.pack, None)
         elif c.kind == "notebook":
             data = read_bytes(c.path, c.size, ctx.max_file_size)
+            content = digest(data)
             for cell in code_cells(decode_source(data, cookie=False)):
                 directives += find_directives(cell.source, cell.index)
                 if ctx.prefilter.may_match_text(cell.source):
@@ -246,7 +270,7 @@ def analyze_file(c: Candidate, ctx: _Context) -> tuple[tuple[Row, ...], tuple[Ro
         findings.append(tool_finding(ctx.pack, UNREADABLE, c.rel,
                                      f"internal error while analysing: {type(exc).__name__}: {exc}"))
     findings.sort(key=lambda f: f.sort_key)
-    return tuple(finding_to_row(f) for f in findings), tuple(directive_to_row(d) for d in directives)
+    return content, tuple(finding_to_row(f) for f in findings), tuple(directive_to_row(d) for d in directives)
 
 
 def _analyze_text(analyzer: Analyzer, text: str, rel: str, pack: RulePack, cell: int | None) -> list[Finding]:

@@ -11,11 +11,14 @@ from neuron_migrate.findings import Finding
 
 @dataclass(frozen=True, slots=True)
 class Directive:
-    """One `# neuron-migrate: ignore[...]` comment; `codes` is None for a bare `ignore`."""
+    """One `# neuron-migrate: ignore[...]` comment; `codes` is None for a bare `ignore`. A
+    malformed one (`ignore[NM101` without `]`, `ignore[]`) has no codes, silences nothing and
+    says what is wrong in `problem`."""
 
     line: int
     codes: tuple[str, ...] | None
     cell: int | None = None
+    problem: str | None = None
 
 
 class FileResult:

@@ -35,11 +35,11 @@ def row_to_finding(row: Row, path: str) -> Finding:
 
 
 def directive_to_row(d: Directive) -> Row:
-    return (d.line, d.codes, d.cell)
+    return (d.line, d.codes, d.cell, d.problem)
 
 
 def row_to_directive(row: Row) -> Directive:
-    return Directive(row[0], tuple(row[1]) if row[1] is not None else None, row[2])
+    return Directive(row[0], tuple(row[1]) if row[1] is not None else None, row[2], row[3])
 
 
 def _fix_row(x: Fix) -> Row:

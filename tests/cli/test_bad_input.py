@@ -54,6 +54,10 @@ def _files(**files: str | bytes) -> Setup:
     return setup
 
 
+def _entry(**fields: Any) -> dict[str, Any]:
+    return {"fingerprint": "0" * 20, "code": "NM102", "path": "a.py", "symbol": ".cuda()", "count": 1, **fields}
+
+
 def _baseline(**fields: Any) -> str:
     return json.dumps({"format": "neuron-migrate-baseline", "version": 1, "entries": [], **fields})
 
@@ -81,6 +85,26 @@ CASES: list[tuple[str, Setup, list[str], dict[str, str], list[str]]] = [
     ("baseline-entries", _files(**{"b.json": _baseline(entries=[5])}), ["scan", "a.py", "--baseline", "b.json"],
      {}, ["b.json", "entry 0"]),
     ("diff-against-outside-git", _files(), ["scan", "a.py", "--diff-against", "HEAD"], {}, ["git"]),
+    *((f"baseline-count-{name}", _files(**{"b.json": _baseline(entries=[_entry(count=count)])}),
+       ["scan", "a.py", "--baseline", "b.json"], {}, ["b.json", "entry 0", '"count" must be a whole number'])
+      for name, count in (("string", "2"), ("float", 1.5), ("bool", True), ("huge", 1e30), ("big-int", 10**40),
+                          ("zero", 0), ("null", None))),
+    ("baseline-fingerprint-not-a-string", _files(**{"b.json": _baseline(entries=[_entry(fingerprint={"a": 1})])}),
+     ["scan", "a.py", "--baseline", "b.json"], {}, ["b.json", "entry 0", '"fingerprint" must be a string']),
+    ("baseline-deeply-nested", _files(**{"b.json": '{"entries": ' + "[" * 100_000 + "]" * 100_000 + "}"}),
+     ["scan", "a.py", "--baseline", "b.json"], {}, ["b.json", "nested too deeply"]),
+    # globs that are no pattern, from every source
+    ("exclude-bad-range", _files(), ["scan", "a.py", "--exclude", "[z-a]"], {}, ["--exclude", "'[z-a]'", "not a valid glob"]),
+    ("include-bad-range-rewrite", _files(), ["rewrite", "a.py"], {"NEURON_MIGRATE_INCLUDE": "[z-a]"},
+     ["NEURON_MIGRATE_INCLUDE", "'[z-a]'"]),
+    ("exclude-bad-range-env", _files(), ["scan", "a.py"], {"NEURON_MIGRATE_EXCLUDE": "ok/*,[z-a]"},
+     ["NEURON_MIGRATE_EXCLUDE", "'[z-a]'"]),
+    ("exclude-bad-range-config", _files(**{"pyproject.toml": '[tool.neuron-migrate]\nexclude = ["[z-a]"]\n'}),
+     ["scan", "a.py"], {}, ["pyproject.toml", "'exclude'", "'[z-a]'", "not a valid glob"]),
+    ("per-file-ignores-bad-range", _files(**{"pyproject.toml": '[tool.neuron-migrate]\nper-file-ignores = {"[z-a]" = ["NM1"]}\n'}),
+     ["scan", "a.py"], {}, ["pyproject.toml", "per-file-ignores", "'[z-a]'"]),
+    ("report-exclude-bad-range", _files(**{".neuron-migrate.toml": 'exclude = ["[z-a]"]\n'}), ["report", "."], {},
+     [".neuron-migrate.toml", "'[z-a]'"]),
     # configuration files and the environment
     ("pyproject-syntax", _files(**{"pyproject.toml": "[tool.neuron-migrate\n"}), ["scan", "a.py"], {},
      ["pyproject.toml", "invalid TOML", "line 1"]),
@@ -88,6 +112,12 @@ CASES: list[tuple[str, Setup, list[str], dict[str, str], list[str]]] = [
      ["scan", "a.py"], {}, ["pyproject.toml", "not UTF-8", "line 3"]),
     ("dotfile-syntax", _files(**{".neuron-migrate.toml": "select = ["}), ["scan", "a.py"], {},
      [".neuron-migrate.toml", "invalid TOML"]),
+    ("dotfile-deeply-nested", _files(**{".neuron-migrate.toml": "x = " + "[" * 5000 + "]" * 5000 + "\n"}),
+     ["scan", "a.py"], {}, [".neuron-migrate.toml", "nested too deeply"]),
+    ("config-option-deeply-nested", _files(**{"c.toml": "x = " + "[" * 5000 + "]" * 5000 + "\n"}),
+     ["scan", "a.py", "--config", "c.toml"], {}, ["c.toml", "nested too deeply"]),
+    ("env-table-deeply-nested", _files(), ["scan", "a.py"], {"NEURON_MIGRATE_SEVERITY": "{a = " + "[" * 5000 + "]" * 5000 + "}"},
+     ["NEURON_MIGRATE_SEVERITY", "nested too deeply"]),
     ("config-unknown-key", _files(**{"pyproject.toml": "[tool.neuron-migrate]\nbogus = 1\n"}), ["scan", "a.py"],
      {}, ["pyproject.toml", "unknown key 'bogus'"]),
     ("config-wrong-type", _files(**{"pyproject.toml": "[tool.neuron-migrate]\nselect = 5\n"}), ["scan", "a.py"],
@@ -137,6 +167,8 @@ CASES: list[tuple[str, Setup, list[str], dict[str, str], list[str]]] = [
     ("diff-missing", _files(), ["diff", "old.json", "new.json"], {}, ["old.json", "no such file"]),
     ("diff-not-json", _files(**{"old.json": "not json", "new.json": "{}"}), ["diff", "old.json", "new.json"], {},
      ["old.json", "not JSON", "line 1"]),
+    ("diff-deeply-nested", _files(**{"old.json": "[" * 100_000 + "]" * 100_000}), ["diff", "old.json", "old.json"], {},
+     ["old.json", "nested too deeply"]),
     ("diff-truncated", _files(**{"old.json": '{"kind": "neuron-migrate-record",\n "scan": {'}),
      ["diff", "old.json", "old.json"], {}, ["old.json", "not JSON", "line 2"]),
     ("diff-wrong-kind", _files(**{"old.json": "[]"}), ["diff", "old.json", "old.json"], {},

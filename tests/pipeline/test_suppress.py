@@ -7,6 +7,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from neuron_migrate.findings import Finding
 from neuron_migrate.ruleset.model import RulePack
 from neuron_migrate.scan.result import Directive
@@ -107,3 +109,53 @@ def test_end_to_end_with_the_real_scan(tmp_path: Path) -> None:
     assert report.extras["suppressed"] == 3
     unused = report.findings[1]
     assert unused.message == pack.rules["NM006"].render_message("ignore[NM101]")
+
+
+def _scan_report(tmp_path: Path, text: str) -> list[tuple[int, str, str]]:
+    from neuron_migrate.config import Settings
+    from neuron_migrate.pipeline.finalize import build_report
+    from neuron_migrate.ruleset.load import load_pack
+    from neuron_migrate.scan.engine import scan_paths
+
+    (tmp_path / "a.py").write_text(text, encoding="utf-8")
+    pack = load_pack()
+    report = build_report(scan_paths([tmp_path], pack, use_cache=False, jobs=1), Settings(), pack)
+    return [(f.span.line, f.code, f.message) for f in report.findings]
+
+
+def test_a_directive_inside_a_string_suppresses_nothing(tmp_path: Path) -> None:
+    got = _scan_report(tmp_path, 'import torch\nx = torch.zeros(1).cuda(); s = "# neuron-migrate: ignore"\n')
+    assert [(line, code) for line, code, _ in got] == [(2, "NM102")]
+
+
+def test_a_directive_inside_a_docstring_is_no_unused_suppression(tmp_path: Path) -> None:
+    text = ('"""Usage notes.\n\n    # neuron-migrate: ignore[NM101]\n"""\nimport torch\n'
+            "torch.cuda.synchronize()  # neuron-migrate: ignore[NM206]\n")
+    assert _scan_report(tmp_path, text) == []
+
+
+@pytest.mark.parametrize(("comment", "problem"), [
+    ("# neuron-migrate: ignore[NM102", "`[` without a closing `]`"),
+    ("# neuron-migrate: ignore[]", "`ignore[]` names no code"),
+    ("# neuron-migrate: ignore[ , ]", "`ignore[]` names no code"),
+    ("# neuron-migrate: ignore: NM102", "codes must be in brackets"),
+    ("# neuron-migrate: ignore NM102", "codes must be in brackets"),
+])
+def test_a_malformed_directive_is_reported_and_silences_nothing(comment: str, problem: str, tmp_path: Path) -> None:
+    got = _scan_report(tmp_path, f"import torch\nx = torch.zeros(1).cuda()  {comment}\n")
+    assert [(line, code) for line, code, _ in got] == [(2, "NM007"), (2, "NM102")]
+    assert problem in got[0][2] and got[0][2].startswith("Malformed suppression")
+
+
+def test_well_formed_directives_still_work(tmp_path: Path) -> None:
+    text = ("import torch\nx = torch.zeros(1).cuda()  # neuron-migrate: ignore[NM102] -- reviewed\n"
+            "y = torch.zeros(1).cuda()  # noqa: E501  # neuron-migrate: ignore\n")
+    assert _scan_report(tmp_path, text) == []
+
+
+def test_directives_after_a_tokenizer_error_are_still_read() -> None:
+    from neuron_migrate.scan.directives import find_directives
+
+    text = "x = 1  # neuron-migrate: ignore[NM101]\ndef f(:\n    y = (  # neuron-migrate: ignore\n"
+    found = find_directives(text)
+    assert [(d.line, d.codes) for d in found] == [(1, ("NM101",)), (3, None)]

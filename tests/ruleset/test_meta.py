@@ -53,7 +53,7 @@ def test_names_are_unique_kebab_case():
 
 def test_every_family_has_rules_and_nm0_is_exactly_the_tool_diagnostics():
     assert {r.code[:3] for r in RULES} == set(FAMILIES)
-    assert [r.code for r in RULES if r.code.startswith("NM0")] == [f"NM00{i}" for i in range(1, 7)]
+    assert [r.code for r in RULES if r.code.startswith("NM0")] == [f"NM00{i}" for i in range(1, 8)]
 
 
 def test_redirects_point_to_live_codes():
@@ -85,7 +85,7 @@ def test_fix_declarations_are_consistent(rule):
 
 def test_named_fixers_exist_in_the_registry():
     named = {f.value for r in RULES for f in r.fix.targets.values() if f.kind is FixKind.FIXER}
-    assert named == {"accelerator_device_string", "cuda_method", "is_cuda_attribute", "amp_autocast",
+    assert named == {"accelerator_device_string", "cuda_method", "is_cuda_attribute", "amp_autocast", "amp_autocast_device",
                      "amp_grad_scaler", "compile_backend"}
     known = known_fixers()
     assert named <= known, f"rules name fixers the registry lacks: {sorted(named - known)}"

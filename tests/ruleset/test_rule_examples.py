@@ -77,14 +77,17 @@ def test_invalid_example_is_flagged(rule: Rule, example: Example) -> None:
         return
     found = [f for f in _findings(example.code) if f.code == rule.code]
     assert len(found) == example.count, [f"{f.location()} {f.symbol}" for f in found]
+    # A safe rule's fix is unsafe at a site where it relies on a fact it cannot see (a `.cuda()`
+    # receiver that may not be a tensor, a name bound twice: scan.fixes.bindings).
+    allowed = {rule.fix.fix_class, FixClass.UNSAFE} if rule.fix.fix_class is FixClass.SAFE else {rule.fix.fix_class}
     for finding in found:
-        assert finding.fix_class is rule.fix.fix_class
+        assert finding.fix_class in allowed
         assert finding.message == rule.render_message(finding.symbol)
         assert example.code.splitlines()[finding.span.line - 1] == finding.source_line
         for target in example.expected:
             fix = finding.fix_for(target)
             assert fix is not None and fix.edits, f"no {target.value} fix for {finding.location()}"
-            assert fix.applicability is rule.fix.fix_class
+            assert fix.applicability is finding.fix_class
     if rule.fix.fix_class not in (FixClass.SAFE, FixClass.UNSAFE):
         assert all(not f.fixes for f in found)
 

@@ -288,7 +288,7 @@ def test_directives():
             "z = 3  # neuron-migrate: ignore[]\n"
             "w = 4  # neuron-migrate: ignored\n")
     assert find_directives(text, cell=2) == [Directive(1, None, 2), Directive(2, ("NM101", "NM2"), 2),
-                                             Directive(3, (), 2)]
+                                             Directive(3, (), 2, "`ignore[]` names no code")]
     assert find_directives("# nothing here\n") == []
 
 

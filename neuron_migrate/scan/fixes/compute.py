@@ -17,11 +17,11 @@ from __future__ import annotations
 import ast
 from typing import assert_never
 
-from neuron_migrate.findings import Edit, Fix, Span, Target
+from neuron_migrate.findings import Edit, Fix, FixClass, Span, Target
+from neuron_migrate.ruleset.model import FixKind, Rule, TargetFix
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
 from neuron_migrate.scan.fixes.registry import FIXERS
 from neuron_migrate.scan.fixes.syntax import block_of
-from neuron_migrate.ruleset.model import FixKind, Rule, TargetFix
 from neuron_migrate.scan.matchers.site import Site
 
 __all__ = ["FixContext", "fixes_for", "remove_statement_edit", "removed_import"]
@@ -32,15 +32,33 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
     for target, tf in rule.fix.targets.items():
         result = _compute(tf, site, span, ctx, target)
         if result is not None and result.edits:
-            out.append(Fix(target, rule.fix.fix_class, result.title, result.edits,
+            cls = rule.fix.fix_class
+            if cls is FixClass.SAFE and (result.unsafe or _through_rebound_name(site, ctx)):
+                cls = FixClass.UNSAFE
+            out.append(Fix(target, cls, result.title, result.edits,
                            tuple(dict.fromkeys(result.add_imports)), tuple(dict.fromkeys(result.remove_imports))))
     return tuple(out)
+
+
+def _through_rebound_name(site: Site, ctx: FixContext) -> bool:
+    """The match goes through a name that is not only the import (`bindings`)."""
+    if site.kind != "qualified_names":
+        return False
+    from neuron_migrate.scan.fixes.bindings import leftmost_name
+
+    name = leftmost_name(site.node)
+    return name is not None and ctx.rebound(name)
 
 
 def _compute(tf: TargetFix, site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
     kind = tf.kind
     if kind is FixKind.RENAME:
         return _rename(tf.value, site, span, ctx)
+    if site.kind == "device_strings" and kind in (FixKind.DEVICE_STRING, FixKind.FIXER):
+        from neuron_migrate.scan.fixes.data import container_of, entry_fix
+
+        if container_of(site) is not None:  # a listed device type is data: add, never rename
+            return entry_fix(site, ctx)
     if kind is FixKind.DEVICE_STRING:
         if site.literal is None:
             return None
@@ -111,11 +129,45 @@ def remove_argument_edit(call: ast.Call, arg: ast.AST, ctx: FixContext) -> Edit:
 
 def remove_statement_edit(site: Site, ctx: FixContext, target: Target) -> Edit | None:
     stmt = site.stmt
-    block = block_of(ctx.tree, stmt) if isinstance(stmt, ast.stmt) else None
+    return _remove_edit(stmt, ctx, target) if isinstance(stmt, ast.stmt) else None
+
+
+def _emptied_guard(ctx: FixContext, block: list[ast.stmt]) -> ast.If | None:
+    """The `if <guard>:` (no else) whose whole body is `block`, when its test only asks questions
+    (names, comparisons, torch calls): removing it with its body leaves no `if ...: pass`."""
+    for node in ast.walk(ctx.tree):
+        if node.__class__ is ast.If and node.body is block:  # type: ignore[attr-defined]
+            if node.orelse or not _questions_only(node.test, ctx):  # type: ignore[attr-defined]
+                return None
+            return node  # type: ignore[return-value]
+    return None
+
+
+def _questions_only(test: ast.AST, ctx: FixContext) -> bool:
+    from neuron_migrate.scan.fixes.bindings import leftmost_name
+
+    for node in ast.walk(test):
+        if node.__class__ is ast.Call:
+            name = leftmost_name(node.func)  # type: ignore[attr-defined]
+            root = ctx.aliases.root(name) if name else None
+            if root is None or not (root == "torch" or root.startswith("torch.")):
+                return False
+        elif node.__class__ in (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom, ast.Lambda):
+            return False
+    return True
+
+
+def _remove_edit(stmt: ast.stmt, ctx: FixContext, target: Target) -> Edit | None:
+    block = block_of(ctx.tree, stmt)
     if block is None:
         return None
     own = ctx.span(stmt)
     removed = ctx.removed.get(target.value, set())
+    if all(id(s) in removed for s in block):
+        guard = _emptied_guard(ctx, block)
+        if guard is not None:  # every statement of the guarded block goes: the guard goes too
+            removed.add(id(guard))
+            return _remove_edit(guard, ctx, target)
     if all(id(s) in removed for s in block) and block[0] is stmt or len(block) == 1:
         return Edit(own, "pass")  # the block must keep a statement
     i = next(i for i, s in enumerate(block) if s is stmt)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from neuron_migrate.findings import Edit, Span
@@ -20,6 +21,7 @@ class FixResult:
     edits: tuple[Edit, ...]
     add_imports: tuple[str, ...] = ()
     remove_imports: tuple[str, ...] = ()
+    unsafe: bool = False  # the fix relies on a fact it cannot see (`bindings`): never safe
 
 
 @dataclass(slots=True)
@@ -31,6 +33,15 @@ class FixContext:
     # Statements some finding's fix removes, per target value, so that a block whose statements are
     # all removed keeps a `pass` (see `remove_statement`).
     removed: dict[str, set[int]] = field(default_factory=dict)
+    _bindings: Counter[str] | None = None
+
+    def rebound(self, name: str) -> bool:
+        """Whether module-level code binds `name` more than once (see `bindings`)."""
+        if self._bindings is None:
+            from neuron_migrate.scan.fixes.bindings import module_bindings
+
+            self._bindings = module_bindings(self.tree)
+        return self._bindings[name] > 1
 
     def span(self, node: ast.AST) -> Span:
         return self.lines.span(node)

@@ -6,31 +6,52 @@ from __future__ import annotations
 import ast
 
 from neuron_migrate.findings import Edit, Span, Target
+from neuron_migrate.scan.fixes.bindings import evidently_torch
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
-from neuron_migrate.scan.fixes.syntax import comparison_needs_parens
+from neuron_migrate.scan.fixes.syntax import comparison_needs_parens, parent_of
 from neuron_migrate.scan.matchers.site import Site
 
 ACCELERATOR = "torch.accelerator.current_accelerator"
 
 
-def accelerator_type(ctx: FixContext) -> tuple[str, tuple[str, ...]]:
-    """`torch.accelerator.current_accelerator().type` as this file spells it."""
-    text, add = ctx.spelled(ACCELERATOR)
-    return f"{text}().type", add
+def accelerator_type(ctx: FixContext, quote: str = '"') -> tuple[str, tuple[str, ...]]:
+    """The current accelerator's device type, or "cpu" on a machine without one, as this file
+    spells it. `current_accelerator()` is None there, so a bare `.type` would fail (at import,
+    in a default argument) where the CUDA code ran on the CPU. `quote` writes the string."""
+    acc, add = ctx.spelled(ACCELERATOR)
+    dev, add2 = ctx.spelled("torch.device")
+    return f"({acc}() or {dev}({quote}cpu{quote})).type", add + add2
 
 
-def accelerator_string_edit(ctx: FixContext, literal: ast.AST, token: str) -> tuple[Edit, tuple[str, ...]] | None:
+def compared_accelerator_type(ctx: FixContext, quote: str = '"') -> tuple[str, tuple[str, ...]]:
+    """What a device type is compared with: the current accelerator's type, or a text no device
+    type equals or contains on a machine without one, so `x.device.type == "cuda"` stays False
+    there as it was (a "cpu" fallback would make every CPU tensor match)."""
+    acc, add = ctx.spelled(ACCELERATOR)
+    return f"getattr({acc}(), {quote}type{quote}, {quote}no accelerator{quote})", add
+
+
+def _other(quote: str) -> str:
+    return "'" if quote[0] == '"' else '"'
+
+
+def accelerator_string_edit(
+    ctx: FixContext, literal: ast.AST, token: str, *, compared: bool = False
+) -> tuple[Edit, tuple[str, ...]] | None:
     """Turn the device type at the start of a string into the current accelerator's type:
-    `"cuda"` -> `torch.accelerator.current_accelerator().type`, `"cuda:0"` -> f"{...}:0",
-    `f"cuda:{i}"` -> f"{...}:{i}"."""
-    expr, add = accelerator_type(ctx)
-    if literal.__class__ is ast.JoinedStr:
-        edit = ctx.token_edit(literal, token, "{" + expr + "}")
-        return (edit, add) if edit is not None else None
+    `"cuda"` -> `(torch.accelerator.current_accelerator() or torch.device("cpu")).type`,
+    `"cuda:0"` -> f"{...}:0", `f"cuda:{i}"` -> f"{...}:{i}". Inside an f-string the expression
+    quotes with the other quote (Python 3.11 cannot nest the same one). `compared`: the string is
+    an operand of a comparison (`compared_accelerator_type`)."""
+    form = compared_accelerator_type if compared else accelerator_type
     parts = ctx.string_parts(literal)
     if parts is None:
         return None
     span, prefix, quote = parts
+    if literal.__class__ is ast.JoinedStr:
+        expr, add = form(ctx, _other(quote))
+        edit = ctx.token_edit(literal, token, "{" + expr + "}")
+        return (edit, add) if edit is not None else None
     if span.line != span.end_line:
         return None
     line = ctx.lines.line(span.line)
@@ -39,8 +60,10 @@ def accelerator_string_edit(ctx: FixContext, literal: ast.AST, token: str) -> tu
         return None
     rest = line[start + len(token) : span.end_col]  # the tail of the contents and the closing quote
     if rest == quote:
+        expr, add = form(ctx, quote[0])
         return Edit(span, expr), add
     # Anything after the type stays literal text of an f-string (braces doubled for `.format`).
+    expr, add = form(ctx, _other(quote))
     f_prefix = prefix.replace("u", "").replace("U", "") + "f"
     escaped = rest[: -len(quote)].replace("{", "{{").replace("}", "}}") + quote
     return Edit(span, f"{f_prefix}{quote}{{{expr}}}{escaped}"), add
@@ -49,7 +72,8 @@ def accelerator_string_edit(ctx: FixContext, literal: ast.AST, token: str) -> tu
 def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
     if site.literal is None:
         return None
-    hit = accelerator_string_edit(ctx, site.literal, site.token)
+    compared = parent_of(site.stmt, site.literal).__class__ is ast.Compare
+    hit = accelerator_string_edit(ctx, site.literal, site.token, compared=compared)
     if hit is None:
         return None
     edit, add = hit
@@ -59,6 +83,17 @@ def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: T
 def _index_text(ctx: FixContext, node: ast.AST) -> str | None:
     text = ctx.text(node)
     return None if "\n" in text else text
+
+
+def _quote_inside(site: Site, node: ast.AST, ctx: FixContext) -> str:
+    """The quote a string written at `node` may use: inside an f-string (`f"{x.cuda()}"`), the
+    other one than the f-string's (Python 3.11 cannot nest the same quote)."""
+    for outer in ast.walk(site.stmt):
+        if outer.__class__ is ast.JoinedStr and any(n is node for n in ast.walk(outer)):
+            parts = ctx.string_parts(outer)
+            if parts is not None:
+                return _other(parts[2])
+    return '"'
 
 
 def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
@@ -85,16 +120,17 @@ def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixR
         else:
             rest.append(ctx.text(kw))
     add: tuple[str, ...] = ()
+    q = _quote_inside(site, call, ctx)
     if target is Target.NEURON:
         if device is None:
-            dev = '"neuron"'
+            dev = f"{q}neuron{q}"
         elif device.__class__ is ast.Constant and device.value.__class__ is int:  # type: ignore[attr-defined]
-            dev = f'"neuron:{device.value}"'  # type: ignore[attr-defined]
+            dev = f"{q}neuron:{device.value}{q}"  # type: ignore[attr-defined]
         else:
             index = _index_text(ctx, device)
             if index is None or "{" in index or "}" in index or "\\" in index:
                 return None
-            quote = '"' if '"' not in index else "'"
+            quote = q if q not in index and q == "'" else ('"' if '"' not in index else "'")
             if quote in index:
                 return None
             dev = f"f{quote}neuron:{{{index}}}{quote}"
@@ -108,15 +144,17 @@ def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixR
             if index is None:
                 return None
             torch_device, add2 = ctx.spelled("torch.device")
-            add = add + add2
-            dev = f"{torch_device}({acc}().type, {index})"
+            kind, add3 = accelerator_type(ctx)
+            add = add + add2 + add3
+            dev = f"{torch_device}({kind}, {index})"
         title = "Use .to(<current accelerator>)"
     func = call.func
     end_line = func.end_lineno or func.lineno
     name_start = ctx.lines.col(end_line, (func.end_col_offset or 0) - len(func.attr.encode("utf-8")))  # type: ignore[attr-defined]
     whole = ctx.span(call)
     edit = Edit(Span(end_line, name_start, whole.end_line, whole.end_col), f"to({', '.join([dev, *rest])})")
-    return FixResult(title, (edit,), add)
+    # `.to(...)` means the same only on a tensor or module; any other object's `.cuda()` is its own.
+    return FixResult(title, (edit,), add, unsafe=not evidently_torch(func.value, ctx.aliases))  # type: ignore[attr-defined]
 
 
 def is_cuda_attribute(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
@@ -131,7 +169,7 @@ def is_cuda_attribute(site: Site, span: Span, ctx: FixContext, target: Target) -
         return None
     if node.value.__class__ not in (ast.Name, ast.Attribute, ast.Call, ast.Subscript):  # type: ignore[attr-defined]
         receiver = f"({receiver})"
-    acc, add = accelerator_type(ctx)
+    acc, add = compared_accelerator_type(ctx)
     text = f"{receiver}.device.type == {acc}"
     if comparison_needs_parens(site.stmt, node):
         text = f"({text})"

@@ -22,6 +22,7 @@ _LOCATIONS: dict[str, str] = {
     "cuda_method": "device",
     "is_cuda_attribute": "device",
     "amp_autocast": "amp",
+    "amp_autocast_device": "amp",
     "amp_grad_scaler": "amp",
     "compile_backend": "compile",
 }
