@@ -129,6 +129,7 @@ FIXER_NAMES: frozenset[str] = frozenset({
     "cuda_method",
     "is_cuda_attribute",
     "amp_autocast",
+    "amp_autocast_device",
     "amp_grad_scaler",
     "compile_backend",
 })
