@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 
 from neuron_migrate.config import Settings
 from neuron_migrate.findings import Target
-from neuron_migrate.rewrite.api import FileStatus, rewrite_paths
+from neuron_migrate.api import rewrite_paths
+from neuron_migrate.rewrite.engine import FileStatus
 from neuron_migrate.rewrite.apply import applicable_fix
 from neuron_migrate.ruleset.load import load_pack
 

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from neuron_migrate.config import Settings
 from neuron_migrate.findings import Target
-from neuron_migrate.rewrite.api import FileStatus, rewrite_paths
+from neuron_migrate.api import rewrite_paths
+from neuron_migrate.rewrite.engine import FileStatus
 
 HERE = Path(__file__).parent
 SAMPLES = HERE.parents[2] / "sample_projects"
