@@ -248,6 +248,14 @@ def rewrite(
 # --- check ----------------------------------------------------------------------------------------
 
 
+def notebook_lines(report: Report) -> dict[str, dict[int, list[int]]]:
+    """For the report's notebook findings: notebook -> cell -> the .ipynb file line of each cell line
+    (what SARIF needs to point into the file; see `EmitOptions.notebook_lines`)."""
+    from neuron_migrate.scan.notebook import file_lines
+
+    return file_lines(Path(report.root), {f.path for f in report.findings if f.cell is not None})
+
+
 def _project_root(explicit: PathArg | None, script: Path | None, cwd: Path) -> Path:
     """Findings' paths are relative to the project root: `root`, else the working directory when
     it holds the script (as scan does), else the script's directory."""

@@ -106,3 +106,11 @@ def test_the_readme_lists_the_same_dependencies() -> None:
 def test_the_checker_sees_a_crossing(bad: tuple[str, str]) -> None:
     source, target = bad
     assert package_of(target) not in ALLOWED[source] and target not in EXCEPTIONS.get(source, ())
+
+
+def test_the_fixer_registry_implements_the_schema_names() -> None:
+    from neuron_migrate.ruleset.model import FIXER_NAMES
+    from neuron_migrate.scan.fixes.registry import FIXERS
+
+    assert set(FIXERS) == FIXER_NAMES
+    assert all(callable(FIXERS[name]) for name in FIXER_NAMES)

@@ -11,6 +11,7 @@ Public API (TorchNeuron names first)::
     activate(), is_active()
     get_fallback_ops(), get_executed_ops(), clear_op_tracking()
     recording()            # context manager -> Recorder scoped to a block
+    set_narrowing(on), narrowing_enabled()   # 64-bit narrowing of results (env NEURON_MIGRATE_NARROW_64BIT=1)
     snapshot()             # the process record as a dict (the JSON schema in neuron_emu.record)
     write_record(path)     # what atexit does when NEURON_MIGRATE_RECORD_DIR is set
 """
@@ -30,7 +31,9 @@ __all__ = [
     "get_executed_ops",
     "get_fallback_ops",
     "is_active",
+    "narrowing_enabled",
     "recording",
+    "set_narrowing",
     "snapshot",
     "write_record",
 ]
@@ -106,6 +109,20 @@ def clear_op_tracking() -> None:
     from neuron_emu import record
 
     record.clear()
+
+
+def set_narrowing(on: bool) -> None:
+    """Emulate the device's 64-bit narrowing (float64 computed as float32, int64 as int32) in the
+    results of device ops; see :mod:`neuron_emu.narrowing`. Also set by NEURON_MIGRATE_NARROW_64BIT=1."""
+    from neuron_emu import narrowing
+
+    narrowing.set_enabled(on)
+
+
+def narrowing_enabled() -> bool:
+    from neuron_emu import narrowing
+
+    return narrowing.enabled()
 
 
 def recording() -> Any:

@@ -24,14 +24,18 @@ def register() -> None:
             return
         import torch
 
+        from neuron_emu import EmulatorUnavailable, _torch_private
+
+        problem = _torch_private.version_problem()
+        if problem:
+            raise EmulatorUnavailable(problem)
         owner = torch._C._get_privateuse1_backend_name()
         if owner != "privateuseone":
-            from neuron_emu import EmulatorUnavailable
-
             raise EmulatorUnavailable(f"PrivateUse1 is already registered as {owner!r} in this process")
         from torch.utils import backend_registration as br
 
         from neuron_emu import _dynamo_skip, record, streams
+        from neuron_emu import device as module_device
         from neuron_emu.runtime import generator, patches, storage
 
         # The steps of br._setup_privateuseone_for_python_backend, with the rename first so the
@@ -39,7 +43,7 @@ def register() -> None:
         torch.utils.rename_privateuse1_backend("neuron")
         from neuron_emu import module  # creates `neuron` generators: needs the name
 
-        torch.utils.generate_methods_for_privateuse1_backend()
+        torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)  # as TorchNeuron
         torch._register_device_module("neuron", module.build())
         from neuron_emu import device
 
@@ -54,6 +58,7 @@ def register() -> None:
             patches.install()
         streams.install()
         generator.install()
+        module_device.install_fork_guard()
         from neuron_emu import distributed
 
         with warnings.catch_warnings():
@@ -79,7 +84,8 @@ def _install_kernels(torch: Any) -> None:
     glob = torch.library.Library("_", "IMPL")
     _libs.extend((aten, glob))
     known = set(torch._C._dispatch_get_all_op_names())
-    names = set(table().native) | set(kernels.RUNTIME_KERNELS) | set(kernels.METADATA_OPS)
+    names = (set(table().native) | set(kernels.RUNTIME_KERNELS) | set(kernels.METADATA_OPS)
+             | set(kernels.CONTIGUOUS_INPUT_COMPOSITES))
     registered, decomposed, missing = 0, [], []
     for name in sorted(names):
         if name not in known:
@@ -90,6 +96,8 @@ def _install_kernels(torch: Any) -> None:
             fn = kernels.RUNTIME_KERNELS[name]
         elif name in kernels.METADATA_OPS:
             fn = kernels.metadata_kernel(name)
+        elif name in kernels.CONTIGUOUS_INPUT_COMPOSITES:
+            fn = kernels.contiguous_input_composite(name)
         elif name == "aten::contiguous":
             aten.impl(short, kernels.contiguous_autograd, "AutogradPrivateUse1")
             decomposed.append(name)

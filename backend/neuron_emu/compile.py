@@ -1,7 +1,7 @@
 """``torch.compile(backend="neuron")`` for the emulated device (the ``torch_dynamo_backends`` entry point).
 
 Like TorchNeuron's backend: static shapes only (a symbolic size raises the real message; automatic
-dynamic shapes are switched off when this module loads, as the real backend forces
+dynamic shapes are switched off at the first neuron compile, as the real backend forces
 ``dynamic=False``), a non-default ``mode`` is warned about and ignored, and each Dynamo graph is
 lowered through AOTAutograd. Every forward/backward graph "compiles a NEFF" once per concrete input
 signature (the simulated NEFF cache is keyed by (graph, shapes/dtypes)); the graph then runs eagerly
@@ -288,6 +288,10 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
                    mode: str | None = None, options: dict[str, Any] | None = None) -> Callable[..., Any]:
     """The ``neuron`` Dynamo backend (registered through the ``torch_dynamo_backends`` entry point)."""
     _install_capture()
+    # Static shapes only, as the real backend forces dynamic=False: from the first neuron compile
+    # on, a shape change recompiles statically instead of marking the dimension dynamic (Dynamo
+    # reads this when it converts a frame, so setting it at import would change every backend).
+    torch._dynamo.config.automatic_dynamic_shapes = False
     if mode not in (None, "default"):
         msg = f"Neuron backend does not support mode='{mode}', falling back to default mode."
         with _lock:
@@ -314,8 +318,6 @@ def register() -> None:
         register_backend(neuron_backend, name="neuron")
 
 
-# Static shapes only, as the real backend forces; automatic dynamic would hand us SymInts.
-torch._dynamo.config.automatic_dynamic_shapes = False
 record.dynamo_stats = _stats
 from neuron_emu import _dynamo_skip
 

@@ -9,6 +9,8 @@ import torch
 
 BACKEND = "neuron"
 _TOTAL_MEMORY = 24 * 1024**3  # one trn2 logical NeuronCore's share of HBM; reported, not enforced
+# TorchNeuron's properties name the instance type (neuron-ls's `instance-type`), not a chip product
+_INSTANCE_TYPE = "trn2.48xlarge"
 
 # Without a launcher the process sees one logical NeuronCore, `neuron:0`. Under a launcher
 # TorchNeuron's process-group setup makes device_count() the local world size and the local rank the
@@ -76,8 +78,42 @@ def init() -> None:
     """No-op: the emulated runtime is ready once activated."""
 
 
+_bad_fork = False
+FORK_MESSAGE = (
+    "Cannot re-initialize the Neuron runtime in a forked subprocess: this process was forked after "
+    "its parent used the neuron device. To use the neuron device with multiprocessing (DataLoader "
+    "workers included), use the 'spawn' start method: torch.multiprocessing.set_start_method('spawn') "
+    "or DataLoader(..., multiprocessing_context='spawn')."
+)
+
+
 def _is_in_bad_fork() -> bool:
-    return False
+    return _bad_fork
+
+
+def _refuse(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError(FORK_MESSAGE)
+
+
+def _after_fork_in_child() -> None:
+    """TorchNeuron raises when a forked child touches a runtime its parent initialised: from here on,
+    every device kernel of this child raises (swapping the kernels' entry points costs the parent
+    nothing per op)."""
+    global _bad_fork
+    from neuron_emu import memory
+
+    if not memory.device_used():
+        return
+    _bad_fork = True
+    from neuron_emu.ops import fallback, kernels
+
+    for mod, names in ((kernels, ("execute", "_new", "_cpu_view", "to_cpu")), (fallback, ("execute",))):
+        for name in names:
+            setattr(mod, name, _refuse)
+
+
+def install_fork_guard() -> None:
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _logical(device: Any, *, optional: bool = False) -> int:
@@ -144,7 +180,8 @@ def get_device_name(device: Any = None) -> str:
 
 
 def get_device_properties(device: Any = None) -> _DeviceProperties:
-    return _DeviceProperties(name=get_device_name(device), total_memory=_TOTAL_MEMORY)
+    _logical(device, optional=True)
+    return _DeviceProperties(name=_INSTANCE_TYPE, total_memory=_TOTAL_MEMORY)
 
 
 def synchronize(device: Any = None) -> None:

@@ -57,6 +57,11 @@ def track(t: torch.Tensor, index: int, nbytes: int) -> None:
         alloc_hook(nbytes)
 
 
+def device_used() -> bool:
+    """Whether this process has allocated on the device (initialised the runtime, on TorchNeuron)."""
+    return any(c.requests for c in _counters)
+
+
 def _c(device: Any) -> _Counters:
     return _counters[_device._index(device, optional=True)]
 

@@ -62,11 +62,11 @@ import atexit
 import ctypes
 import importlib.util
 import json
+import logging
 import os
 import sys
 import sysconfig
 import threading
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -142,6 +142,7 @@ _stack: list[Recorder] = [_root]
 SINK: Recorder = _root  # the recorder ops go to; read by the hot path
 _compiled: set[tuple[OpInfo, tuple[Any, ...]]] = set()  # the simulated eager NEFF cache
 _warned: set[str] = set()
+_fallback_log = logging.getLogger("neuron_emu.fallback")
 _lock = threading.Lock()
 dynamo_stats: dict[str, Any] | None = None
 process_group_initialized = False
@@ -196,12 +197,18 @@ def _first(info: OpInfo, sig: tuple[Any, ...], node: Any, key: Any) -> None:
             sigs.append(sig)
     if info.kind == "fallback" and info.name not in _warned:
         _warned.add(info.name)
-        warnings.warn(
-            f"The operator '{info.name}' is not currently supported on the neuron device and will "
-            "fall back to run on the CPU. This may have performance implications.",
-            UserWarning,
-            stacklevel=_user_stacklevel(),
-        )
+        _report_fallback(info.name, site or rec.first_site.get(info) or current_site(node))
+
+
+def _report_fallback(name: str, site: Site) -> None:
+    """Say once per op that it fell back, in TorchNeuron's log form, on the ``neuron_emu`` logger.
+
+    Not ``warnings.warn``: under ``-W error`` or pytest's ``filterwarnings = error`` a warning raised
+    inside a kernel turns the op itself into an exception (a ``randn`` or ``print(t)`` would fail),
+    which the real backend never does. The record (``get_fallback_ops()``, the JSON ``ops``) is the
+    report; this line is for a human watching the run."""
+    where = f" (first at {site[0]}:{site[1]})" if site[1] else ""
+    _fallback_log.warning("[Neuron] [WARNING] Operator '%s' fell back to CPU%s", name, where)
 
 
 def _content_key(src: _Tensor) -> int:
@@ -286,14 +293,6 @@ def _library(code: CodeType) -> bool:
         lib = f.startswith("<frozen") or real.startswith(_LIB_DIRS) or any(p in real for p in _LIB_PARTS)
         _is_lib[f] = lib
     return lib
-
-
-def _user_stacklevel() -> int:
-    """warnings.warn stacklevel that points at the first user frame (1 if there is none)."""
-    frame, level = sys._getframe(2), 2
-    while frame is not None and _library(frame.f_code):
-        frame, level = frame.f_back, level + 1
-    return level if frame is not None else 1
 
 
 def user_frame(frame: FrameType | None) -> FrameType | None:

@@ -6,14 +6,21 @@ replaced by such a subclass too (:func:`install`): the Python device guard torch
 backend implements no ``elapsedTime``/``synchronizeEvent`` (they raise "Backend doesn't support
 ..."), and ``torch.Event`` is an immutable C++ type. The replacement is what ``torch.Event(...)``
 creates, so ``torch.Event(enable_timing=True)``/``record``/``elapsed_time``/``synchronize`` work;
-``isinstance(e, torch.Event)`` still holds for events C++ creates. Those (``torch.Stream
-.record_event()`` on the generic ``torch.accelerator.current_stream()``) keep the guard's behaviour:
-``query``/``wait`` work, ``synchronize``/``elapsed_time`` raise the guard's "Backend doesn't support"
-errors, as for any backend whose guard lacks them.
+``isinstance(e, torch.Event)`` still holds for events C++ creates. Those (``torch.Stream(device=
+'neuron').record_event()`` on a stream C++ made) keep the guard's behaviour: ``query``/``wait``
+work, ``synchronize``/``elapsed_time`` raise the guard's "Backend doesn't support" errors, as for any
+backend whose guard lacks them.
+
+``torch.neuron.Stream`` is a ``torch.Stream`` subclass with its own stream ids (0 is the default
+stream). The Python device guard keeps no current stream, so ``torch.accelerator.current_stream`` /
+``set_stream`` are routed to ``torch.neuron``'s for the `neuron` device: ``with
+torch.neuron.stream(s)`` and ``torch.accelerator.current_stream()`` agree.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import time
 from typing import Any, Self
 
@@ -21,14 +28,21 @@ import torch
 
 from neuron_emu import device as _device
 
+_stream_ids = itertools.count(1)  # 0 is each device's default stream, as on CUDA
 
-class Stream:
-    """A `neuron` stream (always idle on the emulator)."""
+
+class Stream(torch.Stream):
+    """A `neuron` stream: a ``torch.Stream`` (so ``Tensor.record_stream``, ``torch.accelerator
+    .set_stream`` and ``isinstance(s, torch.Stream)`` accept it), always idle on the emulator."""
+
+    def __new__(cls, device: Any = None, priority: int = 0, **kwargs: Any) -> Self:
+        index = _device._index(device, optional=True)
+        stream_id = kwargs.get("stream_id")
+        return super().__new__(cls, stream_id=next(_stream_ids) if stream_id is None else stream_id,
+                               device_index=index, device_type=_device_type())
 
     def __init__(self, device: Any = None, priority: int = 0, **kwargs: Any) -> None:
-        self.device = torch.device(_device.BACKEND, _device._index(device, optional=True))
         self.priority = priority
-        self.stream_id = id(self)
 
     def query(self) -> bool:
         return True
@@ -36,10 +50,10 @@ class Stream:
     def synchronize(self) -> None:
         return None
 
-    def wait_event(self, event: Event) -> None:
+    def wait_event(self, event: Any) -> None:
         return None
 
-    def wait_stream(self, stream: Stream) -> None:
+    def wait_stream(self, stream: Any) -> None:
         return None
 
     def record_event(self, event: Event | None = None) -> Event:
@@ -47,14 +61,13 @@ class Stream:
         event.record(self)
         return event
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Stream) and other.stream_id == self.stream_id
-
-    def __hash__(self) -> int:
-        return hash((self.stream_id, self.device))
-
     def __repr__(self) -> str:
         return f"<torch.neuron.Stream device={self.device} stream_id={self.stream_id}>"
+
+
+@functools.cache
+def _device_type() -> int:
+    return torch.Stream(device=_device.BACKEND).device_type
 
 
 _TorchEvent = torch.Event  # the C++ class; install() rebinds the name torch.Event
@@ -125,37 +138,65 @@ class Event(GenericEvent):
 
 
 def install() -> None:
-    """Make ``torch.Event`` the host-timed subclass (see the module docstring)."""
+    """Make ``torch.Event`` the host-timed subclass (see the module docstring), and let
+    ``torch.accelerator``'s current stream be ``torch.neuron``'s (the Python device guard keeps none)."""
     torch.Event = GenericEvent  # type: ignore[misc]
+    _orig_accelerator.update(current_stream=torch.accelerator.current_stream,
+                             set_stream=torch.accelerator.set_stream)
+    torch.accelerator.current_stream = _accelerator_current_stream
+    torch.accelerator.set_stream = _accelerator_set_stream
+
+
+_orig_accelerator: dict[str, Any] = {}
+
+
+def _on_neuron(device: Any) -> bool:
+    if device is None:
+        acc = torch.accelerator.current_accelerator()
+        return acc is not None and acc.type == _device.BACKEND
+    return isinstance(device, int) or torch.device(device).type == _device.BACKEND
+
+
+def _accelerator_current_stream(device: Any = None, /) -> torch.Stream:
+    if not _on_neuron(device):
+        return _orig_accelerator["current_stream"](device)
+    return current_stream(device)
+
+
+def _accelerator_set_stream(stream: torch.Stream) -> None:
+    if stream.device.type != _device.BACKEND:
+        return _orig_accelerator["set_stream"](stream)
+    set_stream(stream)
+    return None
 
 
 _default: dict[int, Stream] = {}
-_current: dict[int, Stream] = {}
+_current: dict[int, torch.Stream] = {}
 
 
 def default_stream(device: Any = None) -> Stream:
     idx = _device._index(device, optional=True)
     if idx not in _default:
-        _default[idx] = Stream(idx)
+        _default[idx] = Stream(idx, stream_id=0)
     return _default[idx]
 
 
-def current_stream(device: Any = None) -> Stream:
+def current_stream(device: Any = None) -> torch.Stream:
     idx = _device._index(device, optional=True)
     return _current.get(idx) or default_stream(idx)
 
 
-def set_stream(stream: Stream | None) -> None:
+def set_stream(stream: torch.Stream | None) -> None:
     if stream is not None:
         _current[stream.device.index or 0] = stream
 
 
 class stream:
-    def __init__(self, stream: Stream | None) -> None:
+    def __init__(self, stream: torch.Stream | None) -> None:
         self.stream = stream
-        self.prev: Stream | None = None
+        self.prev: torch.Stream | None = None
 
-    def __enter__(self) -> Stream | None:
+    def __enter__(self) -> torch.Stream | None:
         if self.stream is not None:
             self.prev = current_stream(self.stream.device)
             set_stream(self.stream)

@@ -227,6 +227,10 @@ def deliver(
     options = EmitOptions(pack=pack, target=settings.target, summary=not quiet,
                           junit_grouping=junit_group or JUnitGrouping.RULE, information_uri=information_uri(),
                           rules_uri=rules_uri(), show_source=show_source, statistics=statistics)
+    if any(fmt == "sarif" for fmt, _ in outputs) and any(f.cell is not None for f in report.findings):
+        from neuron_migrate.api import notebook_lines  # SARIF points into the .ipynb file
+
+        options = replace(options, notebook_lines=notebook_lines(report))
     rendered = [
         (dest, FORMATS[fmt](report, replace(options, color=dest is None and colour(sys.stdout))),
          None if quiet else f"wrote {fmt} report to {dest}")

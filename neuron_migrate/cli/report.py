@@ -3,8 +3,12 @@
     neuron-migrate report PATH [--target neuron|accelerator] [--run SCRIPT [--launcher torchrun
         --nproc-per-node N] -- ARGS...] [--output-json F] [--output-markdown F] [--output-html F]
 
-Without an `--output-*` option the JSON record goes to stdout. The headline goes to stderr. Exit 0
-once the record is written (whatever it holds: `neuron-migrate diff` is the gate), 2 on errors.
+Each `--output-*` option writes one form of the record; `-` as FILE writes it to stdout. With none,
+nothing is written and the headline goes to stdout (the JSON record is on stdout only when asked:
+`--output-json -`). Otherwise the headline and where each file went go to stderr. Exit 0 once the
+record is written (whatever its findings: `neuron-migrate diff` is the gate), 1 when `--run` was
+given and the check of the rewritten program did not complete (it did not start, crashed, raised,
+or timed out), 2 on errors.
 """
 
 from __future__ import annotations
@@ -15,6 +19,14 @@ from pathlib import Path
 import typer
 
 from neuron_migrate.cli.output import check_destinations, fail_on_errors, note, write_outputs
+
+
+STDOUT = Path("-")
+
+
+def _destination(path: Path | None) -> Path | None:
+    """`-` is stdout (None for write_outputs)."""
+    return None if path == STDOUT else path
 
 
 def _headline_text(record: dict) -> str:  # type: ignore[type-arg]
@@ -67,6 +79,7 @@ def _run(o: _Options) -> int:
     from neuron_migrate.record import markdown as record_markdown
     from neuron_migrate.config import load_settings
     from neuron_migrate.errors import ConfigError
+    from neuron_migrate.pipeline.gate import record_exit_code
     from neuron_migrate.record.build import RunSpec, build_record, dumps
     from neuron_migrate.ruleset.load import load_pack
 
@@ -76,7 +89,11 @@ def _run(o: _Options) -> int:
         raise ConfigError("program arguments, --launcher, --nproc-per-node and --timeout need --run SCRIPT")
     if o.nproc_per_node is not None and not o.launcher:
         raise ConfigError("--nproc-per-node needs --launcher (e.g. --launcher torchrun)")
-    check_destinations((o.output_json, o.output_markdown, o.output_html))
+    outputs = [(o.output_json, "json"), (o.output_markdown, "markdown"), (o.output_html, "html")]
+    to_stdout = [kind for path, kind in outputs if path == STDOUT]
+    if len(to_stdout) > 1:
+        raise ConfigError(f"only one output can go to stdout (-), got {' and '.join(to_stdout)}")
+    check_destinations(tuple(path for path, _ in outputs if path not in (None, STDOUT)))
     settings = load_settings(o.path, {"target": o.target, "unsafe-fixes": o.unsafe_fixes}, config_file=o.config)
     run = None
     if o.script is not None:
@@ -86,16 +103,22 @@ def _run(o: _Options) -> int:
 
     pack = load_pack(settings.extra_rules)
     rendered: list[tuple[Path | None, str]] = []
-    if o.output_json is not None or (o.output_markdown is None and o.output_html is None):
-        rendered.append((o.output_json, dumps(record)))
+    if o.output_json is not None:
+        rendered.append((_destination(o.output_json), dumps(record)))
     if o.output_markdown is not None:
-        rendered.append((o.output_markdown, record_markdown.render(record, pack)))
+        rendered.append((_destination(o.output_markdown), record_markdown.render(record, pack)))
     if o.output_html is not None:
-        rendered.append((o.output_html, record_html.render(record, pack)))
-    write_outputs([(dest, text, None if o.quiet else f"wrote {dest}") for dest, text in rendered])
-    if not o.quiet:
-        note(_headline_text(record))
-    return 0
+        rendered.append((_destination(o.output_html), record_html.render(record, pack)))
+    if not rendered:
+        typer.echo(_headline_text(record))
+        if not o.quiet:
+            note("no record written: --output-json FILE, --output-markdown FILE or --output-html FILE keep it "
+                 "(- for stdout)")
+    else:
+        write_outputs([(dest, text, None if o.quiet or dest is None else f"wrote {dest}") for dest, text in rendered])
+        if not o.quiet:
+            note(_headline_text(record))
+    return record_exit_code(run is not None, bool(record["headline"].get("check_completed")))
 
 
 def register(app: typer.Typer) -> None:

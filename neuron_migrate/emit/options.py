@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from neuron_migrate.findings import Target
@@ -27,4 +28,7 @@ class EmitOptions:
     information_uri: str = ""  # the tool's home page (from the installed metadata), if any
     color: bool = False  # text: ANSI colours (the CLI's console policy decides)
     width: int = 100  # text: the line width check's rich-rendered report wraps at
+    # notebook path -> cell index -> the .ipynb file's line of each cell line (scan.notebook.source_lines):
+    # SARIF points into the file; the other formats say `cell[N]:line`.
+    notebook_lines: Mapping[str, Mapping[int, Sequence[int]]] = field(default_factory=dict)
     rules_uri: str = ""  # the rules page (docs/rules.md) online, if the metadata names one: SARIF helpUri

@@ -8,8 +8,10 @@ findings of one rule on one line share it), so each value carries the occurrence
 within the run, as GitHub's own `primaryLocationLineHash` does (`hash:1`, `hash:2`...).
 A rule's `helpUri` is its own section of the rules page when the installed metadata names that page
 (`Project-URL: Rules, ...`); the Neuron documentation it cites stays in `help`.
-A notebook finding's lines count from its cell: its region is cell-relative, the cell index is in
-`properties.cell`, and no fix is attached (the edits are not in .ipynb file coordinates).
+A notebook finding points at the .ipynb file's lines that hold it (`EmitOptions.notebook_lines`),
+without columns (the JSON string's quoting shifts them); the cell index and the cell-relative line and
+column are in `properties` (`cell`, `cellLine`, `cellColumn`), and no fix is attached (the edits are
+not in .ipynb file coordinates). Without the line map the region is cell-relative, as before.
 """
 
 from __future__ import annotations
@@ -98,10 +100,19 @@ def _fix(path: str, fix: Fix) -> dict[str, Any]:
     }
 
 
+def _file_region(f: Finding, options: EmitOptions) -> dict[str, int]:
+    """The finding's region in its file: a notebook cell's lines mapped to .ipynb lines when known."""
+    lines = options.notebook_lines.get(f.path, {}).get(f.cell) if f.cell is not None else None
+    if not lines or not 1 <= f.span.line <= len(lines):
+        return _region(f.span)
+    return {"startLine": lines[f.span.line - 1], "endLine": lines[min(f.span.end_line, len(lines)) - 1]}
+
+
 def _result(f: Finding, rule_index: int, occurrence: int, options: EmitOptions) -> dict[str, Any]:
-    location: dict[str, Any] = {"artifactLocation": _artifact(f.path), "region": _region(f.span)}
+    region = _file_region(f, options)
+    location: dict[str, Any] = {"artifactLocation": _artifact(f.path), "region": region}
     if f.source_line:
-        location["contextRegion"] = {"startLine": f.span.line, "snippet": {"text": f.source_line}}
+        location["contextRegion"] = {"startLine": region["startLine"], "snippet": {"text": f.source_line}}
     result: dict[str, Any] = {
         "ruleId": f.code,
         "ruleIndex": rule_index,
@@ -114,7 +125,7 @@ def _result(f: Finding, rule_index: int, occurrence: int, options: EmitOptions) 
     if f.symbol:
         properties["symbol"] = f.symbol
     if f.cell is not None:
-        properties["cell"] = f.cell
+        properties.update(cell=f.cell, cellLine=f.span.line, cellColumn=f.span.col + 1)
     if f.details:
         properties["details"] = dict(f.details)
     result["properties"] = properties

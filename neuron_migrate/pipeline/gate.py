@@ -128,3 +128,9 @@ def exit_code(report: Report, settings: Settings, pack: RulePack) -> int:
 def regression_exit(regression: bool) -> int:
     """`diff`: a regression between two records fails like a finding."""
     return EXIT_FINDINGS if regression else EXIT_OK
+
+
+def record_exit_code(check_requested: bool, check_completed: bool) -> int:
+    """`report`: 1 when it was asked to check the rewritten program and that check did not complete
+    (did not start, crashed, raised, timed out); the findings themselves are `diff`'s to gate."""
+    return EXIT_FINDINGS if check_requested and not check_completed else EXIT_OK

@@ -36,8 +36,11 @@ redefined key bumps the version)::
         "duration_s": float,
         "error": str | null,                         # why there is no report (output tail)
         "report": Report | null},                    # `check --format json` (NM9xx findings)
-      "headline": Headline                           # derived from the above (see `headline`)
-    }
+      "headline": Headline,                          # derived from the above (see `headline`)
+      "settings": {"select": [str], "ignore": [str],   # the effective rule selection and config
+                   "severity": {str: str}, "per_file_ignores": [[glob, [str]]],
+                   "extra_rules": [str], "enabled": [str]}  # enabled: every code the scan checked
+    }                                                # (absent in records made before it existed)
 
 `Report` and `Finding` are `neuron_migrate.findings` `to_dict()` forms (`emit/report.schema.json`).
 `headline`, `by_code`, `by_file`, `fallback_ops` and `recompile_sites` are views computed from a
@@ -311,9 +314,24 @@ def build_record(
         "scan": scan_report.to_dict(),
         "rewrite": rewrite,
         "check": check,
+        "settings": effective_settings(settings, pack),
     }
     record["headline"] = headline(record)
     return record
+
+
+def effective_settings(settings: Settings, pack: RulePack) -> dict[str, Any]:
+    """What decides which findings a record can hold, so `diff` tells a selection change from a fix."""
+    from neuron_migrate.ruleset.select import select_codes
+
+    return {
+        "select": list(settings.select),
+        "ignore": list(settings.ignore),
+        "severity": {code: level.value for code, level in sorted(settings.severity.items())},
+        "per_file_ignores": [[p.glob, list(p.codes)] for p in settings.per_file_ignores],
+        "extra_rules": [str(path) for path in settings.extra_rules],
+        "enabled": sorted(select_codes(pack, settings.select, settings.ignore)),
+    }
 
 
 # --- reading --------------------------------------------------------------------------------------

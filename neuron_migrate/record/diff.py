@@ -4,7 +4,13 @@ Findings (scan findings and check's runtime findings) are matched by fingerprint
 moved lines match and a duplicated line counts twice. A regression, for CI (exit 1), is any of:
 a new finding at or above `error`; a CPU fallback op the old record did not have; a recompile call
 site with more distinct signatures than before (or a new one); a check that completed before and
-does not now.
+does not now; a check that ran before and was not run now (nothing at run time was measured, so
+nothing there can be called fixed).
+
+A finding only counts as fixed or new when both records could hold it: runtime findings only when
+both ran `check`, and a rule's findings only when both records selected the rule (records store
+their effective selection). The rest is listed apart, as a selection change, so turning a rule off
+never reads as fixing its findings. Records of two different projects are compared with a warning.
 """
 
 from __future__ import annotations
@@ -48,14 +54,48 @@ class RecordDiff:
     headline: tuple[Change, ...]
     check_broke: bool  # completed in OLD, not in NEW
     reasons: tuple[str, ...] = field(default=())
+    deselected: tuple[tuple[Finding, int], ...] = ()  # OLD findings of rules NEW did not select
+    newly_selected: tuple[tuple[Finding, int], ...] = ()  # NEW findings of rules OLD did not select
+    selection: tuple[Change, ...] = ()  # "rules selected" / "rules no longer selected" / settings keys
+    warnings: tuple[str, ...] = ()  # different projects, a side without check, ...
 
     @property
     def regression(self) -> bool:
         return bool(self.reasons)
 
 
-def _findings(record: Mapping[str, Any]) -> list[Finding]:
-    return scan_findings(record) + check_findings(record)
+def _findings(record: Mapping[str, Any], *, runtime: bool) -> list[Finding]:
+    return scan_findings(record) + (check_findings(record) if runtime else [])
+
+
+def _settings(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The record's effective settings ({} for a record made before records stored them)."""
+    settings = record.get("settings")
+    return settings if isinstance(settings, Mapping) else {}
+
+
+def _enabled(record: Mapping[str, Any]) -> set[str] | None:
+    """The codes the record's scan checked, or None when the record does not say."""
+    codes = _settings(record).get("enabled")
+    return {c for c in codes if isinstance(c, str)} if isinstance(codes, list) else None
+
+
+def _selection_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
+    a, b = _settings(old), _settings(new)
+    changes = []
+    if "enabled" in a and "enabled" in b:
+        was, now = _enabled(old) or set(), _enabled(new) or set()
+        gained, lost = sorted(now - was), sorted(was - now)
+        if gained:
+            changes.append(Change("rules selected", "", ", ".join(gained)))
+        if lost:
+            changes.append(Change("rules no longer selected", ", ".join(lost), ""))
+    for key in ("select", "ignore", "severity", "per_file_ignores", "extra_rules"):
+        if key in a and key in b and a[key] != b[key]:
+            changes.append(Change(key, a[key], b[key]))
+    if old.get("target") != new.get("target"):
+        changes.append(Change("target", old.get("target"), new.get("target")))
+    return changes
 
 
 def _multiset_delta(a: list[Finding], b: list[Finding]) -> list[tuple[Finding, int]]:
@@ -73,22 +113,46 @@ def _version_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cha
     return [Change(k, a[k], b[k]) for k in a if a[k] != b[k]]
 
 
+def _project_path(record: Mapping[str, Any]) -> str | None:
+    project = record.get("project")
+    return str(project.get("path")) if isinstance(project, Mapping) else None
+
+
 def _completed(record: Mapping[str, Any]) -> bool | None:
     return record["headline"].get("check_completed") if record.get("check") else None
 
 
 def compare(old: Mapping[str, Any], new: Mapping[str, Any], old_label: str = "OLD", new_label: str = "NEW") -> RecordDiff:
-    old_f, new_f = _findings(old), _findings(new)
+    both_checked = bool(old.get("check")) and bool(new.get("check"))
+    warnings = []
+    old_path, new_path = _project_path(old), _project_path(new)
+    if old_path != new_path:
+        warnings.append(f"the records are of different projects: {old_path} and {new_path}")
+    if old.get("check") and not new.get("check"):
+        warnings.append(f"{new_label} has no check run ({old_label} has one): runtime results are not compared")
+    elif new.get("check") and not old.get("check"):
+        warnings.append(f"{old_label} has no check run: {new_label}'s runtime results are not compared")
+    old_on, new_on = _enabled(old), _enabled(new)
+    both_on = old_on & new_on if old_on is not None and new_on is not None else None
+
+    def comparable(f: Finding) -> bool:
+        return both_on is None or f.code in both_on or f.code not in (old_on or set()) | (new_on or set())
+
+    old_all, new_all = _findings(old, runtime=both_checked), _findings(new, runtime=both_checked)
+    old_f, new_f = [f for f in old_all if comparable(f)], [f for f in new_all if comparable(f)]
     fixed = _multiset_delta(old_f, new_f)
     added = _multiset_delta(new_f, old_f)
+    deselected = [(f, 1) for f in sorted(old_all, key=lambda f: f.sort_key) if not comparable(f)]
+    newly_selected = [(f, 1) for f in sorted(new_all, key=lambda f: f.sort_key) if not comparable(f)]
 
-    old_ops = {op: e["count"] for op, e in fallback_ops(old).items()}
-    new_ops = {op: e["count"] for op, e in fallback_ops(new).items()}
+    # Runtime measures compare only when both records ran the program (else nothing was measured).
+    old_ops = {op: e["count"] for op, e in fallback_ops(old).items()} if both_checked else {}
+    new_ops = {op: e["count"] for op, e in fallback_ops(new).items()} if both_checked else {}
     new_fallback = [Change(op, 0, n) for op, n in new_ops.items() if op not in old_ops]
     more_calls = [Change(op, old_ops[op], n) for op, n in new_ops.items() if op in old_ops and n > old_ops[op]]
     gone = [Change(op, n, 0) for op, n in old_ops.items() if op not in new_ops]
 
-    old_rc, new_rc = recompile_sites(old), recompile_sites(new)
+    old_rc, new_rc = (recompile_sites(old), recompile_sites(new)) if both_checked else ({}, {})
     old_sites = {k: s["signatures"] for k, s in old_rc.items()}
     new_sites = {k: s["signatures"] for k, s in new_rc.items()}
 
@@ -102,6 +166,7 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any], old_label: str = "OL
     oh, nh = old["headline"], new["headline"]
     headline = [Change(k, oh.get(k), nh.get(k)) for k in nh if oh.get(k) != nh.get(k)]
     check_broke = _completed(old) is True and _completed(new) is False
+    check_dropped = bool(old.get("check")) and not new.get("check")
 
     reasons = []
     severe = sum(n for f, n in added if f.severity.rank >= _REGRESSION_SEVERITY.rank)
@@ -113,10 +178,13 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any], old_label: str = "OL
         reasons.append(f"more recompiles at {len(more_rc)} call site(s)")
     if check_broke:
         reasons.append("check completed before and does not now")
+    if check_dropped:
+        reasons.append("check ran before and was not run now")
     return RecordDiff(
         old_label, new_label, tuple(fixed), tuple(added), tuple(new_fallback), tuple(more_calls), tuple(gone),
         tuple(more_rc), tuple(fewer_rc), tuple(_version_changes(old, new)), tuple(headline), check_broke,
-        tuple(reasons),
+        tuple(reasons), tuple(deselected), tuple(newly_selected), tuple(_selection_changes(old, new)),
+        tuple(warnings),
     )
 
 
@@ -129,6 +197,9 @@ def _count(n: int) -> str:
 
 def render_text(d: RecordDiff) -> str:
     out = [f"neuron-migrate diff {d.old_label} -> {d.new_label}", ""]
+    out += [f"warning: {w}" for w in d.warnings]
+    if d.warnings:
+        out.append("")
 
     def section(title: str, lines: list[str]) -> None:
         out.append(f"{title}: {'none' if not lines else len(lines)}")
@@ -142,6 +213,10 @@ def render_text(d: RecordDiff) -> str:
     section("More recompiles (signatures per call site)", [f"{c.key}: {c.old} -> {c.new}" for c in d.more_recompiles])
     section("Fewer recompiles", [f"{c.key}: {c.old} -> {c.new}" for c in d.fewer_recompiles])
     section("Version changes", [f"{c.key}: {c.old} -> {c.new}" for c in d.versions])
+    section("Rule selection and settings changes", [f"{c.key}: {c.old} -> {c.new}" for c in d.selection])
+    section("Findings of rules no longer selected (not fixed)",
+            [f"{f.location()}: {f.code} {f.message}" for f, _ in d.deselected])
+    section("Findings of newly selected rules", [f"{f.location()}: {f.code} {f.message}" for f, _ in d.newly_selected])
     section("Headline changes", [f"{c.key}: {c.old} -> {c.new}" for c in d.headline])
     out.append("")
     if d.regression:
@@ -162,6 +237,9 @@ def render_markdown(d: RecordDiff) -> str:
         out += ["**Regression:** " + "; ".join(_md(r) for r in d.reasons) + " :x:", ""]
     else:
         out += ["No regression. :white_check_mark:", ""]
+    out += [f"> **Warning:** {_md(w)}" for w in d.warnings]
+    if d.warnings:
+        out.append("")
 
     def table(title: str, header: list[str], rows: list[list[Any]]) -> None:
         out.append(f"### {title} ({len(rows)})")
@@ -187,5 +265,10 @@ def render_markdown(d: RecordDiff) -> str:
     table("Fewer recompiles", ["Call site", "Signatures before", "Now"],
           [[c.key, c.old, c.new] for c in d.fewer_recompiles])
     table("Version changes", ["What", "Before", "Now"], [[c.key, c.old, c.new] for c in d.versions])
+    table("Rule selection and settings changes", ["What", "Before", "Now"], [[c.key, c.old, c.new] for c in d.selection])
+    table("Findings of rules no longer selected (not fixed)", ["Where", "Code", "Message"],
+          [[f.location(), f.code, f.message] for f, _ in d.deselected])
+    table("Findings of newly selected rules", ["Where", "Code", "Message"],
+          [[f.location(), f.code, f.message] for f, _ in d.newly_selected])
     table("Headline changes", ["Measure", "Before", "Now"], [[c.key, c.old, c.new] for c in d.headline])
     return "\n".join(out)

@@ -3,8 +3,11 @@ them and every line keeps its number (findings are reported per cell, lines rela
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
+from collections.abc import Iterable
+from pathlib import Path
 from dataclasses import dataclass
 
 from neuron_migrate.scan.diagnostics import BROKEN_NOTEBOOK, Diagnosis
@@ -79,3 +82,97 @@ def _is_ipython_line(stripped: str, line: str) -> bool:
     if _LINE_MAGIC.match(line) or _ASSIGNED_MAGIC.match(line):
         return True
     return stripped.endswith("?") and "#" not in stripped  # `obj?` / `obj??` help
+
+
+# --- where a cell's lines are in the .ipynb file ----------------------------------------------------
+
+_DECODER = json.JSONDecoder()
+_WS = " \t\r\n"
+
+
+def _skip(text: str, i: int) -> int:
+    while i < len(text) and text[i] in _WS:
+        i += 1
+    return i
+
+
+def _members(text: str, i: int) -> list[tuple[str, int, int]]:
+    """(key, value start, value end) of the JSON object starting at `i`."""
+    if text[i] != "{":
+        raise ValueError("not an object")
+    out, i = [], _skip(text, i + 1)
+    while text[i] != "}":
+        key, i = json.decoder.scanstring(text, i + 1)
+        i = _skip(text, i)
+        if text[i] != ":":
+            raise ValueError("expected ':'")
+        start = _skip(text, i + 1)
+        _, end = _DECODER.raw_decode(text, start)
+        out.append((key, start, end))
+        i = _skip(text, end)
+        if text[i] == ",":
+            i = _skip(text, i + 1)
+    return out
+
+
+def _elements(text: str, i: int) -> list[int]:
+    """Start offsets of the elements of the JSON array starting at `i`."""
+    if text[i] != "[":
+        raise ValueError("not an array")
+    out, i = [], _skip(text, i + 1)
+    while text[i] != "]":
+        out.append(i)
+        _, i = _DECODER.raw_decode(text, i)
+        i = _skip(text, i)
+        if text[i] == ",":
+            i = _skip(text, i + 1)
+    return out
+
+
+def source_lines(text: str) -> dict[int, list[int]]:
+    """Cell index -> the 1-based line of the .ipynb file that holds each line of the cell's source
+    (a report that points into the file, as SARIF does, needs file lines, not cell lines). Empty when
+    the text is not notebook JSON. A cell whose source is one JSON string has all its lines on the
+    string's line; the usual list form has one element per line."""
+    newlines = [i for i, ch in enumerate(text) if ch == "\n"]
+
+    def line_of(offset: int) -> int:
+        return bisect.bisect_right(newlines, offset) + 1
+
+    out: dict[int, list[int]] = {}
+    try:
+        top = dict((k, v) for k, v, _ in _members(text, _skip(text, 0)))
+        for index, start in enumerate(_elements(text, top["cells"])):
+            fields = {k: v for k, v, _ in _members(text, start)}
+            if "source" not in fields:
+                continue
+            at = fields["source"]
+            strings = [at] if text[at] == '"' else _elements(text, at)
+            lines: list[int] = []
+            pending = True  # the next character starts a cell line
+            for offset in strings:
+                value, _ = json.decoder.scanstring(text, offset + 1)
+                for ch in value:
+                    if pending:
+                        lines.append(line_of(offset))
+                        pending = False
+                    pending = ch == "\n"
+            if strings and (pending or not lines):
+                lines.append(line_of(strings[-1]))  # the empty line after a final newline
+            out[index] = lines
+    except (ValueError, KeyError, IndexError, TypeError):
+        return {}
+    return out
+
+
+def file_lines(root: Path, paths: Iterable[str]) -> dict[str, dict[int, list[int]]]:
+    """`source_lines` of each notebook in `paths` (relative to `root`) that can be read."""
+    out = {}
+    for rel in set(paths):
+        try:
+            text = (root / rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if lines := source_lines(text):
+            out[rel] = lines
+    return out

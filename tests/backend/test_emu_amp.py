@@ -124,4 +124,6 @@ def test_policy_lists_are_exactly_what_cuda_registers() -> None:
     cuda = {n.removeprefix("aten::") for n in cuda if not n.startswith("aten::cudnn_")}
     ours = [name.removesuffix(".default") for name, _, _ in autocast.policies()]
     assert len(ours) == len(set(ours))
-    assert set(ours) == cuda
+    # ops of another torch minor (2.14's linalg_matrix_sqrth on 2.13) are skipped at install
+    known = set(torch._C._dispatch_get_all_op_names())
+    assert {n for n in ours if f"aten::{n.split('.')[0]}" in known or f"aten::{n}" in known} == cuda

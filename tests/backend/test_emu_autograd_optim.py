@@ -63,3 +63,53 @@ def test_optimizer_steps_match_cpu(r: dict[str, Any], opt: str) -> None:
 def test_autograd_on_device(r: dict[str, Any]) -> None:
     assert r["leaf_grad"] == [2.0, 2.0, 2.0]
     assert r["requires_grad_chain"] == [True, "MulBackward0"]
+
+
+# Module.to("neuron") keeps Parameter objects, as on TorchNeuron (CPU<->neuron shallow copies are
+# compatible): tied weights stay tied and an optimizer built before .to() still owns the params.
+TIED = """
+import torch.nn as nn
+
+class Tied(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+        self.head = nn.Linear(4, 10, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, ids):
+        return self.head(self.emb(ids))
+
+torch.manual_seed(0)
+m = Tied()
+before = [id(p) for p in m.parameters()]
+opt = torch.optim.SGD(m.parameters(), lr=0.5)
+m.to("neuron")
+result["same_params"] = [id(p) for p in m.parameters()] == before
+result["still_tied"] = m.head.weight is m.emb.weight
+result["device"] = str(m.emb.weight.device)
+start = m.emb.weight.detach().cpu().clone()
+loss = m(torch.tensor([1, 2, 3], device="neuron")).logsumexp(-1).sum()
+loss.backward()
+opt.step()
+result["optimizer_updated"] = not torch.equal(start, m.emb.weight.detach().cpu())
+result["compatible"] = [torch._has_compatible_shallow_copy_type(torch.zeros(1), torch.zeros(1, device="neuron")),
+                        torch._has_compatible_shallow_copy_type(torch.zeros(1, device="neuron"), torch.zeros(1)),
+                        torch._has_compatible_shallow_copy_type(torch.zeros(1, device="neuron"),
+                                                                torch.zeros(1, device="meta"))]
+p = nn.Parameter(torch.zeros(3))
+p.data = torch.ones(3, device="neuron")
+result["set_data"] = [str(p.device), p.detach().cpu().tolist(), type(p).__name__]
+m.to("cpu")
+result["back_to_cpu"] = [m.head.weight is m.emb.weight, str(m.emb.weight.device)]
+"""
+TIED_RUN = Pending(TIED)
+
+
+def test_module_to_keeps_parameters_and_ties() -> None:
+    r = TIED_RUN.wait().result
+    assert r["same_params"] and r["still_tied"] and r["device"] == "neuron:0"
+    assert r["optimizer_updated"]
+    assert r["compatible"] == [True, True, False]
+    assert r["set_data"] == ["neuron:0", [1.0, 1.0, 1.0], "Parameter"]
+    assert r["back_to_cpu"] == [True, "cpu"]

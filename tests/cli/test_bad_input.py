@@ -257,7 +257,7 @@ def test_rewrite_and_report_survive_names_that_are_not_utf8(tmp_path: Path, cli:
     project = _surrogate_name(tmp_path, b"pr\xffoj")
     (project / "ok.py").write_text(CUDA_PY, encoding="utf-8")
     _surrogate_name(project, b"bad\xffname.py")
-    report = cli("report", str(project), "-q", cwd=tmp_path)  # with the scan cache: its file name hashes the root
+    report = cli("report", str(project), "-q", "--output-json", "-", cwd=tmp_path)  # with the scan cache: its file name hashes the root
     assert report.exit_code == 0, report
     assert json.loads(report.stdout)["headline"]["sites"] == 2
     run = cli("rewrite", "--apply", "--no-cache", ".", cwd=project)
@@ -293,7 +293,7 @@ def record(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
     root = tmp_path_factory.mktemp("rec")
     (root / "a.py").write_text(CUDA_PY, encoding="utf-8")
-    result = CliRunner().invoke(app, ["report", str(root), "-q", "--no-cache"], catch_exceptions=False)
+    result = CliRunner().invoke(app, ["report", str(root), "-q", "--no-cache", "--output-json", "-"], catch_exceptions=False)
     rec = json.loads(result.stdout)
     rec["check"] = {"report": {**rec["scan"], "command": "check", "findings": [
         _runtime_finding("NM901", "aten::argmax", {"count": 3}),

@@ -61,7 +61,7 @@ def test_report_on_a_tree_with_a_fifo(tmp_path: Path, cli: Callable[..., Any]) -
     (project / "a.py").write_text(CUDA_PY)
     os.mkfifo(project / "events.fifo")
     (project / "zero").symlink_to("/dev/zero")
-    run = cli("report", str(project), "--no-cache", "-q", cwd=tmp_path)
+    run = cli("report", str(project), "--no-cache", "-q", "--output-json", "-", cwd=tmp_path)
     _clean(run)
     assert run.exit_code == 0, run
     record = json.loads(run.stdout)

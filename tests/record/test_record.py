@@ -429,6 +429,42 @@ def test_diff_check_that_stops_completing_is_a_regression(base: dict[str, Any]) 
     assert compare(base, new).check_broke and "check completed before" in compare(base, new).reasons[-1]
 
 
+def test_diff_a_record_without_check_is_not_a_fix(base: dict[str, Any], project: Path) -> None:
+    """The runtime findings of OLD are not "fixed" when NEW never ran the program: a regression."""
+    unchecked = _record(project)  # same project, no --run
+    d = compare(base, unchecked)
+    assert not [f for f, _ in d.fixed if f.code.startswith("NM9")]
+    assert "check ran before and was not run now" in d.reasons and d.regression
+    assert any("has no check run" in w for w in d.warnings)
+    assert "warning: NEW has no check run" in render_text(d)
+    back = compare(unchecked, base)  # a check added: its findings are not "new" either
+    assert not [f for f, _ in back.new if f.code.startswith("NM9")] and not back.regression
+
+
+def test_diff_selection_change_is_listed_not_fixed(project: Path) -> None:
+    settings = load_settings(project, {})
+    old = _record(project)
+    narrowed = build_record(project, load_settings(project, {"ignore": ["NM7"]}), argv=[], use_cache=False,
+                            check_runner=FakeCheck([]))
+    assert narrowed["settings"]["ignore"] == ["NM7"] and "NM707" not in narrowed["settings"]["enabled"]
+    assert settings.ignore == ()
+    d = compare(old, narrowed)
+    assert not d.fixed  # NM707 was turned off, not fixed
+    assert [f.code for f, _ in d.deselected] == ["NM707"]
+    assert ("rules no longer selected", ) == tuple(c.key for c in d.selection if c.key.startswith("rules"))
+    assert "Findings of rules no longer selected (not fixed): 1" in render_text(d)
+    back = compare(narrowed, old)
+    assert [f.code for f, _ in back.newly_selected] == ["NM707"] and not back.new
+    assert "| rules selected |" in render_markdown(back)
+
+
+def test_diff_warns_when_the_projects_differ(base: dict[str, Any]) -> None:
+    other = _with(base, lambda r: r["project"].update(path="/elsewhere/proj"))
+    d = compare(base, other)
+    assert any("different projects" in w for w in d.warnings) and not d.regression
+    assert "> **Warning:** the records are of different projects" in render_markdown(d)
+
+
 # --- CLI --------------------------------------------------------------------------------------------
 
 
@@ -452,13 +488,28 @@ def test_cli_report_writes_every_format(project: Path, tmp_path: Path) -> None:
     assert "CUDA-specific sites found" in result.stderr and result.stdout == ""
 
 
-def test_cli_report_json_to_stdout_and_usage_errors(project: Path) -> None:
-    result = _cli("report", str(project), "--no-cache", "-q")
+def test_cli_report_json_to_stdout_only_when_asked_and_usage_errors(project: Path) -> None:
+    result = _cli("report", str(project), "--no-cache", "--output-json", "-", "-q")
     assert result.exit_code == 0 and validate(json.loads(result.stdout), "stdout")["headline"]["sites"] == 3
+    plain = _cli("report", str(project), "--no-cache")  # no output asked: the headline, not 60 KB of JSON
+    assert plain.exit_code == 0 and plain.stdout.startswith("CUDA-specific sites found")
+    assert "{" not in plain.stdout and "no record written" in plain.stderr
+    two = _cli("report", str(project), "--output-json", "-", "--output-html", "-")
+    assert two.exit_code == 2 and "only one output can go to stdout" in two.stderr
     bad = _cli("report", str(project), "--no-cache", "--", "--steps", "2")
     assert bad.exit_code == 2 and "need --run SCRIPT" in bad.stderr
     missing = _cli("report", str(project / "nope"))
     assert missing.exit_code == 2 and "nope: no such file or directory" in missing.stderr
+
+
+def test_cli_report_exits_1_when_the_check_of_the_rewritten_program_fails(project: Path, tmp_path: Path) -> None:
+    (project / "boom.py").write_text("raise SystemExit('the program failed')\n", encoding="utf-8")
+    out = tmp_path / "r.json"
+    result = _cli("report", str(project), "--no-cache", "--run", "boom.py", "--output-json", str(out))
+    assert result.exit_code == 1, result.stderr
+    assert load_record(out)["headline"]["check_completed"] is False  # the record is still written
+    (project / "fine.py").write_text("print('ok')\n", encoding="utf-8")
+    assert _cli("report", str(project), "--no-cache", "--run", "fine.py", "-q").exit_code == 0
 
 
 def test_cli_diff_exit_codes(base: dict[str, Any], tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch._ops import OpOverload
 
-from neuron_emu import memory, record
+from neuron_emu import memory, narrowing, record
 from neuron_emu.device import physical
 from neuron_emu.ops.cpu import CPU_KEYSET, OpInfo, execute
 from neuron_emu.ops.registry import resolve, table
@@ -93,6 +93,20 @@ def record_stream(self: torch.Tensor, s: Any) -> None:
     return None
 
 
+_SHALLOW_COPY_DEVICES = frozenset({"cpu", _BACKEND})
+
+
+def has_compatible_shallow_copy_type(self: torch.Tensor, from_: torch.Tensor) -> bool:
+    """CPU and `neuron` dense tensors may swap impls, as TorchNeuron registers: ``param.data =
+    neuron_tensor`` works and ``Module.to("neuron")`` keeps every Parameter object (so tied weights
+    stay tied and an optimizer built before ``.to()`` still owns the parameters). torch's own check
+    only knows its built-in dense backends; any other pair keeps its answer (same key set only)."""
+    if (self.layout == torch.strided and from_.layout == torch.strided
+            and self.device.type in _SHALLOW_COPY_DEVICES and from_.device.type in _SHALLOW_COPY_DEVICES):
+        return True
+    return torch._C._dispatch_keys(self) == torch._C._dispatch_keys(from_)
+
+
 # -- copies ----------------------------------------------------------------------------------
 def _cpu_view(t: torch.Tensor) -> torch.Tensor:
     return to_cpu(t) if t.get_device() >= 0 else t
@@ -135,24 +149,64 @@ def make_to_copy(info: OpInfo) -> Kernel:
     return _to_copy
 
 
+def _traced(t: torch.Tensor) -> bool:
+    # FakeTensor / FunctionalTensor (Dynamo and AOTAutograd tracing) override __torch_dispatch__;
+    # plain tensors and Parameters do not.
+    return type(t).__torch_dispatch__ is not torch.Tensor.__torch_dispatch__
+
+
 def contiguous_autograd(self: torch.Tensor, memory_format: Any = torch.contiguous_format) -> torch.Tensor:
-    """AutogradPrivateUse1 kernel for CompositeImplicit ``contiguous``: reject channels_last first."""
-    check_memory_format(memory_format)
+    """AutogradPrivateUse1 kernel for CompositeImplicit ``contiguous``: reject channels_last first.
+
+    Only for a tensor on the device: while torch.compile traces, the decompositions' own
+    ``contiguous(memory_format=...)`` calls (upsample keeps its input's channels_last layout) are
+    graph construction, not a device cast; TorchNeuron lowers the graph instead of running them.
+    """
+    if not _traced(self):
+        check_memory_format(memory_format)
     return torch.ops.aten.contiguous.default.decompose(self, memory_format=memory_format)
+
+
+def contiguous_input_composite(name: str) -> Kernel:
+    """PrivateUse1 kernel for a CompositeExplicitAutograd op whose composite views its input
+    (``math_group_norm`` views to (1, N*G, -1), which a channels_last-strided input cannot take):
+    the input is made contiguous on the device first, as the real backend does for device-op inputs,
+    then torch's own composite runs, so the ops it reaches are recorded as before."""
+    from neuron_emu import _torch_private
+
+    composite = _torch_private.composite_kernel(name)
+    keys = _torch_private.PRIVATEUSE1_KEYSET
+
+    def kernel(x: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        if not x.is_contiguous():
+            x = x.contiguous()
+        return composite.call_boxed(keys, x, *args, **kwargs)
+
+    return kernel
+
+
+# CompositeExplicitAutograd ops with a CPU kernel that accepts any strides, whose composite (what
+# PrivateUse1 runs) calls view on the input: GroupNorm on a permuted input (diffusers' UNet2DModel).
+CONTIGUOUS_INPUT_COMPOSITES = ("aten::native_group_norm",)
 
 
 # -- recording kernel for table ops ------------------------------------------------------------
 def make_device_kernel(info: OpInfo) -> Kernel:
     observe = record.observe
+    state = narrowing.STATE
+    narrow = narrowing.narrow_result
 
     if not info.record:
         def silent(*args: Any, **kwargs: Any) -> Any:
-            return execute(info, args, kwargs)
+            out = execute(info, args, kwargs)
+            return narrow(out) if state[0] else out
 
         return silent
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         out = execute(info, args, kwargs)
+        if state[0]:
+            out = narrow(out)
         observe(info, args, out)
         return out
 
@@ -171,6 +225,7 @@ RUNTIME_KERNELS: dict[str, Kernel] = {
     "aten::resize_": resize_,
     "aten::_local_scalar_dense": local_scalar_dense,
     "aten::record_stream": record_stream,
+    "aten::_has_compatible_shallow_copy_type": has_compatible_shallow_copy_type,
     "aten::_copy_from": copy_from,
     "aten::_copy_from_and_resize": copy_from_and_resize,
 }
@@ -178,4 +233,4 @@ COPY_FACTORIES: dict[str, Callable[[OpInfo], Kernel]] = {
     "aten::copy_": make_copy_,
     "aten::_to_copy": make_to_copy,
 }
-SILENT_OPS = frozenset({"aten::new_empty", "aten::_has_compatible_shallow_copy_type"})
+SILENT_OPS = frozenset({"aten::new_empty"})

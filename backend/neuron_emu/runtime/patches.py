@@ -6,7 +6,13 @@
 * storage moves to `neuron` (``torch.load`` without ``map_location``): torch builds an
   ``UntypedStorage(n, device='neuron')``, which needs an allocator and segfaults; go through tensors.
 * ``torch.accelerator.synchronize``: the Python device guard has no ``synchronizeDevice``.
-* pinned host memory: ``_pin_memory``/``is_pinned`` CPU kernels that would ask the missing hooks.
+* pinned host memory: ``_pin_memory``/``is_pinned`` CPU kernels that would ask the missing hooks,
+  and the factories' ``pin_memory=True`` (``torch.empty/zeros/tensor/...``), which asks the same
+  missing pinned allocator: the Python-level factories allocate plain host memory and mark it pinned.
+  (A CPU ``empty`` kernel override would tax every allocation torch makes; these wrappers cost only
+  the user's own factory calls, and Dynamo inlines them.)
+* ``torch.UntypedStorage(n, device='neuron')``: the C++ constructor finds no allocator and
+  segfaults; a `neuron` storage is made through a tensor instead.
 * ``torch.accelerator`` memory functions: served from ``torch.neuron``'s counters.
 * ``torch.accelerator.current_device_index``/``set_device_index``: the Python device guard always
   reports device 0; a launched worker's device is `neuron:<local_rank>` (``torch.neuron``'s).
@@ -16,11 +22,14 @@
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections import OrderedDict
 from typing import Any
 
 import torch
+
+from neuron_emu import _torch_private
 
 _BACKEND = "neuron"
 _pinned: dict[int, weakref.ref[torch.Tensor]] = {}
@@ -143,12 +152,54 @@ def _is_pinned(self: torch.Tensor, device: Any = None) -> bool:
     return ref is not None and ref() is not None
 
 
+def _mark_pinned(t: torch.Tensor) -> torch.Tensor:
+    ptr = t.untyped_storage().data_ptr()
+    _pinned[ptr] = weakref.ref(t, lambda _r, p=ptr: _pinned.pop(p, None))
+    return t
+
+
 def _pin_memory(self: torch.Tensor, device: Any = None) -> torch.Tensor:
     out = torch.empty_strided(self.size(), self.stride(), dtype=self.dtype)
     out.copy_(self)
-    ptr = out.untyped_storage().data_ptr()
-    _pinned[ptr] = weakref.ref(out, lambda _r, p=ptr: _pinned.pop(p, None))
-    return out
+    return _mark_pinned(out)
+
+
+# Factories with a ``pin_memory`` argument, wrapped by install() (torch namespace, by name).
+PINNING_FACTORIES = (
+    "empty", "empty_strided", "zeros", "ones", "full", "tensor", "rand", "randn", "randint", "randperm",
+    "arange", "range", "linspace", "logspace", "eye", "empty_like", "zeros_like", "ones_like",
+    "full_like", "rand_like", "randn_like", "randint_like",
+)
+
+
+def _pinning(factory: Any) -> Any:
+    @functools.wraps(factory)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if not kwargs.get("pin_memory"):
+            return factory(*args, **kwargs)
+        kwargs["pin_memory"] = False
+        out = factory(*args, **kwargs)
+        if out.device.type != "cpu":
+            raise RuntimeError(f"Only dense CPU tensors can be pinned, not a tensor on {out.device}")
+        return _mark_pinned(out)
+
+    wrapper.__neuron_emu_inline__ = True  # type: ignore[attr-defined]  # see _dynamo_skip
+    return wrapper
+
+
+_StorageBase = torch._C.StorageBase
+
+
+def _untyped_storage_new(cls: type, *args: Any, device: Any = None, **kwargs: Any) -> Any:
+    if device is None or torch.device(device).type != _BACKEND:
+        return _StorageBase.__new__(cls, *args, **({"device": device} if device is not None else {}), **kwargs)
+    if kwargs or len(args) > 1:
+        raise TypeError(f"UntypedStorage(): unsupported arguments for a {_BACKEND} storage")
+    data = args[0] if args else 0
+    host = (torch.empty(data, dtype=torch.uint8) if isinstance(data, int)
+            else torch.tensor(list(data), dtype=torch.uint8))
+    storage = host.to(device).untyped_storage()
+    return storage if type(storage) is cls else cls._new_wrapped_storage(storage)  # type: ignore[attr-defined]
 
 
 def _inductor_call(self: Any, model_: Any, inputs_: Any, **kwargs: Any) -> Any:
@@ -181,6 +232,12 @@ def install() -> None:
     for name, fn in _ACC_DEVICE.items():
         _orig_acc[name] = getattr(torch.accelerator, name)
         setattr(torch.accelerator, name, fn)
+    # torch.set_default_device's mode matches the builtins it intercepts by identity, from a
+    # cached set; fill the cache with the builtins before they are wrapped (a wrapper calls them).
+    _torch_private.device_constructors()
+    for name in PINNING_FACTORIES:
+        setattr(torch, name, _pinning(getattr(torch, name)))
+    torch.UntypedStorage.__new__ = _untyped_storage_new  # type: ignore[method-assign,assignment]
     lib = torch.library.Library("aten", "IMPL")
     lib.impl("is_pinned", _is_pinned, "CPU")
     lib.impl("_pin_memory", _pin_memory, "CPU")
