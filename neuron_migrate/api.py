@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from neuron_migrate.scan.result import ScanResult
 
 __all__ = ["check", "check_program", "check_settings", "load", "rewrite", "rewrite_paths", "scan",
-           "scan_with_settings"]
+           "scan_text", "scan_with_settings"]
 
 PathArg = str | PathLike[str]
 Progress = Callable[[int, int], None]
@@ -125,6 +125,49 @@ def scan(
     return replace(build_report(result, settings, pack), warnings=tuple(result.warnings))
 
 
+def stdin_name(filename: PathArg | None, cwd: Path | None = None) -> str:
+    """The path a source read from stdin is reported under: `filename` relative to the working
+    directory when inside it, else its base name (as `scan /elsewhere/x.py` names it); `stdin.py`
+    without one (scan needs a suffix to know Python from a notebook)."""
+    import os
+
+    if filename is None or not str(filename):
+        return "stdin.py"
+    cwd = cwd or Path.cwd()
+    absolute = os.path.normpath(os.path.join(cwd, filename))
+    rel = os.path.relpath(absolute, cwd)
+    if rel.startswith(os.pardir):
+        rel = os.path.basename(absolute)
+    return rel.replace(os.sep, "/")
+
+
+def scan_text(
+    source: str | bytes,
+    filename: PathArg | None = None,
+    *,
+    settings: Settings | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    config: PathArg | None = None,
+) -> Report:
+    """Scan one file's text (an editor's buffer, a pipe): the Report `neuron-migrate scan -
+    --stdin-filename FILENAME` renders, its findings under `stdin_name(filename)`. Settings are
+    discovered from FILENAME's directory, as for the file itself; nothing is written beside it."""
+    import tempfile
+
+    from neuron_migrate.pipeline.finalize import build_report
+
+    name = stdin_name(filename)
+    settings, pack = _resolve(Path(filename) if filename else Path("."), settings, overrides, config)
+    with tempfile.TemporaryDirectory(prefix="neuron-migrate-stdin-") as tmp:
+        path = Path(tmp, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(source.encode("utf-8") if isinstance(source, str) else source)
+        # Only the named file: include/exclude globs and .gitignore choose among a tree's files.
+        result = scan_with_settings([path], replace(settings, include=(), exclude=(), respect_gitignore=False),
+                                    pack, use_cache=False, jobs=1, root=Path(tmp))
+    return replace(build_report(result, settings, pack), warnings=tuple(result.warnings))
+
+
 # --- rewrite --------------------------------------------------------------------------------------
 
 
@@ -139,6 +182,7 @@ def rewrite_paths(
     use_cache: bool = True,
     jobs: int | None = None,
     progress: Progress | None = None,
+    fix_progress: Progress | None = None,
 ) -> RewriteResult:
     """Scan `paths` with `settings`, then fix what the resulting report holds (after selection,
     per-file ignores, inline suppressions, baseline and diff filter: what `scan` would show)."""
@@ -154,7 +198,7 @@ def rewrite_paths(
     report = build_report(scanned, settings, pack)
     outcomes = rewrite_findings(
         Path(scanned.root), report.findings, target=target, unsafe=unsafe, apply=apply, allow_dirty=allow_dirty,
-        jobs=jobs,
+        jobs=jobs, progress=fix_progress,
     )
     rescanned = None
     if apply and any(o.status is FileStatus.CHANGED for o in outcomes):
@@ -187,15 +231,18 @@ def rewrite(
     use_cache: bool = True,
     jobs: int | None = None,
     progress: Progress | None = None,
+    fix_progress: Progress | None = None,
 ) -> RewriteResult:
     """Rewrite (or, without `apply`, plan the rewrite of) what a scan of `paths` reports, with the
     target and `unsafe-fixes` of the settings. `result.report()` is the Report
     `neuron-migrate rewrite --format json` prints; the result also holds each file's diff and
-    outcome, which the text output shows (a Report of findings does not hold them)."""
+    outcome, which the text output shows (a Report of findings does not hold them). `progress` hears
+    (files scanned, files to scan), `fix_progress` (files fixed, files with fixes)."""
     found = existing(paths)
     settings, _ = _resolve(found[0], settings, overrides, config)
     return rewrite_paths(found, settings, apply=apply, unsafe=settings.unsafe_fixes, allow_dirty=allow_dirty,
-                         target=settings.target, use_cache=use_cache, jobs=jobs, progress=progress)
+                         target=settings.target, use_cache=use_cache, jobs=jobs, progress=progress,
+                         fix_progress=fix_progress)
 
 
 # --- check ----------------------------------------------------------------------------------------

@@ -57,6 +57,10 @@ class Settings:
     exclude: tuple[str, ...] = ()
     select: tuple[str, ...] = ()  # empty: the pack's default selection
     ignore: tuple[str, ...] = ()
+    # Added to `select`/`ignore` rather than replacing them; every layer's values add up
+    # (a config file's extend-select plus the CLI's --extend-select), as in ruff.
+    extend_select: tuple[str, ...] = ()
+    extend_ignore: tuple[str, ...] = ()
     severity: Mapping[str, Severity] = field(default_factory=lambda: MappingProxyType({}))
     fail_on: FailOn = FailOn.ERROR
     target: Target = Target.NEURON
@@ -219,6 +223,8 @@ _KEYS: dict[str, tuple[str, Callable[[Path], Callable[[Any], Any]]]] = {
     "exclude": ("exclude", lambda b: _globs),
     "select": ("select", lambda b: _selectors),
     "ignore": ("ignore", lambda b: _selectors),
+    "extend-select": ("extend_select", lambda b: _selectors),
+    "extend-ignore": ("extend_ignore", lambda b: _selectors),
     "severity": ("severity", lambda b: _severity_table),
     "fail-on": ("fail_on", lambda b: _enum(FailOn)),
     "target": ("target", lambda b: _enum(Target)),
@@ -258,7 +264,9 @@ def env_var(key: str) -> str:
     return ENV_PREFIX + key.upper().replace("-", "_")
 
 
-_LIST_KEYS = frozenset({"include", "exclude", "select", "ignore", "extra-rules", "allow-ops"})
+_LIST_KEYS = frozenset({"include", "exclude", "select", "ignore", "extend-select", "extend-ignore", "extra-rules",
+                        "allow-ops"})
+_EXTEND_KEYS = frozenset({"extend-select", "extend-ignore"})  # layers add up instead of replacing
 _TABLE_KEYS = frozenset({"severity", "per-file-ignores"})
 _BOOL_KEYS = frozenset({"unsafe-fixes", "respect-gitignore", "exit-zero"})
 _INT_KEYS = frozenset({"max-recompiles", "max-fallback-ops"})
@@ -333,6 +341,18 @@ def discover(start: Path) -> list[Path]:
     return [found[name] for name in (PYPROJECT, DOTFILE) if name in found]
 
 
+def _did_you_mean(key: str) -> str:
+    """`; did you mean 'fail-on'?` for `fail_on`, `failon`, `fail-onn`; "" when nothing is close."""
+    import difflib
+
+    known = [*_KEYS, *_CLI_ONLY]
+    spelled = key.lower().replace("_", "-") if isinstance(key, str) else ""
+    if spelled in known:
+        return f"; did you mean '{spelled}'?"
+    close = difflib.get_close_matches(spelled, known, n=1, cutoff=0.75)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
 def _parse(key: str, value: Any, base: Path, where: str, *, text: bool = False) -> tuple[str, Any]:
     """(Settings attribute, parsed value) for one key; errors name the key and where it was set.
 
@@ -340,13 +360,23 @@ def _parse(key: str, value: Any, base: Path, where: str, *, text: bool = False) 
     """
     spec = _KEYS.get(key) or _CLI_ONLY.get(key)
     if spec is None:
-        raise ConfigError(f"{where}: unknown key '{key}' (known keys: {', '.join(_KEYS)})")
+        raise ConfigError(f"{where}: unknown key '{key}'{_did_you_mean(key)} (known keys: {', '.join(_KEYS)})")
     try:
         if text and isinstance(value, str):
             value = _from_text(key, value)
         return spec[0], spec[1](base)(value)
     except _Bad as e:
         raise ConfigError(f"{where}: key '{key}': {e}") from None
+
+
+def _set(values: dict[str, Any], sources: dict[str, str], key: str, attr: str, parsed: Any, source: str) -> None:
+    """One layer's value: it replaces the lower layers' value, or adds to it for extend-* keys."""
+    if key in _EXTEND_KEYS and attr in values:
+        values[attr] = values[attr] + tuple(v for v in parsed if v not in values[attr])
+        sources[key] = f"{sources[key]} + {source}"
+    else:
+        values[attr] = parsed
+        sources[key] = source
 
 
 def load_settings(
@@ -382,22 +412,19 @@ def load_settings(
             if key in _CLI_ONLY:
                 raise ConfigError(f"{where}: key '{key}' is a per-run option (command line only)")
             attr, parsed = _parse(key, value, path.parent, where)
-            values[attr] = parsed
-            sources[key] = str(path)
+            _set(values, sources, key, attr, parsed, str(path))
 
     for key in _KEYS:
         name = env_var(key)
         if name in environ:
             attr, parsed = _parse(key, environ[name], cwd, f"environment variable {name}", text=True)
-            values[attr] = parsed
-            sources[key] = f"env {name}"
+            _set(values, sources, key, attr, parsed, f"env {name}")
 
     for key, value in (cli_overrides or {}).items():
         if value is None:
             continue
         attr, parsed = _parse(key, value, cwd, f"command line option --{key}", text=True)
-        values[attr] = parsed
-        sources[key] = "cli"
+        _set(values, sources, key, attr, parsed, "cli")
 
     return replace(
         Settings(), **values, sources=MappingProxyType(sources), config_files=tuple(files)

@@ -2,8 +2,9 @@
 
 Positions: `line`/`end_line` are 1-based, `col`/`end_col` are 0-based *character* offsets into the
 line (stdlib `ast` gives UTF-8 byte offsets; scan converts them once, when it builds a `Span`).
-For a notebook, `cell` is the 0-based index among *all* cells and lines count from the cell's first
-line; `path:line` in text output is then `path:cell[N]:line`.
+For a notebook, `cell` is the 0-based index among *all* cells (JSON `cell`, SARIF `properties.cell`)
+and lines count from the cell's first line. Text for people numbers cells from 1, as notebook
+editors do: the first cell's finding is `path:cell[1]:line:col` (`Finding.location()`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ class FixClass(StrEnum):
 class Target(StrEnum):
     NEURON = "neuron"  # write Neuron code (`'neuron'`, `torch.neuron.*`)
     ACCELERATOR = "accelerator"  # write device-agnostic `torch.accelerator` code
+
+
+def cell_label(cell: int | None) -> str:
+    """`cell[N]:` for people (N counts from 1, as notebook editors show cells); "" outside notebooks."""
+    return f"cell[{cell + 1}]:" if cell is not None else ""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -150,8 +156,7 @@ class Finding:
         return replace(self, severity=severity)
 
     def location(self) -> str:
-        cell = f"cell[{self.cell}]:" if self.cell is not None else ""
-        return f"{self.path}:{cell}{self.span.line}:{self.span.col + 1}"
+        return f"{self.path}:{cell_label(self.cell)}{self.span.line}:{self.span.col + 1}"
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {

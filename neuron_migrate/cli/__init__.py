@@ -5,13 +5,62 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import PurePath
+from typing import Any, get_args
 
 import typer
+import typer.core
 
 from neuron_migrate import __version__
 
+
+def _metavar(param: Any) -> str:
+    """A value's name in help as people write it (FILE, DIR, N, CODES), never the Python type
+    typer would show (`<list[Path]>`, `<int range>`). Newer typer describes a parameter by its
+    annotation (`type_descriptor`), older by a click type: both are read."""
+    desc = getattr(param, "type_descriptor", None)
+    if desc is not None:
+        annotation = get_args(desc.annotation)[0] if desc.is_list and get_args(desc.annotation) else desc.annotation
+        if desc.is_path or (isinstance(annotation, type) and issubclass(annotation, PurePath)):
+            return {"file": "FILE", "dir": "DIR"}.get(desc.path_type, "PATH")
+        number = annotation if annotation in (int, float) else None
+    else:
+        kind = param.type
+        if hasattr(kind, "file_okay") and hasattr(kind, "dir_okay"):
+            return "DIR" if not kind.file_okay else "FILE" if not kind.dir_okay else "PATH"
+        type_name = str(getattr(kind, "name", ""))
+        number = int if type_name.startswith("integer") else float if type_name.startswith("float") else None
+    if number is int:
+        return "N"
+    if number is float:
+        return "SECONDS" if param.name == "timeout" else "NUMBER"
+    name = param.name or "value"
+    return _NAMED.get(name, name.upper().replace("_", "-"))
+
+
+_NAMED = {"select": "CODES", "ignore": "CODES", "extend_select": "CODES", "extend_ignore": "CODES",
+          "fail_on": "LEVEL", "format": "FORMAT", "output_format": "FORMAT", "args": "ARGS",
+          "include": "GLOBS", "exclude": "GLOBS", "allow_ops": "OPS", "junit_group": "GROUP"}
+
+
+class _Group(typer.core.TyperGroup):
+    """The root group: every command's parameters get plain metavars before help is shown."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        for param in command.params if command is not None else ():
+            if isinstance(param, typer.core.TyperArgument):
+                param.metavar = param.metavar or _metavar(param)
+                # typer appends the Python type to an argument's help row whatever its metavar
+                param.display_type_rich = lambda ctx: None  # type: ignore[method-assign]
+            elif isinstance(param, typer.core.TyperOption) and not param.is_flag and param.metavar is None:
+                param.metavar = _metavar(param)
+        return command
+
+
 app = typer.Typer(
     name="neuron-migrate",
+    cls=_Group,
     help="Move PyTorch CUDA code to AWS Trainium (TorchNeuron): scan, rewrite, check.",
     # Plain click help: typer's rich help imports rich.markdown and friends (~0.3 s), and
     # `--help` must answer in well under half a second.
@@ -23,14 +72,16 @@ app = typer.Typer(
 )
 
 # Each module defines `register(app: typer.Typer) -> None`. Add a module here to add commands.
+# `--help` lists commands in this order, the order of a migration: scan, rewrite, check, keep a
+# record and compare records; then the reference commands (rules and explain, config).
 COMMAND_MODULES: tuple[str, ...] = (
-    "rewrite",
     "scan",
-    "config",
-    "rules",
+    "rewrite",
+    "check",
     "report",
     "diff",
-    "check",
+    "rules",
+    "config",
 )
 
 

@@ -207,6 +207,8 @@ def deliver(
     *,
     quiet: bool,
     junit_group: JUnitGrouping | None = None,
+    show_source: bool = False,
+    statistics: bool = False,
 ) -> None:
     """A command's outputs: the baseline it was asked to write, every requested format rendered
     first (pure emitters), then written (files atomically, the rest to stdout)."""
@@ -224,7 +226,7 @@ def deliver(
             note(f"wrote baseline of {len(report.findings)} findings to {settings.write_baseline}")
     options = EmitOptions(pack=pack, target=settings.target, summary=not quiet,
                           junit_grouping=junit_group or JUnitGrouping.RULE, information_uri=information_uri(),
-                          rules_uri=rules_uri())
+                          rules_uri=rules_uri(), show_source=show_source, statistics=statistics)
     if any(fmt == "sarif" for fmt, _ in outputs) and any(f.cell is not None for f in report.findings):
         from neuron_migrate.api import notebook_lines  # SARIF points into the .ipynb file
 

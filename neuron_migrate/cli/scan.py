@@ -8,54 +8,25 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
+from neuron_migrate.cli.console import ProgressBars
 from neuron_migrate.cli.output import check_destinations, choose, deliver, fail_on_errors, gate
 from neuron_migrate.config import REPORT_FORMATS
 
 if TYPE_CHECKING:
-    pass
+    from neuron_migrate.findings import Report
 
 EXTRA_OUTPUTS = ("json", "sarif", "junit", "github", "markdown")  # --output-<format> FILE
-PROGRESS_MIN_FILES = 200  # below this a scan is quick: no progress bar
 
 
 def _joined(values: list[str] | None) -> str | None:
     """Repeated and comma-separated option values as one comma-separated string."""
     return ",".join(values) if values else None
-
-
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A rich progress bar on stderr, shown only on a terminal and only for long scans."""
-    if not enabled or not sys.stderr.isatty():
-        yield None
-        return
-    state: dict[str, Any] = {}
-
-    def update(done: int, total: int) -> None:
-        if "bar" not in state:
-            if total < PROGRESS_MIN_FILES:
-                return
-            from rich.console import Console
-            from rich.progress import Progress
-
-            state["bar"] = Progress(console=Console(stderr=True), transient=True)
-            state["bar"].start()
-            state["task"] = state["bar"].add_task("scanning", total=total)
-        state["bar"].update(state["task"], completed=done, total=total)
-
-    try:
-        yield update
-    finally:
-        if "bar" in state:
-            state["bar"].stop()
 
 
 def _display_root(paths: list[Path]) -> Path | None:
@@ -82,6 +53,9 @@ def run_scan(
     quiet: bool,
     changed_only: bool = False,
     junit_group: str = "rule",
+    stdin_filename: Path | None = None,
+    show_source: bool = False,
+    statistics: bool = False,
 ) -> int:
     from neuron_migrate import api
     from neuron_migrate.emit import JUnitGrouping
@@ -92,30 +66,48 @@ def run_scan(
         if overrides.get("diff-against") is not None:
             raise NeuronMigrateError("use either --diff-against REV or --changed-only, not both")
         overrides = {**overrides, "diff-against": "HEAD"}
+    stdin = stdin_filename is not None or [str(p) for p in paths] == ["-"]
+    if stdin and [str(p) for p in paths] not in ([], ["-"]):
+        raise NeuronMigrateError("source from stdin (`-` or --stdin-filename) is scanned alone: drop the other paths")
     paths = paths or [Path(".")]
-    missing = [str(p) for p in paths if not p.exists() and not p.is_symlink()]
+    missing = [str(p) for p in paths if not stdin and not p.exists() and not p.is_symlink()]
     if missing:
         raise NeuronMigrateError(f"no such file or directory: {', '.join(missing)}")
-    settings, pack = api.load(paths[0], overrides, config=config_file)
+    settings, pack = api.load(stdin_filename or paths[0], overrides, config=config_file)
     check_destinations([settings.write_baseline, output, *(dest for _, dest in extra_outputs)])
     if settings.write_baseline is not None:
         if settings.diff_against is not None:
             raise NeuronMigrateError("--write-baseline records every finding: drop --diff-against/--changed-only")
         settings = replace(settings, baseline=None)  # record everything, even what an old baseline hides
-    with _progress(not quiet) as progress:
-        report = api.scan(paths, settings=settings, use_cache=use_cache, jobs=jobs, progress=progress,
-                          root=_display_root(paths))
-    deliver(report, settings, pack, [(settings.format, output), *extra_outputs], quiet=quiet, junit_group=grouping)
+    report: Report
+    if stdin:
+        report = api.scan_text(sys.stdin.buffer.read(), stdin_filename, settings=settings)
+    else:
+        with ProgressBars(not quiet) as bars:
+            report = api.scan(paths, settings=settings, use_cache=use_cache, jobs=jobs, progress=bars.stage("scanning"),
+                              root=_display_root(paths))
+    deliver(report, settings, pack, [(settings.format, output), *extra_outputs], quiet=quiet, junit_group=grouping,
+            show_source=show_source, statistics=statistics)
     return gate(report, settings, pack, quiet=quiet)
 
 
 def register(app: typer.Typer) -> None:
     @app.command(no_args_is_help=False)
     def scan(
-        paths: list[Path] | None = typer.Argument(None, help="Files or directories to scan (default: .)."),
+        paths: list[Path] | None = typer.Argument(
+            None, metavar="PATH", show_default=False,
+            help="Files or directories to scan (default: .); `-` reads one file's source from stdin."),
         format: str | None = typer.Option(
-            None, "--format", "-f", help=f"Report format: {', '.join(REPORT_FORMATS)} (default text)."
+            None, "--format", "--output-format", "-f", metavar="FORMAT",
+            help=f"Report format: {', '.join(REPORT_FORMATS)} (default text).",
         ),
+        show_source: bool = typer.Option(False, "--show-source",
+                                         help="Text: show each finding's source line with a caret under it."),
+        statistics: bool = typer.Option(False, "--statistics",
+                                        help="Text: count findings per code instead of listing them."),
+        stdin_filename: Path | None = typer.Option(
+            None, "--stdin-filename", metavar="FILENAME", dir_okay=False,
+            help="Read the source from stdin and report it as FILENAME (config found from it)."),
         output: Path | None = typer.Option(
             None, "--output", "-o", help="Write the report to FILE instead of stdout.", dir_okay=False
         ),
@@ -131,6 +123,10 @@ def register(app: typer.Typer) -> None:
         junit_group: str = typer.Option("rule", "--junit-group", help="JUnit test cases per rule or per file."),
         select: list[str] | None = typer.Option(None, "--select", help="Only these codes or prefixes (NM1,NM201)."),
         ignore: list[str] | None = typer.Option(None, "--ignore", help="Skip these codes or prefixes."),
+        extend_select: list[str] | None = typer.Option(None, "--extend-select",
+                                                       help="Add these codes or prefixes to the selection."),
+        extend_ignore: list[str] | None = typer.Option(None, "--extend-ignore",
+                                                       help="Skip these too, keeping the configured ignore list."),
         fail_on: str = typer.Option(
             None, "--fail-on", help="Exit 1 on findings at or above: error (default), warning, info, never."
         ),
@@ -160,6 +156,8 @@ def register(app: typer.Typer) -> None:
             "format": format,
             "select": _joined(select),
             "ignore": _joined(ignore),
+            "extend-select": _joined(extend_select),
+            "extend-ignore": _joined(extend_ignore),
             "fail-on": fail_on,
             "exit-zero": True if exit_zero else None,
             "target": target,
@@ -192,6 +190,9 @@ def register(app: typer.Typer) -> None:
                 quiet=quiet,
                 changed_only=changed_only,
                 junit_group=junit_group,
+                stdin_filename=stdin_filename,
+                show_source=show_source,
+                statistics=statistics,
             )
         )
         raise typer.Exit(code)

@@ -117,7 +117,8 @@ def emit(report: Report, options: EmitOptions) -> str:
         console.print(f"[bold]{escape(title)}[/bold]")
         for f in found:
             style = _SEVERITY_STYLE.get(f.severity.value, "")
-            console.print(f"{escape(f.location())}: [{style}]{f.code}[/{style}] {escape(f.message)}")
+            console.print(f"{escape(f.location())}: [{style}]{f.code}[/{style}] "
+                          f"{escape(f'[{f.severity.value}]')} {escape(f.message)}")
             for line in detail_lines(f):
                 console.print(f"    {escape(line)}")
         console.print()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from neuron_migrate.emit.escape import printable
 from neuron_migrate.emit.options import EmitOptions
-from neuron_migrate.findings import Finding, Report, Severity
+from neuron_migrate.findings import Finding, Report, Severity, cell_label
 
 _COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -34,7 +34,7 @@ def annotation(f: Finding) -> str:
             ("endColumn", str(f.span.end_col + 1)),
         ]
     else:
-        message = f"cell[{f.cell}]:{f.span.line}:{f.span.col + 1}: {message}"
+        message = f"{cell_label(f.cell)}{f.span.line}:{f.span.col + 1}: {message}"
     props.append(("title", f.code))
     joined = ",".join(f"{k}={escape_property(v)}" for k, v in props)
     return f"::{_COMMAND[f.severity]} {joined}::{escape_data(message)}"

@@ -20,6 +20,8 @@ class EmitOptions:
     pack: RulePack | None = None  # rule metadata (titles, help) for SARIF, JUnit and Markdown
     target: Target = Target.NEURON  # the fix SARIF shows and the summary counts as auto-fixable
     summary: bool = True  # text: the summary after the findings (`--quiet` turns it off)
+    show_source: bool = False  # text: each finding's source line with a caret under its span
+    statistics: bool = False  # text: one count per code instead of the findings (`--statistics`)
     junit_grouping: JUnitGrouping = JUnitGrouping.RULE
     top_files: int = 5  # text/Markdown: how many "files with most work" to list
     markdown_max_details: int = 200  # keeps a PR comment under GitHub's 65,536-character limit

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from neuron_migrate.findings import Finding, FixClass
+from neuron_migrate.findings import Finding, FixClass, cell_label
 from neuron_migrate.rewrite.engine import FileOutcome, FileStatus, RewriteResult, finding_key
 from neuron_migrate.rewrite.apply import applicable_fix
 
@@ -81,8 +81,7 @@ def summary_text(result: RewriteResult) -> str:
         lines.append(f"    {' '.join(group[0].message.split())}")
         by_file: dict[str, list[str]] = defaultdict(list)
         for f in group:
-            cell = f"cell[{f.cell}]:" if f.cell is not None else ""
-            by_file[f.path].append(f"{cell}{f.span.line}:{f.span.col + 1}")
+            by_file[f.path].append(f"{cell_label(f.cell)}{f.span.line}:{f.span.col + 1}")
         for path in sorted(by_file):
             lines.append(f"    {path}: {', '.join(by_file[path])}")
     return "\n".join(lines) + "\n"

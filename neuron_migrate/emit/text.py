@@ -1,6 +1,13 @@
-"""Terminal format: `path:line:col: CODE message` per finding, then the summary."""
+"""Terminal format: `path:line:col: CODE [severity] message` per finding, then the summary.
+
+The severity is on every line because the exit code depends on it (`--fail-on`). `show_source`
+adds the source line and a caret under the span (ruff's `--show-source`); `statistics` replaces
+the findings with one count per code (ruff's `--statistics`).
+"""
 
 from __future__ import annotations
+
+from collections import Counter
 
 from neuron_migrate.emit.escape import printable
 from neuron_migrate.emit.options import EmitOptions
@@ -13,7 +20,39 @@ def _one_line(text: str) -> str:
 
 
 def finding_line(f: Finding) -> str:
-    return f"{printable(f.location())}: {f.code} {_one_line(f.message)}"
+    return f"{printable(f.location())}: {f.code} [{f.severity.value}] {_one_line(f.message)}"
+
+
+def _shown(text: str) -> str:
+    # A tab becomes one space so the caret row lines up whatever the terminal's tab stops.
+    return printable(text.replace("\t", " "))
+
+
+def source_context(f: Finding) -> list[str]:
+    """The finding's source line, numbered, with carets under its span (none for a file-level finding)."""
+    line = f.source_line
+    if not line.strip():
+        return []
+    start = min(f.span.col, len(line))
+    end = f.span.end_col if f.span.end_line == f.span.line else len(line.rstrip())
+    end = max(start + 1, min(end, len(line)))
+    number = str(f.span.line)
+    gutter = " " * len(number)
+    carets = " " * len(_shown(line[:start])) + "^" * len(_shown(line[start:end]))
+    return [f"{gutter} |", f"{number} | {_shown(line)}".rstrip(), f"{gutter} | {carets}", ""]
+
+
+def statistics_lines(report: Report, options: EmitOptions) -> list[str]:
+    """One line per code, most frequent first: count, code, severity, rule title."""
+    counts = Counter(f.code for f in report.findings)
+    severity = {f.code: f.severity.value for f in report.findings}
+    width = len(str(max(counts.values(), default=0)))
+    lines = []
+    for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        rule = options.pack.get(code) if options.pack is not None else None
+        title = _one_line(rule.title) if rule is not None else ""
+        lines.append(f"{n:>{width}}  {code:<5}  {'[' + severity[code] + ']':<9}  {title}".rstrip())
+    return lines
 
 
 def _counts(pairs: tuple[tuple[str, int], ...]) -> str:
@@ -67,7 +106,15 @@ def emit(report: Report, options: EmitOptions) -> str:
         from neuron_migrate.emit import check_text
 
         return check_text.emit(report, options)
-    lines = [finding_line(f) for f in report.findings]
+    if options.statistics:
+        return "".join(line + "\n" for line in statistics_lines(report, options))
+    lines: list[str] = []
+    for f in report.findings:
+        lines.append(finding_line(f))
+        if options.show_source:
+            lines.extend(source_context(f))
+    if lines and not lines[-1]:
+        lines.pop()
     if options.summary:
         if lines:
             lines.append("")

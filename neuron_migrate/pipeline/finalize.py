@@ -33,9 +33,12 @@ TOOL_FAMILY = "NM0"
 
 
 def enabled_codes(pack: RulePack, settings: Settings) -> set[str]:
-    enabled = select_codes(pack, settings.select, settings.ignore)
+    ignore = (*settings.ignore, *settings.extend_ignore)
+    enabled = select_codes(pack, settings.select, ignore)
+    if settings.extend_select:  # widens the selection, explicit or default (some rules are off by default)
+        enabled |= select_codes(pack, settings.extend_select, ignore)
     if any(code.startswith(TOOL_FAMILY) for code in pack.rules):
-        enabled |= select_codes(pack, [TOOL_FAMILY], settings.ignore)
+        enabled |= select_codes(pack, [TOOL_FAMILY], ignore)
     return enabled
 
 

@@ -14,14 +14,14 @@ import multiprocessing
 import os
 import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neuron_migrate.errors import NeuronMigrateError
-from neuron_migrate.findings import Finding, Report, Target
+from neuron_migrate.findings import Finding, Report, Target, cell_label
 from neuron_migrate.rewrite.apply import SkippedFix, applicable_fix
 from neuron_migrate.rewrite.files import FileProblem
 
@@ -148,7 +148,7 @@ def rewrite_text(text: str, path: str, findings: Sequence[Finding], target: Targ
         from neuron_migrate.rewrite.notebook import rewrite_notebook
 
         nb = rewrite_notebook(text, findings, target, unsafe=unsafe)
-        diff = "".join(_diff(c.old, c.new, f"{path}:cell[{c.index}]") for c in nb.changes)
+        diff = "".join(_diff(c.old, c.new, f"{path}:{cell_label(c.index)[:-1]}") for c in nb.changes)
         return TextResult(nb.new_text, diff, nb.applied, nb.skipped)
     from neuron_migrate.rewrite.apply import apply_fixes_to_source
 
@@ -204,17 +204,30 @@ def _plan_one(item: tuple[Path, str, Sequence[Finding], Target, bool]) -> FileOu
     return _plan_file(*item)
 
 
-def _plan_all(work: list[tuple[Path, str, Sequence[Finding], Target, bool]], jobs: int | None) -> list[FileOutcome | _Pending]:
-    """Plan every file, in parallel when there are many (libcst parsing dominates)."""
+def _plan_all(work: list[tuple[Path, str, Sequence[Finding], Target, bool]], jobs: int | None,
+              progress: Callable[[int, int], None] | None = None) -> list[FileOutcome | _Pending]:
+    """Plan every file, in parallel when there are many (libcst parsing dominates); `progress`
+    hears (files planned, files to plan) as plans come in."""
     workers = jobs if jobs is not None else _usable_cpus()
     if workers <= 1 or len(work) < _POOL_MIN_FILES:
-        return [_plan_one(item) for item in work]
+        return _counted(map(_plan_one, work), len(work), progress)
     context = multiprocessing.get_context("fork") if sys.platform == "linux" else None
     try:
         with cf.ProcessPoolExecutor(max_workers=min(workers, len(work)), mp_context=context) as pool:
-            return list(pool.map(_plan_one, work, chunksize=max(1, len(work) // (workers * 4))))
+            plans = pool.map(_plan_one, work, chunksize=max(1, len(work) // (workers * 4)))
+            return _counted(plans, len(work), progress)
     except cf.process.BrokenProcessPool as exc:
         raise NeuronMigrateError(f"a rewrite worker process died unexpectedly ({exc})") from None
+
+
+def _counted(plans: Iterable[FileOutcome | _Pending], total: int,
+             progress: Callable[[int, int], None] | None) -> list[FileOutcome | _Pending]:
+    out = []
+    for plan in plans:
+        out.append(plan)
+        if progress is not None:
+            progress(len(out), total)
+    return out
 
 
 def _not_written(o: FileOutcome, status: FileStatus, reason: str) -> FileOutcome:
@@ -231,6 +244,7 @@ def rewrite_findings(
     apply: bool,
     allow_dirty: bool = False,
     jobs: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[FileOutcome, ...]:
     """Apply the fixes of `findings` (paths relative to `root`); only files with an applicable fix."""
     by_path: dict[str, list[Finding]] = defaultdict(list)
@@ -241,7 +255,7 @@ def rewrite_findings(
         for rel, group in sorted(by_path.items())
         if any(applicable_fix(f, target, unsafe=unsafe) for f in group)
     ]
-    planned = _plan_all(work, jobs)
+    planned = _plan_all(work, jobs, progress)
     if not apply:
         return tuple(p.outcome if isinstance(p, _Pending) else p for p in planned)
 

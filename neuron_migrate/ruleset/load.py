@@ -45,7 +45,7 @@ _PACK_REQUIRED = ("name", "version", "neuron_sdk", "torch_neuronx", "torch", "pr
 _PACK_KEYS = frozenset(_PACK_REQUIRED) | {"redirects", "runtime_kinds"}
 _RULE_REQUIRED = ("code", "name", "title", "category", "severity", "match", "fix", "message",
                   "why", "references", "examples")
-_RULE_KEYS = frozenset(_RULE_REQUIRED) | {"status", "since", "default", "kind"}
+_RULE_KEYS = frozenset(_RULE_REQUIRED) | {"status", "since", "kind", "default"}
 _RUNTIME_FAMILY = "NM9"  # check's findings: each names its kind
 _LIST_MATCHERS = ("qualified_names", "device_strings", "methods", "attributes", "imports",
                   "env_vars", "files", "tokens")

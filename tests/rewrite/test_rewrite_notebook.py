@@ -78,7 +78,7 @@ def test_notebook_file_round_trip_on_disk(tmp_path: Path) -> None:
     f = finding("".join(CELL2), "'cuda'", "'neuron'", path="n.ipynb", cell=1)
     (outcome,) = rewrite_findings(tmp_path, [f], target=Target.NEURON, unsafe=False, apply=True)
     assert outcome.status is FileStatus.CHANGED
-    assert "a/n.ipynb:cell[1]" in outcome.diff and "+    y = x.to('neuron')" in outcome.diff
+    assert "a/n.ipynb:cell[2]" in outcome.diff  # cell index 1: the second cell and "+    y = x.to('neuron')" in outcome.diff
     new = path.read_bytes()
     assert new == text.replace("x.to('cuda')", "x.to('neuron')").encode()
     # idempotent: the finding no longer matches the cell, so nothing changes

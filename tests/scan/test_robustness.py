@@ -222,7 +222,7 @@ def test_notebook_magics_and_cell_locations(tmp_path, pack):
     code = _code_of(pack, "torch.cuda.synchronize")
     nb = next(fr for fr in result.files if fr.path == "nb.ipynb")
     assert [(f.code, f.location()) for f in nb.findings] == [
-        (code, "nb.ipynb:cell[1]:6:1"), (code, "nb.ipynb:cell[3]:5:1")]
+        (code, "nb.ipynb:cell[2]:6:1"), (code, "nb.ipynb:cell[4]:5:1")]  # cells 1 and 3, shown 1-based
     assert [(d.cell, d.line, d.codes) for d in nb.directives] == [(3, 5, None)]
     _assert_good_found(result, pack)
 
