@@ -23,9 +23,10 @@ from typing import Any
 
 from neuron_migrate.check.records import Records, rank_of
 
-# The emulator's numerics switch (honoured by the backend where it implements device numerics) and
-# the child's reference mode (autocast on `neuron` off).
+# The emulator's numerics switches (the backend's 64-bit narrowing, neuron_emu.narrowing) and the
+# child's reference mode (autocast on `neuron` off).
 NUMERICS_ENV = "NEURON_EMU_NUMERICS"
+NARROW_ENV = "NEURON_MIGRATE_NARROW_64BIT"
 REFERENCE_ENV = "NEURON_MIGRATE_PARITY_REFERENCE"
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-5
@@ -33,11 +34,11 @@ MAX_SERIES = 200  # lines kept in the report's value series
 
 
 def device_env() -> dict[str, str]:
-    return {NUMERICS_ENV: "device"}
+    return {NUMERICS_ENV: "device", NARROW_ENV: "1"}
 
 
 def reference_env() -> dict[str, str]:
-    return {NUMERICS_ENV: "exact", REFERENCE_ENV: "1"}
+    return {NUMERICS_ENV: "exact", NARROW_ENV: "0", REFERENCE_ENV: "1"}
 
 
 @dataclass(frozen=True, slots=True)

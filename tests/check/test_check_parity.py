@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.check.parity import Exclusion, compare
+from neuron_migrate.check.parity import Exclusion, compare, device_env
 from neuron_migrate.check.records import Records
 from tests.check.conftest import PROGRAMS, check_program
 
@@ -23,17 +23,16 @@ def line_of(text: str) -> int:
 
 def _narrows() -> bool:
     """Whether the emulator's device numerics narrow float64 (the emulator's 64-bit work)."""
-    code = ("import torch; t = torch.tensor([1e8, 1.0, -1e8], dtype=torch.float64, device='neuron');"
-            "print(t.sum().item())")
-    env = {**os.environ, "NEURON_MIGRATE_EMULATE": "1", "NEURON_EMU_NUMERICS": "device"}
+    code = ("import torch; t = torch.tensor([1e8], dtype=torch.float64, device='neuron') + 1.0;"
+            "print((t - 1e8).item())")
+    env = {**os.environ, "NEURON_MIGRATE_EMULATE": "1", **device_env()}
     env.pop("NEURON_MIGRATE_RECORD_DIR", None)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
     return out.stdout.strip() == "0.0"
 
 
 def test_a_planted_float64_divergence_is_found_at_its_line(tmp_path: Path) -> None:
-    if not _narrows():
-        pytest.skip("the emulator does not narrow float64 in its device numerics yet")
+    assert _narrows(), "the emulator's device numerics (check.parity.device_env) must narrow float64"
     run = check_program(tmp_path, "parity.py", "--parity", args=("float64",))
     [f] = run.findings("NM915")
     assert f["span"]["line"] == line_of('print("balance"')

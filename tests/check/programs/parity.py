@@ -20,6 +20,6 @@ for step in range(3):
     opt.step()
     print(f"step {step} loss {loss.item():.6f}")
 if mode == "float64":
-    total = torch.tensor([1e8, 1.0, -1e8], dtype=torch.float64, device="neuron")
-    print("balance", total.sum().item())                       # 1.0 in float64, 0.0 in float32
+    total = torch.tensor([1e8], dtype=torch.float64, device="neuron") + 1.0  # float32 result: 1e8
+    print("balance", (total - 1e8).item())                     # 1.0 in float64, 0.0 narrowed
 print("final", w.detach().abs().sum().cpu())
