@@ -23,7 +23,7 @@ from neuron_migrate.config import PerFileIgnore, Settings
 from neuron_migrate.findings import EXTRA_BASELINE, EXTRA_DIFF, EXTRA_SUPPRESSED, Finding, Report, Severity
 from neuron_migrate.ruleset.model import RulePack
 from neuron_migrate.ruleset.select import expand, select_codes
-from neuron_migrate.pipeline.suppress import apply_directives
+from neuron_migrate.pipeline.suppress import UNUSED_CODE, apply_directives
 
 if TYPE_CHECKING:
     from neuron_migrate.pipeline.gitdiff import ChangedLines
@@ -38,7 +38,9 @@ def enabled_codes(pack: RulePack, settings: Settings) -> set[str]:
     if settings.extend_select:  # widens the selection, explicit or default (some rules are off by default)
         enabled |= select_codes(pack, settings.extend_select, ignore)
     if any(code.startswith(TOOL_FAMILY) for code in pack.rules):
-        enabled |= select_codes(pack, [TOOL_FAMILY], ignore)
+        # The scan's own diagnostics always show; an unused suppression is a lint like any rule,
+        # reported only when selected (ruff's RUF100).
+        enabled |= select_codes(pack, [TOOL_FAMILY], ignore) - {UNUSED_CODE}
     return enabled
 
 

@@ -7,11 +7,13 @@ comment for a rule that is switched off today is not reported. A directive (or a
 silences nothing becomes an NM006 finding, as ruff's RUF100 does for `noqa`, except in a file the
 scan could not fully analyse (it has an NM0xx diagnostic): there, "unused" would be a guess. A
 malformed directive (`ignore[NM101` without `]`, `ignore[]`) silences nothing and is an NM007
-finding wherever it is.
+finding wherever it is, and so is a code the pack does not know (`ignore[NM999]`: a typo would
+otherwise read as "unused"). `ignore[ALL]` names every code, like a bare `ignore`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,9 +33,23 @@ class Suppressed:
     unused: list[Finding]  # NM006 findings for directives that silenced nothing, NM007 for malformed ones
 
 
+ALL = "ALL"
+_SELECTOR = re.compile(r"^NM\d{0,3}$")
+
+
 def _matches(selector: str, code: str, pack: RulePack | None) -> bool:
+    if selector == ALL:
+        return True
     live = pack.redirects.get(selector, selector) if pack else selector
     return code.startswith(live)
+
+
+def _known(selector: str, pack: RulePack | None) -> bool:
+    """Whether `selector` names a code of the pack (a code, a prefix, a redirected code or ALL)."""
+    if selector == ALL or pack is None:
+        return True
+    return bool(_SELECTOR.match(selector)) and (
+        selector in pack.redirects or any(code.startswith(selector) for code in pack.rules))
 
 
 def _covers(directive: Directive, finding: Finding) -> bool:
@@ -87,6 +103,11 @@ def apply_directives(
             kept.append(finding)
     unused = [_tool_finding(INVALID_CODE, path, d, d.problem, pack, f"malformed suppression: {d.problem}")
               for d in directives if d.problem is not None]
+    for d in directives:
+        unknown = [c for c in d.codes or () if d.problem is None and not _known(c, pack)]
+        if unknown:
+            problem = f"unknown code{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} (see `neuron-migrate rules`)"
+            unused.append(_tool_finding(INVALID_CODE, path, d, problem, pack, f"malformed suppression: {problem}"))
     if any(f.code.startswith(TOOL_PREFIX) for f in findings):
         return Suppressed(kept, len(findings) - len(kept), unused)
     for i, d in enumerate(directives):
@@ -96,7 +117,7 @@ def apply_directives(
             if (i, None) not in used:
                 unused.append(_unused_finding(path, d, None, pack))
             continue
-        idle = tuple(c for c in d.codes if (i, c) not in used)
+        idle = tuple(c for c in d.codes if (i, c) not in used and _known(c, pack))
         if idle:
             unused.append(_unused_finding(path, d, idle, pack))
     return Suppressed(kept, len(findings) - len(kept), unused)

@@ -52,6 +52,9 @@ def test_defaults_sorted_with_unused_suppression(result: ScanResult, mini_pack: 
 
 def test_select_keeps_tool_diagnostics_unless_ignored(result: ScanResult, mini_pack: RulePack) -> None:
     report = build_report(result, Settings(select=("NM2",)), mini_pack)
+    # The scan's diagnostics stay; an unused suppression (NM006) is a lint, shown only when selected.
+    assert [f.code for f in report.findings] == ["NM201", "NM001"]
+    report = build_report(result, Settings(select=("NM2", "NM006")), mini_pack)
     assert [f.code for f in report.findings] == ["NM201", "NM006", "NM001"]
     report = build_report(result, Settings(select=("NM2",), ignore=("NM0",)), mini_pack)
     assert [f.code for f in report.findings] == ["NM201"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,7 +112,7 @@ def test_end_to_end_with_the_real_scan(tmp_path: Path) -> None:
     assert unused.message == pack.rules["NM006"].render_message("ignore[NM101]")
 
 
-def _scan_report(tmp_path: Path, text: str) -> list[tuple[int, str, str]]:
+def _scan_report(tmp_path: Path, text: str, **settings: Any) -> list[tuple[int, str, str]]:
     from neuron_migrate.config import Settings
     from neuron_migrate.pipeline.finalize import build_report
     from neuron_migrate.ruleset.load import load_pack
@@ -119,8 +120,29 @@ def _scan_report(tmp_path: Path, text: str) -> list[tuple[int, str, str]]:
 
     (tmp_path / "a.py").write_text(text, encoding="utf-8")
     pack = load_pack()
-    report = build_report(scan_paths([tmp_path], pack, use_cache=False, jobs=1), Settings(), pack)
+    report = build_report(scan_paths([tmp_path], pack, use_cache=False, jobs=1), Settings(**settings), pack)
     return [(f.span.line, f.code, f.message) for f in report.findings]
+
+
+def test_ignore_all_names_every_code(tmp_path: Path) -> None:
+    text = ("import torch\nx = torch.zeros(1).to('cuda').cuda()  # neuron-migrate: ignore[ALL]\n"
+            "y = 1  # neuron-migrate: ignore[all]\n")
+    assert [(line, code) for line, code, _ in _scan_report(tmp_path, text)] == [(3, "NM006")]
+
+
+def test_an_unknown_code_is_reported_as_unknown_not_unused(tmp_path: Path) -> None:
+    text = "import torch\nx = torch.zeros(1).cuda()  # neuron-migrate: ignore[NM102, NM999, XY1]\n"
+    got = _scan_report(tmp_path, text)
+    assert [(line, code) for line, code, _ in got] == [(2, "NM007")]  # NM102 still silences its finding
+    assert "unknown codes NM999, XY1" in got[0][2]
+
+
+def test_unused_suppressions_follow_the_rule_selection(tmp_path: Path) -> None:
+    text = "import torch\nx = 1  # neuron-migrate: ignore[NM101]\ny = torch.zeros(1).cuda()\n"
+    assert ("NM006" in {code for _, code, _ in _scan_report(tmp_path, text)})
+    selected = {code for _, code, _ in _scan_report(tmp_path, text, select=("NM1",))}
+    assert selected == {"NM102"}  # NM006 is a lint like any rule: not selected, not reported
+    assert "NM006" in {code for _, code, _ in _scan_report(tmp_path, text, select=("NM1", "NM006"))}
 
 
 def test_a_directive_inside_a_string_suppresses_nothing(tmp_path: Path) -> None:
