@@ -149,13 +149,13 @@ def _plan(
             where = f"{clash.finding.span.line}:{clash.finding.span.col + 1}"
             skipped.append(SkippedFix(cand.finding, f"overlaps the fix for {clash.finding.code} at {where}"))
     if accepted:
-        accepted, held = _hold_guards(source, findings, accepted)
+        accepted, held = _hold_guards(source, findings, accepted, target)
         skipped += held
     return accepted, skipped
 
 
 def _hold_guards(
-    source: str, findings: Sequence[Finding], accepted: list[_Planned]
+    source: str, findings: Sequence[Finding], accepted: list[_Planned], target: Target
 ) -> tuple[list[_Planned], list[SkippedFix]]:
     """The guard rule for this run: a fix in a guard's test only goes with every fix it guards
     (scan already withheld guards around code with no fix; here an unsafe fix left out, or one
@@ -171,7 +171,7 @@ def _hold_guards(
     if not guards:
         return accepted, []
     ids = {id(p.finding) for p in accepted}
-    blocks = blocked(guards, findings, lambda f: id(f) in ids)
+    blocks = blocked(guards, findings, lambda f: id(f) in ids, target)
     if not blocks:
         return accepted, []
     held: dict[int, str] = {}

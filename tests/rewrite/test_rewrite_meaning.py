@@ -211,3 +211,18 @@ def test_cuda_inside_an_fstring_uses_the_other_quote_for_python_311() -> None:
 def test_a_device_tuple_beside_an_unrecognised_operand_gets_a_neuron_entry() -> None:
     src = 'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\nok = device.split(":")[0] in ("cuda", "cpu")\n'
     assert '("cuda", "neuron", "cpu")' in fixed(src)
+
+
+def test_an_unfixed_info_finding_with_a_fix_holds_its_guard() -> None:
+    """cudnn.benchmark (info, unsafe fix) under a device-type guard: a safe run must not move the guard,
+    or the flipped guard runs code the program used to skip (found by the behaviour property test)."""
+    src = ('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+           'if device.startswith("cuda"):\n    torch.backends.cudnn.benchmark = True\n    print("bench on")\n')
+    assert 'if device.startswith("cuda"):\n' in fixed(src)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13: the accelerator target rewrites a compared device string with the "
+                   "cpu-fallback form, so `device.startswith(...)` is true on a CPU-only machine")
+def test_a_compared_device_string_stays_false_without_an_accelerator() -> None:
+    src = 'import torch\ndevice = "cpu"\nif device.startswith("cuda"):\n    print("gpu")\n'
+    assert 'or torch.device("cpu")).type):' not in fixed(src, A)

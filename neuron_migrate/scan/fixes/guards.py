@@ -95,9 +95,14 @@ class _Index:
         return [f for f in self.items[lo:hi] if inside(f.span, span)]
 
 
-def _matters(f: Finding) -> bool:
-    """A finding that stays unfixed under a flipped guard breaks or changes the program (hints do not)."""
-    return f.severity is not Severity.INFO
+def _matters(f: Finding, target: Target) -> bool:
+    """A finding that stays unfixed under a flipped guard breaks or changes the program. Hints (info
+    findings with no fix for the target) do not; an info finding whose fix for the target the run
+    does not apply does, e.g. `torch.backends.cudnn.benchmark = True` under
+    `if device.startswith("cuda"):` (found by the behaviour property test: the flipped guard ran
+    CUDA-only code that used to be skipped)."""
+    fix = f.fix_for(target)
+    return f.severity is not Severity.INFO or (fix is not None and bool(fix.edits))
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +116,7 @@ class Block:
 
 
 def blocked(
-    guards: Sequence[Guard], findings: Sequence[Finding], fixed: Callable[[Finding], bool]
+    guards: Sequence[Guard], findings: Sequence[Finding], fixed: Callable[[Finding], bool], target: Target
 ) -> list[Block]:
     """Guards whose test holds a fixed finding while what they guard holds one that is not fixed.
     `fixed` says which findings get their fix; the withheld ones count as unfixed for the guards
@@ -137,7 +142,7 @@ def blocked(
             if not moving:
                 continue
             test_ids = {id(f) for f in tests}
-            why = next((f for f in region if id(f) not in test_ids and _matters(f) and not is_fixed(f)), None)
+            why = next((f for f in region if id(f) not in test_ids and _matters(f, target) and not is_fixed(f)), None)
             if why is None:
                 continue
             taken = [f for f in region if is_fixed(f)]
@@ -174,7 +179,7 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
             fix = f.fix_for(target)
             return fix is not None and bool(fix.edits) and fix.applicability in (FixClass.SAFE, FixClass.UNSAFE)
 
-        for block in blocked(guards, findings, fixed):
+        for block in blocked(guards, findings, fixed, target):
             for f in block.withheld:
                 dropped.setdefault(id(f), set()).add(target)
             text = reason(block)
