@@ -289,3 +289,18 @@ def test_a_parameter_is_not_the_module_variable_of_the_same_name() -> None:
     src = ("import torch\nuse_cuda = torch.cuda.is_available()\n"
            "def f(use_cuda):\n    if use_cuda:\n        return torch.cuda.get_device_capability()\n")
     assert "use_cuda = torch.neuron.is_available()" in fixed(src)
+
+
+def test_the_accelerator_seed_fix_never_writes_torch_manual_seed_twice() -> None:
+    src = "import torch\n\ntorch.manual_seed(0)\ntorch.cuda.manual_seed(0)\ntorch.cuda.manual_seed_all(0)\n"
+    assert fixed(src, A, unsafe=True) == "import torch\n\ntorch.manual_seed(0)\n"
+    guarded = ("import random\nimport torch\n\ndef seed(s):\n    torch.manual_seed(s)\n    random.seed(s)\n"
+               "    if torch.cuda.is_available():\n        torch.cuda.manual_seed_all(s)\n    return s\n")
+    assert fixed(guarded, A, unsafe=True) == ("import random\nimport torch\n\ndef seed(s):\n    torch.manual_seed(s)\n"
+                                              "    random.seed(s)\n    return s\n")  # no `if ...: pass` left
+    # A draw or another seed in between: the CUDA call seeds a later state, so it is kept (renamed).
+    for between in ("x = torch.rand(1)\n", "torch.cuda.manual_seed(1)\n"):
+        kept = f"import torch\n\ntorch.manual_seed(0)\n{between}torch.cuda.manual_seed_all(0)\n"
+        assert fixed(kept, A, unsafe=True).endswith("\ntorch.manual_seed(0)\n"), between
+    # The neuron target keeps its own call (torch.neuron.manual_seed_all).
+    assert "torch.neuron.manual_seed(0)" in fixed(src, N, unsafe=True)
