@@ -46,7 +46,7 @@ def _seed_call(stmt: ast.AST, aliases: AliasTable) -> tuple[str, str] | None:
     name = _qualified(call.func, aliases)
     if name is None or name not in (_SEED_ALL, *_CUDA_SEEDS, *_OTHER_SEEDS):
         return None
-    return name, ast.dump(ast.Tuple([*call.args, *call.keywords]))
+    return name, "|".join(ast.dump(a) for a in (*call.args, *call.keywords))
 
 
 def _asks_only(test: ast.AST) -> bool:
