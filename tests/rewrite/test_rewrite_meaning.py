@@ -303,3 +303,32 @@ def test_the_accelerator_seed_fix_never_writes_torch_manual_seed_twice() -> None
         assert fixed(kept, A, unsafe=True).endswith("\ntorch.manual_seed(0)\n"), between
     # The neuron target keeps its own call (torch.neuron.manual_seed_all).
     assert "torch.neuron.manual_seed(0)" in fixed(src, N, unsafe=True)
+
+
+def test_a_table_keyed_by_device_type_gets_a_neuron_key_mapped_to_the_neuron_backend() -> None:
+    src = 'def backend_for(dev_type):\n    return {"xpu": "ccl", "cuda": "nccl"}.get(dev_type, "gloo")\n'
+    for target in Target:
+        out = fixed(src, target)
+        assert out == src.replace('"nccl"}', '"nccl", "neuron": "neuron"}')  # the CUDA key keeps "nccl"
+        assert not scan(out)  # converges: the table is ported, its "nccl" is CUDA's own
+        namespace: dict[str, object] = {}
+        exec(compile(out, "m.py", "exec"), namespace)  # noqa: S102  (our own rewrite of our own source)
+        assert [namespace["backend_for"](t) for t in ("cuda", "neuron", "cpu")] == ["nccl", "neuron", "gloo"]  # type: ignore[operator]
+    lines = 'BACKENDS = {\n    "cuda": "nccl",\n    "cpu": "gloo",\n}\n'
+    assert fixed(lines) == 'BACKENDS = {\n    "cuda": "nccl",\n    "neuron": "neuron",\n    "cpu": "gloo",\n}\n'
+
+
+def test_a_table_value_is_copied_only_as_an_unsafe_fix_and_a_cuda_specific_one_is_manual() -> None:
+    src = "import torch\nDTYPES = {'cuda': torch.float16, 'cpu': torch.bfloat16}\n"
+    assert fixed(src) == src
+    assert "{'cuda': torch.float16, 'neuron': torch.float16, 'cpu'" in fixed(src, unsafe=True)
+    manual = "KERNELS = {'cuda': 'cudnn', 'cpu': 'mkl'}\nSTREAMS = {'cuda': make_stream(), 'cpu': None}\n"
+    for target in Target:
+        assert fixed(manual, target, unsafe=True) == manual
+    assert {f.fix_class for f in scan(manual) if f.code == "NM101"} == {FixClass.MANUAL}
+
+
+def test_map_location_keeps_the_checkpoints_cuda_key() -> None:
+    """The key is where a GPU checkpoint's storages were saved: renaming it stops the remap."""
+    src = 'import torch\nstate = torch.load("c.pt", map_location={"cuda:1": "cuda:0"})\n'
+    assert 'map_location={"cuda:1": "neuron:0", "neuron:1": "neuron:0"}' in fixed(src)
