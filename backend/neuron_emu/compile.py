@@ -333,6 +333,6 @@ def register() -> None:
 
 
 record.dynamo_stats = _stats
-from neuron_emu import _dynamo_skip
+from neuron_emu import _dynamo_skip  # noqa: E402 - imported once Dynamo is configured above
 
 _dynamo_skip.register_loaded()
