@@ -184,7 +184,7 @@ def _plan_file(root: Path, rel: str, findings: Sequence[Finding], target: Target
         return FileOutcome(rel, FileStatus.SKIPPED, str(exc))
     except OSError as exc:
         return FileOutcome(rel, FileStatus.SKIPPED, f"cannot read: {exc.strerror or exc}")
-    except Exception as exc:  # a bug must cost one file, not the run (and never a half-written file)
+    except Exception as exc:  # noqa: BLE001 - a bug must cost one file, not the run (and never a half-written file)
         return FileOutcome(rel, FileStatus.SKIPPED, f"internal error, please report it: {type(exc).__name__}: {exc}")
     outcome = FileOutcome(rel, FileStatus.CHANGED, diff=result.diff, applied=result.applied, skipped=result.skipped)
     return _Pending(outcome, real, original, new)
@@ -250,7 +250,7 @@ def rewrite_findings(
     by_path: dict[str, list[Finding]] = defaultdict(list)
     for finding in findings:
         by_path[finding.path].append(finding)
-    work = [
+    work: list[tuple[Path, str, Sequence[Finding], Target, bool]] = [
         (root, rel, group, target, unsafe)
         for rel, group in sorted(by_path.items())
         if any(applicable_fix(f, target, unsafe=unsafe) for f in group)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import textwrap
 
-import pytest
-
 from neuron_migrate.findings import Finding, FixClass, Target
 from neuron_migrate.rewrite.apply import apply_fixes_to_source
 from neuron_migrate.ruleset.load import load_pack
@@ -128,7 +126,7 @@ def test_accelerator_placement_falls_back_to_cpu_and_comparisons_never_match_wit
     import torch  # the CPU wheel: no accelerator, as on a plain CI machine
 
     namespace: dict[str, object] = {}
-    exec(compile(out, "m.py", "exec"), namespace)  # noqa: S102  (our own rewrite of our own source)
+    exec(compile(out, "m.py", "exec"), namespace)
     assert namespace["DEVICE"] == "cpu"
     assert namespace["on"](torch.ones(1)) is False  # type: ignore[operator]
 
@@ -226,7 +224,7 @@ def test_a_compared_device_string_stays_false_without_an_accelerator() -> None:
     out = fixed(src, A)
     assert 'device.startswith(getattr(torch.accelerator.current_accelerator(), "type", "no accelerator"))' in out
     namespace: dict[str, object] = {}
-    exec(compile(out, "m.py", "exec"), namespace)  # noqa: S102  (our own rewrite of our own source)
+    exec(compile(out, "m.py", "exec"), namespace)  # our own rewrite of our own source
     assert namespace["gpu"]("cpu") is False  # type: ignore[operator]  (the CPU wheel: no accelerator)
 
 
@@ -312,7 +310,7 @@ def test_a_table_keyed_by_device_type_gets_a_neuron_key_mapped_to_the_neuron_bac
         assert out == src.replace('"nccl"}', '"nccl", "neuron": "neuron"}')  # the CUDA key keeps "nccl"
         assert not scan(out)  # converges: the table is ported, its "nccl" is CUDA's own
         namespace: dict[str, object] = {}
-        exec(compile(out, "m.py", "exec"), namespace)  # noqa: S102  (our own rewrite of our own source)
+        exec(compile(out, "m.py", "exec"), namespace)  # our own rewrite of our own source
         assert [namespace["backend_for"](t) for t in ("cuda", "neuron", "cpu")] == ["nccl", "neuron", "gloo"]  # type: ignore[operator]
     lines = 'BACKENDS = {\n    "cuda": "nccl",\n    "cpu": "gloo",\n}\n'
     assert fixed(lines) == 'BACKENDS = {\n    "cuda": "nccl",\n    "neuron": "neuron",\n    "cpu": "gloo",\n}\n'

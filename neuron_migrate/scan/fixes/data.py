@@ -161,7 +161,7 @@ def already_listed(site: Site) -> bool:
         want = neuron_entry(site.literal.value, site.token)  # type: ignore[attr-defined]
         return any(k.__class__ is ast.Constant and k.value == want for k in keys)
     # `"nccl"` under `"cuda"` in a table that has its `"neuron"` entry: CUDA's own value, ported.
-    key = next((k for k, v in zip(keys, table.values) if v is site.literal), None)  # type: ignore[attr-defined]
+    key = next((k for k, v in zip(keys, table.values, strict=True) if v is site.literal), None)  # type: ignore[attr-defined]
     if key.__class__ is not ast.Constant or not isinstance(key.value, str):  # type: ignore[union-attr]
         return False
     kind, colon, index = key.value.partition(":")  # type: ignore[union-attr]
