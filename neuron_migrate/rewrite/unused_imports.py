@@ -14,6 +14,7 @@ Kept apart from `imports` because importing `libcst.codemod` costs more than lib
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from collections.abc import Sequence
 
@@ -204,7 +205,7 @@ def _statement_edits(text: _Text, tree: ast.Module, gone: set[int]) -> list[_Edi
             continue
         emptied = block is not tree.body and all(id(s) in gone for s in block)  # a module may be empty
         chains: list[list[ast.stmt]] = [[block[0]]]  # statements sharing one logical line
-        for prev, stmt in zip(block, block[1:]):
+        for prev, stmt in itertools.pairwise(block):
             if _joined(text, prev, stmt):
                 chains[-1].append(stmt)
             else:
