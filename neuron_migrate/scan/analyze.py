@@ -758,9 +758,27 @@ class _Walker:
         if not self.devices_on:
             return False
         for k, v in zip(node.keys, node.values):  # type: ignore[attr-defined]
-            if k is not None and k.__class__ is ast.Constant and isinstance(k.value, str) and dev_m.device_like_name(k.value):
-                self._device_literals(v)
+            if k is not None and k.__class__ is ast.Constant and isinstance(k.value, str):
+                if dev_m.device_like_name(k.value):
+                    self._device_literals(v)
+                elif k.value.partition(":")[0] in dev_m.KNOWN_TYPES:
+                    # `{"xpu": "ccl", "cuda": "nccl"}.get(dev_type)`: a table keyed by device type.
+                    self._device_entry(k)
+                    if v.__class__ is ast.Constant and v.value.__class__ is str:
+                        self._device_literals(v)
         return False
+
+    def _container(self, node: ast.AST) -> bool:
+        """`x in ("cuda", "cpu")`, `SUPPORTED = ["cuda", "mps"]`: a device type listed as data is
+        reported whatever it is compared with (the fix adds a `"neuron"` entry, fixes.data)."""
+        if self.devices_on:
+            for elt in node.elts:  # type: ignore[attr-defined]
+                self._device_entry(elt)
+        return False
+
+    def _device_entry(self, node: ast.AST) -> None:
+        if node.__class__ is ast.Constant and node.value.__class__ is str and id(node) not in self.silent:  # type: ignore[attr-defined]
+            self._device_literals(node, data=True)
 
     def _subscript(self, node: ast.AST) -> bool:
         if not self.env_on:
@@ -792,7 +810,8 @@ class _Walker:
 
     # -- matches --
 
-    def _device_literals(self, expr: ast.AST, call: ast.Call | None = None, arg: ast.AST | None = None) -> None:
+    def _device_literals(self, expr: ast.AST, call: ast.Call | None = None, arg: ast.AST | None = None,
+                         data: bool = False) -> None:
         found: list[ast.AST] = []
         dev_m.literals(expr, found)
         for lit in found:
@@ -802,7 +821,8 @@ class _Walker:
             token, rules = hit
             symbol = lit.value if lit.__class__ is ast.Constant else ""  # type: ignore[attr-defined]
             for rule in rules:
-                self._report(rule, "device_strings", lit, symbol, call=call, arg=arg, literal=lit, token=token)
+                self._report(rule, "device_strings", lit, symbol, call=call, arg=arg, literal=lit, token=token,
+                             data=data)
 
     def _env_literal(self, node: ast.AST) -> None:
         if node.__class__ is ast.Constant and isinstance(node.value, str):  # type: ignore[attr-defined]
@@ -905,6 +925,9 @@ _EXPR_HANDLERS: dict[type, Callable[[_Walker, ast.AST], bool]] = {
     ast.Compare: _Walker._compare,
     ast.IfExp: _Walker._ifexp,
     ast.Dict: _Walker._dict,
+    ast.Tuple: _Walker._container,
+    ast.List: _Walker._container,
+    ast.Set: _Walker._container,
     ast.Subscript: _Walker._subscript,
 }
 _STMT_HANDLERS: dict[type, Callable[[_Walker, ast.AST], None]] = {

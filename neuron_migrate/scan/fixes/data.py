@@ -54,7 +54,15 @@ def entry_fix(site: Site, ctx: FixContext) -> FixResult | None:
 
 
 def already_listed(site: Site) -> bool:
-    """The entry's container lists the `neuron` form too: nothing left to port (and reporting
-    it would make the fix add the entry again on every run)."""
+    """The entry's container (or the table it keys) lists the `neuron` form too: nothing left to
+    port (and reporting it would make the fix add the entry again on every run)."""
     container = container_of(site)
-    return container is not None and has_neuron_entry(container, site.literal, site.token)  # type: ignore[arg-type]
+    if container is not None:
+        return has_neuron_entry(container, site.literal, site.token)  # type: ignore[arg-type]
+    if not site.data or site.literal is None:
+        return False
+    table = parent_of(site.stmt, site.literal)
+    if table.__class__ is not ast.Dict:
+        return False
+    want = neuron_entry(site.literal.value, site.token)  # type: ignore[attr-defined]
+    return any(k.__class__ is ast.Constant and k.value == want for k in table.keys)  # type: ignore[attr-defined]
