@@ -10,7 +10,6 @@ has it committed and unchanged (modified, staged, untracked and ignored files ar
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import stat
 import subprocess
@@ -46,8 +45,11 @@ class DecodedSource:
 
 def decode_python(data: bytes) -> DecodedSource:
     """Decode as Python does (BOM, PEP 263 cookie, default UTF-8), refusing lossy round trips."""
+    # The cookie is looked for in the first two lines as Python counts them: a CR-only file's
+    # lines end at `\r` (BytesIO.readline would hand over the whole file as one line).
+    lines = iter(data.splitlines(keepends=True))
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        encoding, _ = tokenize.detect_encoding(lambda: next(lines, b""))
     except SyntaxError as exc:
         raise FileProblem(f"unknown source encoding: {exc}") from exc
     bom = encoding == "utf-8-sig"

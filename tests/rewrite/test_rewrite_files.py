@@ -31,6 +31,9 @@ def _fix_file(root: Path, rel: str, data: bytes, text: str, needle: str, replace
         ("latin1", b"# -*- coding: latin-1 -*-\nimport torch\ns = '\xe9t\xe9'; x = torch.ones(1).to('cuda')\n", "latin-1"),
         ("cr", b"import torch\rx = torch.ones(1).to('cuda')\r", "utf-8"),
         ("no-final-newline", b"import torch\nx = torch.ones(1).to('cuda')", "utf-8"),
+        # A CR-only file's cookie: Python reads the first two lines as ending at `\r` (issue 13).
+        ("cr-cookie", b"# -*- coding: latin-1 -*-\rs = '\xe9'\rx = torch.ones(1).to('cuda')\r", "latin-1"),
+        ("cr-cookie-line-2", b"#!/usr/bin/env python\r# coding: latin-1\rs = '\xe9'; x = 'cuda'\r", "latin-1"),
     ],
 )
 def test_bytes_outside_the_edit_are_unchanged(tmp_path: Path, name: str, data: bytes, encoding: str) -> None:
@@ -38,6 +41,13 @@ def test_bytes_outside_the_edit_are_unchanged(tmp_path: Path, name: str, data: b
     (outcome,), path = _fix_file(tmp_path, f"{name}.py", data, text, "'cuda'", "'neuron'")
     assert outcome.status is FileStatus.CHANGED, outcome.reason
     assert path.read_bytes() == data.replace(b"'cuda'", b"'neuron'")
+
+
+@pytest.mark.parametrize("data", [b"x = 1\ry = 2\r# coding: latin-1\rs = '\xe9'\r",
+                                  b"x = 1\r# coding: latin-1\rs = '\xe9'\r"])
+def test_a_cr_only_cookie_counts_only_where_python_reads_it(data: bytes) -> None:
+    with pytest.raises(files.FileProblem, match="cannot decode as utf-8"):  # too late: UTF-8, as for Python
+        files.decode_python(data)
 
 
 def test_permissions_are_kept(tmp_path: Path) -> None:
