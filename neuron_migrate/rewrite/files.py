@@ -116,7 +116,8 @@ def atomic_write(path: Path, data: bytes, *, expected: bytes) -> None:
 # --- git guard --------------------------------------------------------------------------------
 
 
-def _git_dir_above(path: Path) -> Path | None:
+def git_top(path: Path) -> Path | None:
+    """The git work tree holding `path` (a real path): the nearest directory above with `.git`."""
     for parent in path.parents:
         if (parent / ".git").exists():
             return parent
@@ -137,7 +138,7 @@ def uncommitted(paths: Iterable[Path]) -> dict[Path, str]:
     """Files among `paths` (real paths) that git does not have committed and unchanged, with why."""
     by_top: dict[Path, list[Path]] = {}
     for path in paths:
-        top = _git_dir_above(path)
+        top = git_top(path)
         if top is not None:
             by_top.setdefault(top, []).append(path)
     dirty: dict[Path, str] = {}

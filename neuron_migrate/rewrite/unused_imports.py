@@ -73,7 +73,9 @@ class _RemoveUnused(RemoveImportsVisitor):
         self._record(original_node.names, result)
         return result
 
-    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):  # type: ignore[no-untyped-def]
+    def leave_ImportFrom(  # type: ignore[no-untyped-def]
+        self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
+    ):
         result = super().leave_ImportFrom(original_node, updated_node)
         self._record(() if isinstance(original_node.names, cst.ImportStar) else original_node.names, result)
         return result
