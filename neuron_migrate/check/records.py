@@ -146,10 +146,10 @@ def merge(records: Records) -> Merged:
         compiles = rec.get("compiles", {})
         m.compiles += int(compiles.get("count", 0))
         for s in compiles.get("sites", ()):
-            key = (*site_key(s["site"]), s["op"])
-            cs = m.compile_sites.get(key)
+            at = (*site_key(s["site"]), s["op"])
+            cs = m.compile_sites.get(at)
             if cs is None:
-                cs = m.compile_sites[key] = CompileSite(s["site"], s["op"], s.get("phase", "fwd"))
+                cs = m.compile_sites[at] = CompileSite(s["site"], s["op"], s.get("phase", "fwd"))
             for sig in s.get("signatures", ()):
                 cs.signatures.setdefault(_sig_key(sig), sig)
             if rank is not None:

@@ -167,8 +167,8 @@ def run_program(
             _remove(directory)
     start_errors = [c["start_error"] for c in records.child if c.get("start_error")]
     if start_errors and not records.emu:
-        e = start_errors[0]
-        raise NeuronMigrateError(f"could not start {program.describe()}: {e['type']}: {e['message']}")
+        first = start_errors[0]
+        raise NeuronMigrateError(f"could not start {program.describe()}: {first['type']}: {first['message']}")
     if timed_out is None and not records.emu and not records.child and proc.returncode != 0:
         raise NeuronMigrateError(
             f"could not start {program.describe()}: the process exited with code {proc.returncode} "

@@ -11,6 +11,7 @@ fix applies.
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -132,7 +133,7 @@ def _plan(
             skipped.append(SkippedFix(finding, "an edit lies outside the file"))
             continue
         spans.sort()
-        if any(_overlaps(a, b) for a, b in zip(spans, spans[1:])):
+        if any(_overlaps(a, b) for a, b in itertools.pairwise(spans)):
             skipped.append(SkippedFix(finding, "the fix's own edits overlap"))
             continue
         candidates.append(_Planned(finding, fix, tuple(spans)))

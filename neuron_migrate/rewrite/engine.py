@@ -222,7 +222,7 @@ def _plan_file(work: _Work) -> FileOutcome | _Pending:
         return FileOutcome(rel, FileStatus.SKIPPED, str(exc))
     except OSError as exc:
         return FileOutcome(rel, FileStatus.SKIPPED, f"cannot read: {exc.strerror or exc}")
-    except Exception as exc:  # a bug must cost one file, not the run (and never a half-written file)
+    except Exception as exc:  # noqa: BLE001 - a bug must cost one file, not the run (and never a half-written file)
         return FileOutcome(rel, FileStatus.SKIPPED, f"internal error, please report it: {type(exc).__name__}: {exc}")
     outcome = FileOutcome(rel, FileStatus.CHANGED, diff=result.diff, applied=result.applied, skipped=result.skipped)
     return _Pending(outcome, real, original, new)

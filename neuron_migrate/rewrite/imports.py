@@ -1,11 +1,12 @@
 """Import management after a fix: drop imports a fix made unused, add the ones its code needs.
 
 Removal uses libcst's scope analysis (`RemoveImportsVisitor` only removes names nothing reads) to
-decide, and deletes text at `ast` positions, so every byte outside a removed import stays. Addition is a text insertion placed after the last
-top-level import that precedes the first edit needing it (else after the docstring, else before
-the first statement), so module-level code never runs before the import it needs and every other
-byte stays as it was. A name an added import binds displaces a `remove_imports` import binding
-the same name (`from torch.cuda.amp import GradScaler` -> `from torch.amp import GradScaler`).
+decide, and deletes text at `ast` positions, so every byte outside a removed import stays.
+Addition is a text insertion placed after the last top-level import that precedes the first edit
+needing it (else after the docstring, else before the first statement), so module-level code
+never runs before the import it needs and every other byte stays as it was. A name an added
+import binds displaces a `remove_imports` import binding the same name
+(`from torch.cuda.amp import GradScaler` -> `from torch.amp import GradScaler`).
 """
 
 from __future__ import annotations

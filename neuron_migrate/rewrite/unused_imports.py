@@ -258,7 +258,7 @@ def remove_imports(
     text = _Text(source)
     gone: set[int] = set()
     edits: list[_Edit] = []
-    for node, (bound, removed) in zip(statements, visitor.decisions):
+    for node, (bound, removed) in zip(statements, visitor.decisions, strict=True):
         if tuple(a.name for a in node.names if a.name != "*") != bound:
             raise ImportEditError("import clean-up could not match libcst's imports to the code's")
         if not removed:

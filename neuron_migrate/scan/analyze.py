@@ -212,7 +212,7 @@ class _Walker:
         scope: dict[str, ast.AST | None] = {}
         positional = [*a.posonlyargs, *a.args]
         defaults: list[ast.AST | None] = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-        pairs = [*zip(positional, defaults), *zip(a.kwonlyargs, a.kw_defaults)]
+        pairs = [*zip(positional, defaults, strict=True), *zip(a.kwonlyargs, a.kw_defaults, strict=True)]
         for param, default in pairs:
             if default is None:
                 scope[param.arg] = None
@@ -757,7 +757,7 @@ class _Walker:
                     self._argument(call, rule, pat, None, None)
         if not self.devices_on:
             return False
-        for k, v in zip(node.keys, node.values):  # type: ignore[attr-defined]
+        for k, v in zip(node.keys, node.values, strict=True):  # type: ignore[attr-defined]
             if k is not None and k.__class__ is ast.Constant and isinstance(k.value, str):
                 if dev_m.device_like_name(k.value):
                     self._device_literals(v)
@@ -972,7 +972,7 @@ def _dict_keywords(node: ast.AST, only: Collection[str] | None = None) -> list[a
     """A dict literal's identifier-keyed entries (those in `only`, if given) as keywords, each
     located from key to value."""
     out = []
-    for k, v in zip(node.keys, node.values):  # type: ignore[attr-defined]
+    for k, v in zip(node.keys, node.values, strict=True):  # type: ignore[attr-defined]
         if k is None or k.__class__ is not ast.Constant or k.value.__class__ is not str:  # type: ignore[attr-defined]
             continue
         if (k.value in only) if only is not None else k.value.isidentifier():  # type: ignore[attr-defined]

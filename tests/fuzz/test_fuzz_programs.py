@@ -23,11 +23,11 @@ from fuzzing import bounded
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from neuron_migrate.api import rewrite_paths
 from neuron_migrate.config import Settings
 from neuron_migrate.findings import Target
-from neuron_migrate.api import rewrite_paths
-from neuron_migrate.rewrite.engine import FileStatus
 from neuron_migrate.rewrite.apply import applicable_fix
+from neuron_migrate.rewrite.engine import FileStatus
 from neuron_migrate.ruleset.load import load_pack
 
 PACK = load_pack()

@@ -218,8 +218,8 @@ def test_parallel_planning_keeps_the_fixed_and_remaining_findings_apart(tmp_path
 
 
 def test_refused_file_lists_its_fixes_as_not_applied(tmp_path: Path) -> None:
-    from neuron_migrate.rewrite.engine import RewriteResult
     from neuron_migrate.emit.rewrite_text import summary_text
+    from neuron_migrate.rewrite.engine import RewriteResult
 
     _git(tmp_path, "init", "-q")
     text = "x = 'cuda'\n"

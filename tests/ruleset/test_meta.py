@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from neuron_migrate.findings import FixClass, Target
+from neuron_migrate.findings import FixClass
 from neuron_migrate.ruleset.docs import DOCS_PATH, render_pack
 from neuron_migrate.ruleset.load import known_fixers, load_pack
 from neuron_migrate.ruleset.location import rules_dir

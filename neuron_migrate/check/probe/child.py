@@ -180,8 +180,9 @@ def _resolve(state: _State, mode: str, target: str) -> None:
 
 def _activate() -> None:
     os.environ["NEURON_MIGRATE_EMULATE"] = "1"  # for the program's own subprocesses (DataLoader workers)
-    import neuron_emu
     import torch  # noqa: F401 - the `torch.backends` entry point activates when asked
+
+    import neuron_emu
 
     if not neuron_emu.is_active():
         neuron_emu.activate()
@@ -241,7 +242,7 @@ def _run_notebook(filename: str) -> None:
     saved = sys.modules["__main__"]
     sys.modules["__main__"] = main
     try:
-        exec(code, main.__dict__)  # noqa: S102 - running the user's notebook is the point
+        exec(code, main.__dict__)
     finally:
         sys.modules["__main__"] = saved
 
@@ -258,7 +259,6 @@ def _run(state: _State, mode: str, target: str, args: list[str]) -> int:
         pytest_plugin.CHECK_RUN = {"allowed": {}, "failed": []}
         return int(pytest.main(_pytest_args(args)))
     import neuron_emu
-
     from neuron_migrate.check.probe.passes import PassTracker
 
     sys.argv = [target, *args]

@@ -115,7 +115,8 @@ def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
 
 def remove_argument_edit(call: ast.Call, arg: ast.AST, ctx: FixContext) -> Edit:
     """Delete one argument with the comma that separates it from its neighbour."""
-    ordered = sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
+    args: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+    ordered = sorted(args, key=lambda a: (a.lineno, a.col_offset))
     i = next(i for i, a in enumerate(ordered) if a is arg)
     own = ctx.span(arg)
     if i + 1 < len(ordered):

@@ -70,7 +70,7 @@ def guards_in(tree: ast.AST, lines: LineIndex) -> list[Guard]:
 
 
 def _asserts(block: list[ast.stmt], lines: LineIndex, out: list[Guard]) -> None:
-    for i, stmt in enumerate(block):
+    for stmt in block:
         if stmt.__class__ is ast.Assert:
             test = lines.span(stmt.test)  # type: ignore[attr-defined]
             own, last = lines.span(stmt), lines.span(block[-1])
