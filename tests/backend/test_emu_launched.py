@@ -108,6 +108,25 @@ def resize():
     out.append(torch.UntypedStorage(4).resize_(8).nbytes())  # CPU storages unchanged
     return out
 check("storage_resize", resize)
+def resize_counters():  # FSDP2 frees a parameter with resize_(0) and re-allocates it before use
+    n = torch.neuron
+    base = n.memory_allocated()
+    t = torch.empty(256, device="neuron")  # 1024 bytes
+    s = t.untyped_storage()
+    out = [n.memory_allocated() - base]
+    s.resize_(0)
+    out.append(n.memory_allocated() - base)
+    s.resize_(2048)
+    out += [n.memory_allocated() - base, n.max_memory_allocated() - base >= 2048]
+    del t, s
+    out.append(n.memory_allocated() - base)
+    orphan = torch.arange(4.0, device="neuron")[1:]  # a view outliving its base: not counted
+    orphan.untyped_storage().resize_(64)
+    out.append(n.memory_allocated() - base)
+    del orphan
+    out.append(n.memory_allocated() - base)
+    return out
+check("resize_counters", resize_counters)
 def shim():
     import torch_neuronx
     x = torch.ones(3, device="neuron")
@@ -260,6 +279,10 @@ def test_backward_and_ddp_helpers_on_neuron_1(rank1: dict[str, Any]) -> None:
 
 def test_neuron_storage_resize(single: dict[str, Any]) -> None:
     assert single["storage_resize"] == [0, 0, 32, [1.0, 2.0, 3.0, 4.0], "neuron:0", 8, [1.0, 2.0], 8]
+
+
+def test_memory_counters_follow_storage_resize(single: dict[str, Any]) -> None:
+    assert single["resize_counters"] == [1024, 0, 2048, True, 0, 64, 0]
 
 
 def test_torch_neuronx_is_importable_and_detectable_while_active(single: dict[str, Any]) -> None:
