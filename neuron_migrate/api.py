@@ -186,7 +186,9 @@ def rewrite_paths(
     root: Path | None = None,
 ) -> RewriteResult:
     """Scan `paths` with `settings`, then fix what the resulting report holds (after selection,
-    per-file ignores, inline suppressions, baseline and diff filter: what `scan` would show)."""
+    per-file ignores, inline suppressions, baseline and diff filter: what `scan` would show).
+    The diffs name files relative to `root` when given, else to their git work tree, else to the
+    working directory (`rewrite_findings`)."""
     from neuron_migrate.pipeline.finalize import build_report
     from neuron_migrate.rewrite.engine import FileStatus, RewriteResult, rewrite_findings
     from neuron_migrate.ruleset.load import load_pack
@@ -199,7 +201,7 @@ def rewrite_paths(
     report = build_report(scanned, settings, pack)
     outcomes = rewrite_findings(
         Path(scanned.root), report.findings, target=target, unsafe=unsafe, apply=apply, allow_dirty=allow_dirty,
-        jobs=jobs, progress=fix_progress,
+        jobs=jobs, progress=fix_progress, patch_root=root,
     )
     rescanned = None
     if apply and any(o.status is FileStatus.CHANGED for o in outcomes):

@@ -10,7 +10,6 @@ has it committed and unchanged (modified, staged, untracked and ignored files ar
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import stat
 import subprocess
@@ -46,8 +45,11 @@ class DecodedSource:
 
 def decode_python(data: bytes) -> DecodedSource:
     """Decode as Python does (BOM, PEP 263 cookie, default UTF-8), refusing lossy round trips."""
+    # The cookie is looked for in the first two lines as Python counts them: a CR-only file's
+    # lines end at `\r` (BytesIO.readline would hand over the whole file as one line).
+    lines = iter(data.splitlines(keepends=True))
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        encoding, _ = tokenize.detect_encoding(lambda: next(lines, b""))
     except SyntaxError as exc:
         raise FileProblem(f"unknown source encoding: {exc}") from exc
     bom = encoding == "utf-8-sig"
@@ -114,7 +116,8 @@ def atomic_write(path: Path, data: bytes, *, expected: bytes) -> None:
 # --- git guard --------------------------------------------------------------------------------
 
 
-def _git_dir_above(path: Path) -> Path | None:
+def git_top(path: Path) -> Path | None:
+    """The git work tree holding `path` (a real path): the nearest directory above with `.git`."""
     for parent in path.parents:
         if (parent / ".git").exists():
             return parent
@@ -135,7 +138,7 @@ def uncommitted(paths: Iterable[Path]) -> dict[Path, str]:
     """Files among `paths` (real paths) that git does not have committed and unchanged, with why."""
     by_top: dict[Path, list[Path]] = {}
     for path in paths:
-        top = _git_dir_above(path)
+        top = git_top(path)
         if top is not None:
             by_top.setdefault(top, []).append(path)
     dirty: dict[Path, str] = {}

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from rewrite_helpers import finding
 
+from neuron_migrate import api
 from neuron_migrate.findings import Target
 from neuron_migrate.rewrite import files
 from neuron_migrate.rewrite.engine import FileStatus, rewrite_findings
@@ -31,6 +32,9 @@ def _fix_file(root: Path, rel: str, data: bytes, text: str, needle: str, replace
         ("latin1", b"# -*- coding: latin-1 -*-\nimport torch\ns = '\xe9t\xe9'; x = torch.ones(1).to('cuda')\n", "latin-1"),
         ("cr", b"import torch\rx = torch.ones(1).to('cuda')\r", "utf-8"),
         ("no-final-newline", b"import torch\nx = torch.ones(1).to('cuda')", "utf-8"),
+        # A CR-only file's cookie: Python reads the first two lines as ending at `\r` (issue 13).
+        ("cr-cookie", b"# -*- coding: latin-1 -*-\rs = '\xe9'\rx = torch.ones(1).to('cuda')\r", "latin-1"),
+        ("cr-cookie-line-2", b"#!/usr/bin/env python\r# coding: latin-1\rs = '\xe9'; x = 'cuda'\r", "latin-1"),
     ],
 )
 def test_bytes_outside_the_edit_are_unchanged(tmp_path: Path, name: str, data: bytes, encoding: str) -> None:
@@ -38,6 +42,13 @@ def test_bytes_outside_the_edit_are_unchanged(tmp_path: Path, name: str, data: b
     (outcome,), path = _fix_file(tmp_path, f"{name}.py", data, text, "'cuda'", "'neuron'")
     assert outcome.status is FileStatus.CHANGED, outcome.reason
     assert path.read_bytes() == data.replace(b"'cuda'", b"'neuron'")
+
+
+@pytest.mark.parametrize("data", [b"x = 1\ry = 2\r# coding: latin-1\rs = '\xe9'\r",
+                                  b"x = 1\r# coding: latin-1\rs = '\xe9'\r"])
+def test_a_cr_only_cookie_counts_only_where_python_reads_it(data: bytes) -> None:
+    with pytest.raises(files.FileProblem, match="cannot decode as utf-8"):  # too late: UTF-8, as for Python
+        files.decode_python(data)
 
 
 def test_permissions_are_kept(tmp_path: Path) -> None:
@@ -123,6 +134,24 @@ def test_symlink_inside_the_root_rewrites_its_target_and_stays_a_link(tmp_path: 
     assert outcome.status is FileStatus.CHANGED
     assert (tmp_path / "link.py").is_symlink()
     assert (tmp_path / "real.py").read_bytes() == b"x = 'neuron'\n"
+
+
+@pytest.mark.parametrize("link_first", [True, False])
+def test_a_file_reached_through_a_link_and_its_own_path_is_planned_once(tmp_path: Path, link_first: bool) -> None:
+    data = b"import torch\nx = torch.ones(1).to('cuda')\n"
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "real.py").write_bytes(data)
+    (tmp_path / ("a_link.py" if link_first else "z_link.py")).symlink_to("pkg/real.py")
+    dry = api.rewrite([tmp_path], use_cache=False, jobs=1)
+    diffs = [o for o in dry.files if o.diff]
+    assert [o.path for o in diffs] == ["pkg/real.py"]  # under its own path, whichever sorts first
+    assert diffs[0].diff.count("+x = torch.ones(1).to('neuron')") == 1
+    others = [o for o in dry.files if o.path != "pkg/real.py"]
+    assert len(others) == 1 and all(o.status is FileStatus.UNCHANGED and "pkg/real.py" in o.reason for o in others)
+    applied = api.rewrite([tmp_path], apply=True, use_cache=False, jobs=1)
+    assert [o.path for o in applied.files if o.status is FileStatus.CHANGED] == ["pkg/real.py"]
+    assert (tmp_path / "pkg" / "real.py").read_bytes() == data.replace(b"'cuda'", b"'neuron'")
+    assert not applied.remaining
 
 
 def _git(repo: Path, *args: str) -> None:
