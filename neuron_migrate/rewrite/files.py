@@ -135,7 +135,10 @@ def _git(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
 
 
 def uncommitted(paths: Iterable[Path]) -> dict[Path, str]:
-    """Files among `paths` (real paths) that git does not have committed and unchanged, with why."""
+    """Files among `paths` (real paths) that git does not have committed and unchanged, with why.
+
+    `--ignored=traditional` with `--untracked-files=all` names each file inside an ignored
+    directory (`--ignored=matching` names only the directory, which let those files through)."""
     by_top: dict[Path, list[Path]] = {}
     for path in paths:
         top = git_top(path)
@@ -146,10 +149,12 @@ def uncommitted(paths: Iterable[Path]) -> dict[Path, str]:
     for top, files in by_top.items():
         for chunk in (files[i : i + 200] for i in range(0, len(files), 200)):
             rel = [os.path.relpath(p, top) for p in chunk]
-            proc = _git(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--", *rel], top)
+            proc = _git(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=traditional", "--", *rel],
+                        top)
             if proc.returncode != 0:
                 message = proc.stderr.decode(errors="replace").strip()
                 raise NeuronMigrateError(f"git status failed in {top}: {message}")
+            wanted = set(chunk)
             fields = iter(proc.stdout.split(b"\0"))
             for entry in fields:
                 if len(entry) < 4:
@@ -158,6 +163,6 @@ def uncommitted(paths: Iterable[Path]) -> dict[Path, str]:
                 if "R" in xy or "C" in xy:
                     next(fields, None)  # a rename or copy is followed by its source path
                 target = (top / name).resolve()
-                if target in chunk:
+                if target in wanted:
                     dirty[target] = labels.get(xy[0], "has uncommitted changes")
     return dirty

@@ -191,6 +191,31 @@ def test_git_guard_refuses_uncommitted_files(tmp_path: Path) -> None:
     assert (tmp_path / "modified.py").read_bytes() == b"x = 'neuron'  # local change\n"
 
 
+def test_git_guard_refuses_files_inside_ignored_directories(tmp_path: Path) -> None:
+    """`git status --ignored=matching` reports `d1/`, not the files in it: exactly the files git
+    cannot restore. A file committed before its directory was ignored is tracked, so written."""
+    data = b"x = 'cuda'\n"
+    _git(tmp_path, "init", "-q")
+    (tmp_path / ".gitignore").write_text("d1/\nbuild/\n")
+    names = ["d1/a.py", "d1/deep/b.py", "src/build/c.py", "d1/tracked.py", "clean.py"]
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    _git(tmp_path, "add", ".gitignore", "clean.py")
+    _git(tmp_path, "add", "-f", "d1/tracked.py")
+    _git(tmp_path, "commit", "-qm", "init")
+    found = [finding(data.decode(), "'cuda'", "'neuron'", path=n) for n in names]
+
+    outcomes = {o.path: o for o in rewrite_findings(tmp_path, found, target=Target.NEURON, unsafe=False, apply=True)}
+    for name in ("d1/a.py", "d1/deep/b.py", "src/build/c.py"):
+        assert outcomes[name].status is FileStatus.REFUSED, name
+        assert "ignored by git" in outcomes[name].reason
+        assert (tmp_path / name).read_bytes() == data
+    for name in ("d1/tracked.py", "clean.py"):
+        assert outcomes[name].status is FileStatus.CHANGED, name
+        assert (tmp_path / name).read_bytes() == b"x = 'neuron'\n"
+
+
 def test_files_outside_git_are_written(tmp_path: Path) -> None:
     data = b"x = 'cuda'\n"
     assert not any((parent / ".git").exists() for parent in tmp_path.parents)
