@@ -5,10 +5,12 @@ bare torch.compile and CPU-input auto-copy, and NeuronCompilationMetrics fields.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
-from _emulated import Pending, is_error
+from _emulated import Pending, is_error, run_script
 
 RANK1 = """
 import importlib.util, importlib.metadata
@@ -108,6 +110,25 @@ def resize():
     out.append(torch.UntypedStorage(4).resize_(8).nbytes())  # CPU storages unchanged
     return out
 check("storage_resize", resize)
+def resize_counters():  # FSDP2 frees a parameter with resize_(0) and re-allocates it before use
+    n = torch.neuron
+    base = n.memory_allocated()
+    t = torch.empty(256, device="neuron")  # 1024 bytes
+    s = t.untyped_storage()
+    out = [n.memory_allocated() - base]
+    s.resize_(0)
+    out.append(n.memory_allocated() - base)
+    s.resize_(2048)
+    out += [n.memory_allocated() - base, n.max_memory_allocated() - base >= 2048]
+    del t, s
+    out.append(n.memory_allocated() - base)
+    orphan = torch.arange(4.0, device="neuron")[1:]  # a view outliving its base: not counted
+    orphan.untyped_storage().resize_(64)
+    out.append(n.memory_allocated() - base)
+    del orphan
+    out.append(n.memory_allocated() - base)
+    return out
+check("resize_counters", resize_counters)
 def shim():
     import torch_neuronx
     x = torch.ones(3, device="neuron")
@@ -262,6 +283,10 @@ def test_neuron_storage_resize(single: dict[str, Any]) -> None:
     assert single["storage_resize"] == [0, 0, 32, [1.0, 2.0, 3.0, 4.0], "neuron:0", 8, [1.0, 2.0], 8]
 
 
+def test_memory_counters_follow_storage_resize(single: dict[str, Any]) -> None:
+    assert single["resize_counters"] == [1024, 0, 2048, True, 0, 64, 0]
+
+
 def test_torch_neuronx_is_importable_and_detectable_while_active(single: dict[str, Any]) -> None:
     s = single["torch_neuronx"]
     assert s["spec"] is True and s["version"].startswith("2.1") and s["version"].endswith("+emulated")
@@ -270,6 +295,36 @@ def test_torch_neuronx_is_importable_and_detectable_while_active(single: dict[st
     assert s["api"] == [1, 0, True, True, True]
     assert "not emulated" in s["nki"]
     assert s["reactivate"] is None  # activate() again is a no-op, not "a real torch_neuronx"
+
+
+TORCH_NEURONX_FIRST = """\
+import json, sys
+import torch_neuronx  # before torch, as TorchNeuron's distributed guide does
+early = "torch" in sys.modules
+import torch
+x = torch.ones(2).to("neuron")
+print(json.dumps([early, torch_neuronx.__version__.endswith("+emulated"), str(x.device),
+                  torch_neuronx.device_count(), torch_neuronx.get_executed_ops()]))
+"""
+
+
+def test_torch_neuronx_imported_before_torch_in_a_bare_script(tmp_path: Path) -> None:
+    # A plain `NEURON_MIGRATE_EMULATE=1 python script.py`: no runner, no pytest plugin, no activate();
+    # the installed neuron_migrate_emulate.pth makes the module findable before torch is imported.
+    import site
+    import sys
+
+    dirs = [*site.getsitepackages(), site.getusersitepackages(), *sys.path]
+    assert any((Path(d) / "neuron_migrate_emulate.pth").is_file() for d in dirs), (
+        "neuron_migrate_emulate.pth is not installed in this environment: reinstall the package "
+        "(pip install -e .) so setup.py puts it in site-packages")
+    script = tmp_path / "first.py"
+    script.write_text(TORCH_NEURONX_FIRST)
+    run = run_script(script, env={"PYTHONPATH": ""}, cwd=tmp_path).wait()
+    assert run.returncode == 0, run.stderr[-3000:]
+    early, emulated, device, count, executed = json.loads(run.stdout.strip().splitlines()[-1])
+    assert early is True and emulated is True
+    assert (device, count) == ("neuron:0", 1) and "aten::_to_copy" in executed
 
 
 def test_torch_neuronx_is_absent_when_inactive() -> None:
