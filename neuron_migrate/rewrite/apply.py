@@ -248,6 +248,8 @@ def apply_fixes_to_source(
                 new_source, add, before_offset=first_needing, tree=tree, bound_elsewhere=context.bound_elsewhere
             )
         module = import_tools.parse_with_libcst(new_source)  # the one libcst parse of this file
+        if new_source != spliced:
+            tree = _parse(new_source)  # removal edits sit at this text's positions
         if remove:
             new_source = import_tools.remove_unused_imports(
                 new_source, remove, module, tree=tree, add=add, used_elsewhere=context.used_elsewhere

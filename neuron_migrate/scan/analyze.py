@@ -1073,6 +1073,8 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
         fix_class = rule.fix.fix_class
         if fixes and fix_class is FixClass.SAFE and all(f.applicability is FixClass.UNSAFE for f in fixes):
             fix_class = FixClass.UNSAFE  # this site's fix relies on what it cannot see (fixes.bindings)
+        elif not fixes and site.data and fix_class in (FixClass.SAFE, FixClass.UNSAFE):
+            fix_class = FixClass.MANUAL  # a table key whose `neuron` value has no automatic answer (fixes.data)
         findings.append(
             Finding(
                 code=code,

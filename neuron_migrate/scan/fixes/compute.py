@@ -55,9 +55,9 @@ def _compute(tf: TargetFix, site: Site, span: Span, ctx: FixContext, target: Tar
     if kind is FixKind.RENAME:
         return _rename(tf.value, site, span, ctx)
     if site.kind == "device_strings" and kind in (FixKind.DEVICE_STRING, FixKind.FIXER):
-        from neuron_migrate.scan.fixes.data import container_of, entry_fix
+        from neuron_migrate.scan.fixes.data import entry_fix, is_data
 
-        if site.data or container_of(site) is not None:  # a listed device type is data: add, never rename
+        if is_data(site):  # a listed device type or a table key is data: add, never rename
             return entry_fix(site, ctx)
     if kind is FixKind.DEVICE_STRING:
         if site.literal is None:
