@@ -28,7 +28,7 @@ class Invalid:
 
     file: str
     reason: str
-    forged: bool = False  # well-formed, but not sealed by this run's child (check.seal)
+    forged: bool = False  # well-formed, but not sealed by this run's child (check.probe.seal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +55,10 @@ def _pid_suffix(name: str, prefix: str) -> int | None:
 
 def load_dir(directory: Path, nonce: str | None = None) -> Records:
     """The records in `directory`, each validated against its schema (check.record_schema); with
-    `nonce` (a run's, check.seal), a child record must be sealed with it or be a checkpoint
+    `nonce` (a run's, check.probe.seal), a child record must be sealed with it or be a checkpoint
     (`partial`) of a process that did not end normally."""
-    from neuron_migrate.check import record_schema, seal
+    from neuron_migrate.check import record_schema
+    from neuron_migrate.check.probe import seal
 
     if not directory.is_dir():
         raise NeuronMigrateError(f"{directory}: no such records directory")

@@ -10,7 +10,7 @@ records, and SIGKILL after a grace period. SIGTERM, SIGHUP or SIGINT to check it
 then raise `Interrupted`. Temporary directories (`neuron-check-*`) are removed in every case.
 
 Records are validated (check.record_schema) and a child record counts as the end of a process only
-with this run's seal (check.seal); a process that started but left only a checkpoint, or nothing,
+with this run's seal (check.probe.seal); a process that started but left only a checkpoint, or nothing,
 crashed (`RunResult.crash`), whatever its exit code.
 """
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from neuron_migrate.check import seal
+from neuron_migrate.check.probe import seal
 from neuron_migrate.check.records import (
     CHILD_PREFIX,
     EMU_PREFIX,
@@ -228,7 +228,7 @@ def run_program(
             child_env = _environment(directory, env, launcher=launcher is not None)
             pass_fds: tuple[int, ...] = ()
             nonce_file: Path | None = None
-            if launcher is None:  # through a pipe the child inherits (check.seal)
+            if launcher is None:  # through a pipe the child inherits (check.probe.seal)
                 read_end, write_end = os.pipe()
                 os.write(write_end, nonce.encode("ascii"))
                 os.close(write_end)

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neuron_migrate.check import record_schema, seal
+from neuron_migrate.check import record_schema
+from neuron_migrate.check.probe import seal
 from neuron_migrate.check.records import load_dir
 from tests.check.conftest import PROGRAMS, CheckRun, check_program, run_cli
 from tests.check.test_check_records import PROGRAM, _record, _site

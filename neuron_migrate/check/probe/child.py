@@ -41,7 +41,7 @@ backend's in `$NEURON_MIGRATE_RECORD_DIR`:
                                 # recompiles and recompile-limit hits, in its order
       "partial": bool,          # a checkpoint written while the program ran (exit status "running")
       "last_site": null | Frame,  # a checkpoint's: the innermost user line running when it was written
-      "seal": str               # the final record only: check.seal, proof the child reached its end
+      "seal": str               # the final record only: check.probe.seal, proof the child reached its end
     }                       # the pass of its call site each compile happened in (check.passes;
                             # under --pytest, every test's stamps merged: passes.merge_stamps;
                             # per signature: its pass, slot, the first pass of the line's run,
@@ -72,8 +72,8 @@ from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
 
-from neuron_migrate.check import notebook, seal
-from neuron_migrate.check.probe import frames, observe, reads
+from neuron_migrate.check import notebook
+from neuron_migrate.check.probe import frames, observe, reads, seal
 
 FORMAT = "neuron-migrate-check-child"
 REFERENCE_ENV = "NEURON_MIGRATE_PARITY_REFERENCE"  # "1": the CPU reference run of check --parity
@@ -153,6 +153,8 @@ class _State:
 
     def checkpoint(self) -> None:
         """Both records as they are now (`partial`); the next one after CHECKPOINT_S or more."""
+        if os.getpid() != self.data["pid"]:  # a forked worker: its records are not the child's
+            return
         began = time.monotonic()
         try:
             self.write(final=False)
