@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from neuron_migrate.ruleset.model import RulePack
     from neuron_migrate.scan.result import ScanResult
 
-__all__ = ["check", "check_program", "check_settings", "load", "rewrite", "rewrite_paths", "scan",
+__all__ = ["check", "check_program", "check_settings", "load", "rewrite", "rewrite_paths", "rewrite_text", "scan",
            "scan_text", "scan_with_settings"]
 
 PathArg = str | PathLike[str]
@@ -183,9 +183,13 @@ def rewrite_paths(
     jobs: int | None = None,
     progress: Progress | None = None,
     fix_progress: Progress | None = None,
+    root: Path | None = None,
+    write_read_only: bool = False,
 ) -> RewriteResult:
     """Scan `paths` with `settings`, then fix what the resulting report holds (after selection,
-    per-file ignores, inline suppressions, baseline and diff filter: what `scan` would show)."""
+    per-file ignores, inline suppressions, baseline and diff filter: what `scan` would show).
+    The diffs name files relative to `root` when given, else to their git work tree, else to the
+    working directory (`rewrite_findings`)."""
     from neuron_migrate.pipeline.finalize import build_report
     from neuron_migrate.rewrite.engine import FileStatus, RewriteResult, rewrite_findings
     from neuron_migrate.ruleset.load import load_pack
@@ -194,16 +198,16 @@ def rewrite_paths(
     pack = load_pack(settings.extra_rules)
     # Fix edits are written into sources: never take them from the cache file (scan.cache).
     scanned = scan_with_settings(paths, settings, pack, use_cache=use_cache, jobs=jobs, progress=progress,
-                                 cached_fixes=False)
+                                 root=root, cached_fixes=False)
     report = build_report(scanned, settings, pack)
     outcomes = rewrite_findings(
         Path(scanned.root), report.findings, target=target, unsafe=unsafe, apply=apply, allow_dirty=allow_dirty,
-        jobs=jobs, progress=fix_progress,
+        jobs=jobs, progress=fix_progress, patch_root=root, write_read_only=write_read_only,
     )
     rescanned = None
     if apply and any(o.status is FileStatus.CHANGED for o in outcomes):
         # Only the written files miss the cache, so this costs one analysis of each of them.
-        after = scan_with_settings(paths, settings, pack, use_cache=use_cache, jobs=jobs)
+        after = scan_with_settings(paths, settings, pack, use_cache=use_cache, jobs=jobs, root=root)
         rescanned = build_report(after, settings, pack).findings
     return RewriteResult(
         root=scanned.root,
@@ -232,17 +236,61 @@ def rewrite(
     jobs: int | None = None,
     progress: Progress | None = None,
     fix_progress: Progress | None = None,
+    write_read_only: bool = False,
 ) -> RewriteResult:
     """Rewrite (or, without `apply`, plan the rewrite of) what a scan of `paths` reports, with the
     target and `unsafe-fixes` of the settings. `result.report()` is the Report
     `neuron-migrate rewrite --format json` prints; the result also holds each file's diff and
     outcome, which the text output shows (a Report of findings does not hold them). `progress` hears
-    (files scanned, files to scan), `fix_progress` (files fixed, files with fixes)."""
+    (files scanned, files to scan), `fix_progress` (files fixed, files with fixes). Read-only files
+    are refused unless `write_read_only`."""
     found = existing(paths)
     settings, _ = _resolve(found[0], settings, overrides, config)
     return rewrite_paths(found, settings, apply=apply, unsafe=settings.unsafe_fixes, allow_dirty=allow_dirty,
                          target=settings.target, use_cache=use_cache, jobs=jobs, progress=progress,
-                         fix_progress=fix_progress)
+                         fix_progress=fix_progress, write_read_only=write_read_only)
+
+
+@dataclass(frozen=True, slots=True)
+class TextRewrite:
+    """`rewrite_text`'s answer: the run (diffs and outcome name the file as `stdin_name` does) and
+    the rewritten source, the input's bytes where nothing was fixed."""
+
+    result: RewriteResult
+    source: bytes
+
+
+def rewrite_text(
+    source: str | bytes,
+    filename: PathArg | None = None,
+    *,
+    settings: Settings | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    config: PathArg | None = None,
+    apply: bool = False,
+) -> TextRewrite:
+    """Rewrite one file's text (an editor's buffer, a pipe), as `neuron-migrate rewrite -
+    --stdin-filename FILENAME` does: the same scan, pipeline and fixes as for the file on disk,
+    with the settings discovered from FILENAME's directory. Nothing is written beside FILENAME: the
+    text is fixed in a private temporary directory and read back. `apply` says what the report
+    counts as left: with it, the findings of the returned source; without it (a dry run, the diff
+    shown), all of them."""
+    import tempfile
+
+    name = stdin_name(filename)
+    settings, _ = _resolve(Path(filename) if filename else Path("."), settings, overrides, config)
+    original = source.encode("utf-8") if isinstance(source, str) else source
+    with tempfile.TemporaryDirectory(prefix="neuron-migrate-stdin-") as tmp:
+        path = Path(tmp, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(original)
+        # Only the named file (globs and .gitignore choose among a tree's files); the temporary
+        # directory is outside any git work tree, so the dirty-tree guard has nothing to protect.
+        result = rewrite_paths([path], replace(settings, include=(), exclude=(), respect_gitignore=False),
+                               apply=True, unsafe=settings.unsafe_fixes, allow_dirty=True, target=settings.target,
+                               use_cache=False, jobs=1, root=Path(tmp))
+        fixed = path.read_bytes()
+    return TextRewrite(replace(result, root=".", apply=apply), fixed)
 
 
 # --- check ----------------------------------------------------------------------------------------

@@ -56,8 +56,8 @@ from neuron_migrate.check import advice, notebook
 from neuron_migrate.check import parity as check_parity
 from neuron_migrate.check.records import (
     CompileSite,
-    Op,
     Merged,
+    Op,
     Records,
     merge,
     rank_of,
@@ -200,7 +200,7 @@ def _host_reads(ctx: _Ctx, children: list[dict[str, Any]]) -> int | None:
     if not known:
         return None
     scalar = 0
-    for key, e in sorted(sites.items()):
+    for _key, e in sorted(sites.items()):
         if _ours(e["site"]):
             continue
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(e["kinds"].items()))

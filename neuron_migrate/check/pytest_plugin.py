@@ -95,7 +95,6 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         yield
         return
     import neuron_emu
-
     from neuron_migrate.check.probe.passes import PassTracker
 
     item.config.stash[_STATE]["observed"].clear()

@@ -62,7 +62,10 @@ def load_dir(directory: Path, nonce: str | None = None) -> Records:
 
     if not directory.is_dir():
         raise NeuronMigrateError(f"{directory}: no such records directory")
-    emu, child, problems, invalid = [], [], [], []
+    emu: list[dict[str, Any]] = []
+    child: list[dict[str, Any]] = []
+    problems: list[str] = []
+    invalid: list[Invalid] = []
     started: list[int] = []
     faults: dict[int, str] = {}
     for path in sorted(directory.iterdir()):
@@ -196,10 +199,10 @@ def merge(records: Records) -> Merged:
         compiles = rec.get("compiles", {})
         m.compiles += int(compiles.get("count", 0))
         for s in compiles.get("sites", ()):
-            key = (*site_key(s["site"]), s["op"])
-            cs = m.compile_sites.get(key)
+            at = (*site_key(s["site"]), s["op"])
+            cs = m.compile_sites.get(at)
             if cs is None:
-                cs = m.compile_sites[key] = CompileSite(s["site"], s["op"], s.get("phase", "fwd"))
+                cs = m.compile_sites[at] = CompileSite(s["site"], s["op"], s.get("phase", "fwd"))
             for sig in s.get("signatures", ()):
                 cs.signatures.setdefault(_sig_key(sig), sig)
             if rank is not None:

@@ -267,8 +267,8 @@ def run_program(
     survivors = [s for s in status.get("survivors") or () if isinstance(s, dict)]
     start_errors = [c["start_error"] for c in records.child if c.get("start_error")]
     if start_errors and not records.emu:
-        e = start_errors[0]
-        raise NeuronMigrateError(f"could not start {program.describe()}: {e['type']}: {e['message']}")
+        first = start_errors[0]
+        raise NeuronMigrateError(f"could not start {program.describe()}: {first['type']}: {first['message']}")
     if (timed_out is None and not records.emu and not records.child and not records.started
             and not records.invalid and returncode != 0):
         raise NeuronMigrateError(

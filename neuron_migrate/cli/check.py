@@ -145,7 +145,7 @@ def register(app: typer.Typer) -> None:
                                                  help="Keep the run's records in DIR."),
         root: Path | None = typer.Option(None, "--root", file_okay=False,
                                          help="Project root that finding paths are relative to."),
-        format: str | None = typer.Option(None, "--format", "-f",
+        format: str | None = typer.Option(None, "--format", "--output-format", "-f", metavar="FORMAT",
                                           help=f"Report format: {', '.join(REPORT_FORMATS)} (default text)."),
         output: Path | None = typer.Option(None, "--output", "-o", dir_okay=False, help="Write the report to FILE."),
         output_json: Path | None = typer.Option(None, "--output-json", dir_okay=False, help="Also write JSON to FILE."),
@@ -157,6 +157,10 @@ def register(app: typer.Typer) -> None:
                                                     help="Also write a Markdown summary."),
         select: list[str] | None = typer.Option(None, "--select", help="Only these codes or prefixes."),
         ignore: list[str] | None = typer.Option(None, "--ignore", help="Skip these codes or prefixes."),
+        extend_select: list[str] | None = typer.Option(None, "--extend-select",
+                                                       help="Add these codes or prefixes to the selection."),
+        extend_ignore: list[str] | None = typer.Option(None, "--extend-ignore",
+                                                       help="Skip these too, keeping the configured ignore list."),
         fail_on: str | None = typer.Option(
             None, "--fail-on",
             help="Severity (error, warning, info, never) and/or kinds: fallback, host-sync, recompile, "
@@ -183,6 +187,8 @@ def register(app: typer.Typer) -> None:
             "format": format,
             "select": ",".join(select) if select else None,
             "ignore": ",".join(ignore) if ignore else None,
+            "extend-select": ",".join(extend_select) if extend_select else None,
+            "extend-ignore": ",".join(extend_ignore) if extend_ignore else None,
             "exit-zero": True if exit_zero else None,
             "baseline": baseline,
             "write-baseline": write_baseline,

@@ -174,7 +174,7 @@ def _project_urls() -> dict[str, str]:
         meta = metadata("neuron-migrate")
     except PackageNotFoundError:
         return {}
-    urls = {"home": meta.get("Home-page") or ""}
+    urls = {"home": (meta.get_all("Home-page") or [""])[0]}
     for entry in meta.get_all("Project-URL") or ():
         label, _, url = entry.partition(",")
         if url.strip():

@@ -14,13 +14,14 @@ from pathlib import Path
 import typer
 
 from neuron_migrate.cli.output import choose, fail_on_errors, gate
+from neuron_migrate.errors import NeuronMigrateError
 
 _FORMATS = ("text", "json")
 
 
 def rewrite(
-    paths: list[Path] = typer.Argument(..., metavar="PATH", help="Files or directories to rewrite.",
-                                       show_default=False),
+    paths: list[Path] | None = typer.Argument(None, metavar="PATH", show_default=False,
+                                       help="Files or directories to rewrite; `-` reads one file's source from stdin."),
     apply: bool = typer.Option(False, "--apply", help="Write the changes (default: only show the diff)."),
     target: str | None = typer.Option(
         None, "--target", help="neuron: Neuron code; accelerator: device-agnostic torch.accelerator code. [default: neuron]"
@@ -33,6 +34,12 @@ def rewrite(
         "--allow-dirty",
         help="With --apply, also write files git does not have committed and clean (modified, staged, "
         "untracked, ignored). Files outside any git work tree are always written.",
+    ),
+    write_read_only: bool = typer.Option(
+        False,
+        "--write-read-only",
+        help="With --apply, also write read-only files (no write permission, e.g. chmod a-w); they "
+        "keep their mode. Without it they are refused.",
     ),
     select: list[str] | None = typer.Option(None, "--select", help="Codes or prefixes to fix (comma-separated)."),
     ignore: list[str] | None = typer.Option(None, "--ignore", help="Codes or prefixes to leave alone."),
@@ -52,18 +59,23 @@ def rewrite(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="The diff (or JSON) only: no summary or progress."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the scan cache."),
     config: Path | None = typer.Option(None, "--config", help="Use this config file instead of discovering one."),
+    stdin_filename: Path | None = typer.Option(
+        None, "--stdin-filename", metavar="FILENAME", dir_okay=False,
+        help="Read the source from stdin as FILENAME (config found from it); with --apply the fixed "
+        "source goes to stdout, without it the diff."),
 ) -> None:
     """Rewrite CUDA code for Neuron: show the diff, or write it with --apply."""
     code = fail_on_errors(
         lambda: _run(paths, apply, target, unsafe_fixes, allow_dirty, select, ignore, fail_on, diff,
                      output_format, no_cache, config, extend_select=extend_select, extend_ignore=extend_ignore,
-                     exit_zero=exit_zero, quiet=quiet)
+                     exit_zero=exit_zero, quiet=quiet, stdin_filename=stdin_filename,
+                     write_read_only=write_read_only)
     )
     raise typer.Exit(code)
 
 
 def _run(
-    paths: list[Path],
+    paths: list[Path] | None,
     apply: bool,
     target: str | None,
     unsafe_fixes: bool | None,
@@ -80,6 +92,8 @@ def _run(
     extend_ignore: list[str] | None = None,
     exit_zero: bool = False,
     quiet: bool = False,
+    stdin_filename: Path | None = None,
+    write_read_only: bool = False,
 ) -> int:
     from neuron_migrate import api
     from neuron_migrate.cli.console import ProgressBars, colour
@@ -97,19 +111,36 @@ def _run(
         "fail-on": fail_on,
         "exit-zero": True if exit_zero else None,
     }
-    settings, pack = api.load(api.existing(paths)[0], overrides, config=config)
-    with ProgressBars(not quiet) as bars:  # a large tree takes a while: show scanning, then fixing
-        result = api.rewrite(paths, apply=apply, allow_dirty=allow_dirty, settings=settings, use_cache=not no_cache,
-                             progress=bars.stage("scanning"), fix_progress=bars.stage("fixing"))
+    paths = paths or []
+    stdin = stdin_filename is not None or "-" in [str(p) for p in paths]
+    if stdin and [str(p) for p in paths] not in ([], ["-"]):
+        raise NeuronMigrateError("source from stdin (`-` or --stdin-filename) is rewritten alone: drop the other paths")
+    if not paths and not stdin:
+        raise NeuronMigrateError("rewrite needs a PATH to rewrite (or `-` with --stdin-filename for stdin)")
+    settings, pack = api.load(stdin_filename or (Path(".") if stdin else api.existing(paths)[0]), overrides,
+                              config=config)
+    fixed_source: bytes | None = None
+    if stdin:
+        text_rewrite = api.rewrite_text(sys.stdin.buffer.read(), stdin_filename, settings=settings, apply=apply)
+        result, fixed_source = text_rewrite.result, text_rewrite.source
+    else:
+        with ProgressBars(not quiet) as bars:  # a large tree takes a while: show scanning, then fixing
+            result = api.rewrite(paths, apply=apply, allow_dirty=allow_dirty, settings=settings,
+                                 use_cache=not no_cache, progress=bars.stage("scanning"),
+                                 fix_progress=bars.stage("fixing"), write_read_only=write_read_only)
     report = result.report()
     if output_format == "json":
         sys.stdout.write(FORMATS["json"](report, EmitOptions(target=settings.target)))
-    else:
-        show_diff = (not apply) if diff is None else diff
-        if show_diff:
-            text = "".join(o.diff for o in result.files if o.diff)
-            sys.stdout.write(colour_diff(text) if colour(sys.stdout) else text)
-            sys.stdout.flush()
+    elif fixed_source is not None and apply and not diff:
+        # As `ruff check --fix -`: the fixed buffer replaces the editor's, so it is all stdout holds.
+        sys.stdout.flush()
+        sys.stdout.buffer.write(fixed_source)
+        sys.stdout.buffer.flush()
+    elif diff or (diff is None and not apply):
+        text = "".join(o.diff for o in result.files if o.diff)
+        sys.stdout.write(colour_diff(text) if colour(sys.stdout) else text)
+        sys.stdout.flush()
+    if output_format != "json":
         for warning in result.warnings:
             typer.echo(f"neuron-migrate: warning: {warning}", err=True)
         if not quiet:

@@ -234,8 +234,9 @@ def _rewrite(copy: Path, settings: Settings) -> dict[str, Any]:
     from neuron_migrate.api import rewrite_paths
     from neuron_migrate.rewrite.engine import FileStatus
 
+    # A private copy: its read-only files (copied with their modes) are written too.
     common: dict[str, Any] = {"unsafe": settings.unsafe_fixes, "allow_dirty": True, "target": settings.target,
-                              "use_cache": False}
+                              "use_cache": False, "write_read_only": True}
     first = rewrite_paths([copy], settings, apply=True, **common)
     second = rewrite_paths([copy], settings, apply=False, **common)
     again = [o.path for o in second.files if o.status is FileStatus.CHANGED]

@@ -262,8 +262,11 @@ def render_text(d: RecordDiff) -> str:
         out.append(f"{title}: {'none' if not lines else len(lines)}")
         out.extend(f"  {line}" for line in lines)
 
-    section("Findings fixed", [f"{f.location()}: {f.code} {f.message}{_count(n)}" for f, n in d.fixed])
-    section("New findings", [f"{f.location()}: {f.code} [{f.severity.value}] {f.message}{_count(n)}" for f, n in d.new])
+    def line(f: Finding, n: int = 1) -> str:  # as scan's text line: the severity is always shown
+        return f"{f.location()}: {f.code} [{f.severity.value}] {f.message}{_count(n)}"
+
+    section("Findings fixed", [line(f, n) for f, n in d.fixed])
+    section("New findings", [line(f, n) for f, n in d.new])
     section("New CPU fallback ops", [f"{c.key}: {c.new} calls" for c in d.new_fallback_ops])
     section("Fallback ops with more calls", [f"{c.key}: {c.old} -> {c.new}" for c in d.more_fallback_calls])
     section("Fallback ops gone", [c.key for c in d.gone_fallback_ops])
@@ -271,9 +274,8 @@ def render_text(d: RecordDiff) -> str:
     section("Fewer recompiles", [f"{c.key}: {c.old} -> {c.new}" for c in d.fewer_recompiles])
     section("Version changes", [f"{c.key}: {c.old} -> {c.new}" for c in d.versions])
     section("Rule selection and settings changes", [f"{c.key}: {c.old} -> {c.new}" for c in d.selection])
-    section("Findings of rules no longer selected (not fixed)",
-            [f"{f.location()}: {f.code} {f.message}" for f, _ in d.deselected])
-    section("Findings of newly selected rules", [f"{f.location()}: {f.code} {f.message}" for f, _ in d.newly_selected])
+    section("Findings of rules no longer selected (not fixed)", [line(f) for f, _ in d.deselected])
+    section("Findings of newly selected rules", [line(f) for f, _ in d.newly_selected])
     section("Headline changes", [f"{c.key}: {c.old} -> {c.new}" for c in d.headline])
     if d.values_compared:
         section(f"Values read back that moved (of {d.values_compared} lines)",
@@ -312,8 +314,8 @@ def render_markdown(d: RecordDiff) -> str:
         out.extend("| " + " | ".join(_md(c) for c in row) + " |" for row in rows)
         out.append("")
 
-    table("Findings fixed", ["Where", "Code", "Message", "Count"],
-          [[f.location(), f.code, f.message, n] for f, n in d.fixed])
+    table("Findings fixed", ["Where", "Code", "Severity", "Message", "Count"],
+          [[f.location(), f.code, f.severity.value, f.message, n] for f, n in d.fixed])
     table("New findings", ["Where", "Code", "Severity", "Message", "Count"],
           [[f.location(), f.code, f.severity.value, f.message, n] for f, n in d.new])
     table("New CPU fallback ops", ["Op", "Calls"], [[c.key, c.new] for c in d.new_fallback_ops])
@@ -326,10 +328,10 @@ def render_markdown(d: RecordDiff) -> str:
           [[c.key, c.old, c.new] for c in d.fewer_recompiles])
     table("Version changes", ["What", "Before", "Now"], [[c.key, c.old, c.new] for c in d.versions])
     table("Rule selection and settings changes", ["What", "Before", "Now"], [[c.key, c.old, c.new] for c in d.selection])
-    table("Findings of rules no longer selected (not fixed)", ["Where", "Code", "Message"],
-          [[f.location(), f.code, f.message] for f, _ in d.deselected])
-    table("Findings of newly selected rules", ["Where", "Code", "Message"],
-          [[f.location(), f.code, f.message] for f, _ in d.newly_selected])
+    table("Findings of rules no longer selected (not fixed)", ["Where", "Code", "Severity", "Message"],
+          [[f.location(), f.code, f.severity.value, f.message] for f, _ in d.deselected])
+    table("Findings of newly selected rules", ["Where", "Code", "Severity", "Message"],
+          [[f.location(), f.code, f.severity.value, f.message] for f, _ in d.newly_selected])
     table("Headline changes", ["Measure", "Before", "Now"], [[c.key, c.old, c.new] for c in d.headline])
     if d.values_compared:
         table(f"Values read back that moved (of {d.values_compared} lines)", ["Line", "Last before", "Last now"],

@@ -132,6 +132,7 @@ FIXER_NAMES: frozenset[str] = frozenset({
     "amp_autocast_device",
     "amp_grad_scaler",
     "compile_backend",
+    "accelerator_manual_seed",
 })
 
 

@@ -212,7 +212,7 @@ class _Walker:
         scope: dict[str, ast.AST | None] = {}
         positional = [*a.posonlyargs, *a.args]
         defaults: list[ast.AST | None] = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-        pairs = [*zip(positional, defaults), *zip(a.kwonlyargs, a.kw_defaults)]
+        pairs = [*zip(positional, defaults, strict=True), *zip(a.kwonlyargs, a.kw_defaults, strict=True)]
         for param, default in pairs:
             if default is None:
                 scope[param.arg] = None
@@ -757,10 +757,28 @@ class _Walker:
                     self._argument(call, rule, pat, None, None)
         if not self.devices_on:
             return False
-        for k, v in zip(node.keys, node.values):  # type: ignore[attr-defined]
-            if k is not None and k.__class__ is ast.Constant and isinstance(k.value, str) and dev_m.device_like_name(k.value):
-                self._device_literals(v)
+        for k, v in zip(node.keys, node.values, strict=True):  # type: ignore[attr-defined]
+            if k is not None and k.__class__ is ast.Constant and isinstance(k.value, str):
+                if dev_m.device_like_name(k.value):
+                    self._device_literals(v)
+                elif k.value.partition(":")[0] in dev_m.KNOWN_TYPES:
+                    # `{"xpu": "ccl", "cuda": "nccl"}.get(dev_type)`: a table keyed by device type.
+                    self._device_entry(k)
+                    if v.__class__ is ast.Constant and v.value.__class__ is str:
+                        self._device_literals(v)
         return False
+
+    def _container(self, node: ast.AST) -> bool:
+        """`x in ("cuda", "cpu")`, `SUPPORTED = ["cuda", "mps"]`: a device type listed as data is
+        reported whatever it is compared with (the fix adds a `"neuron"` entry, fixes.data)."""
+        if self.devices_on:
+            for elt in node.elts:  # type: ignore[attr-defined]
+                self._device_entry(elt)
+        return False
+
+    def _device_entry(self, node: ast.AST) -> None:
+        if node.__class__ is ast.Constant and node.value.__class__ is str and id(node) not in self.silent:  # type: ignore[attr-defined]
+            self._device_literals(node, data=True)
 
     def _subscript(self, node: ast.AST) -> bool:
         if not self.env_on:
@@ -792,7 +810,8 @@ class _Walker:
 
     # -- matches --
 
-    def _device_literals(self, expr: ast.AST, call: ast.Call | None = None, arg: ast.AST | None = None) -> None:
+    def _device_literals(self, expr: ast.AST, call: ast.Call | None = None, arg: ast.AST | None = None,
+                         data: bool = False) -> None:
         found: list[ast.AST] = []
         dev_m.literals(expr, found)
         for lit in found:
@@ -802,7 +821,8 @@ class _Walker:
             token, rules = hit
             symbol = lit.value if lit.__class__ is ast.Constant else ""  # type: ignore[attr-defined]
             for rule in rules:
-                self._report(rule, "device_strings", lit, symbol, call=call, arg=arg, literal=lit, token=token)
+                self._report(rule, "device_strings", lit, symbol, call=call, arg=arg, literal=lit, token=token,
+                             data=data)
 
     def _env_literal(self, node: ast.AST) -> None:
         if node.__class__ is ast.Constant and isinstance(node.value, str):  # type: ignore[attr-defined]
@@ -905,6 +925,9 @@ _EXPR_HANDLERS: dict[type, Callable[[_Walker, ast.AST], bool]] = {
     ast.Compare: _Walker._compare,
     ast.IfExp: _Walker._ifexp,
     ast.Dict: _Walker._dict,
+    ast.Tuple: _Walker._container,
+    ast.List: _Walker._container,
+    ast.Set: _Walker._container,
     ast.Subscript: _Walker._subscript,
 }
 _STMT_HANDLERS: dict[type, Callable[[_Walker, ast.AST], None]] = {
@@ -949,7 +972,7 @@ def _dict_keywords(node: ast.AST, only: Collection[str] | None = None) -> list[a
     """A dict literal's identifier-keyed entries (those in `only`, if given) as keywords, each
     located from key to value."""
     out = []
-    for k, v in zip(node.keys, node.values):  # type: ignore[attr-defined]
+    for k, v in zip(node.keys, node.values, strict=True):  # type: ignore[attr-defined]
         if k is None or k.__class__ is not ast.Constant or k.value.__class__ is not str:  # type: ignore[attr-defined]
             continue
         if (k.value in only) if only is not None else k.value.isidentifier():  # type: ignore[attr-defined]
@@ -1050,6 +1073,8 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
         fix_class = rule.fix.fix_class
         if fixes and fix_class is FixClass.SAFE and all(f.applicability is FixClass.UNSAFE for f in fixes):
             fix_class = FixClass.UNSAFE  # this site's fix relies on what it cannot see (fixes.bindings)
+        elif not fixes and site.data and fix_class in (FixClass.SAFE, FixClass.UNSAFE):
+            fix_class = FixClass.MANUAL  # a table key whose `neuron` value has no automatic answer (fixes.data)
         findings.append(
             Finding(
                 code=code,

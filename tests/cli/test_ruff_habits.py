@@ -116,6 +116,49 @@ def test_stdin_with_other_paths_is_a_usage_error(tmp_path: Path, monkeypatch: py
     assert run.exit_code == 2 and "stdin" in run.stderr
 
 
+def test_rewrite_from_stdin_prints_the_diff_or_with_apply_the_fixed_source(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    dry = _invoke("rewrite", "-", "--stdin-filename", "src/train.py", input=ERROR_PY)
+    assert dry.exit_code == 1, dry.output  # a dry run leaves the finding in the buffer
+    assert dry.stdout.startswith("--- a/src/train.py\n+++ b/src/train.py\n")
+    assert '+x = torch.zeros(2).to("neuron")' in dry.stdout and "Would change 1 file" in dry.stderr
+    fixed = _invoke("rewrite", "--stdin-filename", "src/train.py", "--apply", input=ERROR_PY)
+    assert fixed.exit_code == 0, fixed.output
+    assert fixed.stdout == ERROR_PY.replace('"cuda"', '"neuron"')  # the whole buffer, nothing else
+    assert not list(tmp_path.rglob("*.py"))  # nothing written beside it
+    # a buffer without fixes comes back as it went in; -q keeps stderr empty
+    clean = "import torch\n\nprint(torch.ones(1))\n"
+    quiet = _invoke("rewrite", "-", "--apply", "-q", input=clean)
+    assert quiet.stdout == clean and quiet.stderr == "" and quiet.exit_code == 0
+
+
+def test_rewrite_from_stdin_keeps_the_buffers_bytes_and_uses_its_config(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / ".neuron-migrate.toml").write_text('target = "accelerator"\n', encoding="utf-8")
+    source = ERROR_PY.replace("\n", "\r\n")
+    run = CliRunner().invoke(app, ["rewrite", "-", "--stdin-filename", "pkg/t.py", "--apply", "--format", "json"],
+                             input=source.encode(), catch_exceptions=False)
+    report = json.loads(run.stdout)
+    assert report["extras"]["target"] == "accelerator" and report["extras"]["fixed"] == 1
+    assert [f["path"] for f in report["extras"]["files"]] == ["pkg/t.py"]
+    crlf = CliRunner().invoke(app, ["rewrite", "-", "--apply", "-q"], input=source.encode(), catch_exceptions=False)
+    assert crlf.stdout_bytes == source.replace('"cuda"', '"neuron"').encode()  # CRLF kept
+
+
+def test_rewrite_needs_a_path_and_rewrites_stdin_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text(ERROR_PY, encoding="utf-8")
+    nothing = _invoke("rewrite")
+    assert nothing.exit_code == 2 and "needs a PATH" in nothing.stderr
+    both = _invoke("rewrite", "-", "a.py", input=ERROR_PY)
+    assert both.exit_code == 2 and "stdin" in both.stderr
+    assert (tmp_path / "a.py").read_text(encoding="utf-8") == ERROR_PY
+
+
 # --- selection --------------------------------------------------------------------------------------
 
 

@@ -358,6 +358,10 @@ def test_diff_fixed_findings_are_no_regression(base: dict[str, Any]) -> None:
     d = compare(base, new)
     assert [(f.code, n) for f, n in d.fixed] == [("NM707", 1)] and not d.new and not d.regression
     assert "Findings fixed: 1\n  kernels.py:1:" in render_text(d)
+    # the severity on each line, as on scan's and on the new findings' lines
+    (fixed_line,) = [ln for ln in render_text(d).splitlines() if ln.startswith("  kernels.py:1:")]
+    assert f"NM707 [{gone['severity']}] " in fixed_line
+    assert f"| NM707 | {gone['severity']} |" in render_markdown(d)
     assert ("sites", 3, 2) in [(c.key, c.old, c.new) for c in d.headline]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from neuron_migrate.findings import FixClass, Target
+from neuron_migrate.findings import FixClass
 from neuron_migrate.ruleset.docs import CHECK_DOCS_PATH, DOCS_PATH, render_check_doc, render_pack, render_runtime
 from neuron_migrate.ruleset.load import known_fixers, load_pack
 from neuron_migrate.ruleset.location import rules_dir
@@ -86,7 +86,7 @@ def test_fix_declarations_are_consistent(rule):
 def test_named_fixers_exist_in_the_registry():
     named = {f.value for r in RULES for f in r.fix.targets.values() if f.kind is FixKind.FIXER}
     assert named == {"accelerator_device_string", "cuda_method", "is_cuda_attribute", "amp_autocast", "amp_autocast_device",
-                     "amp_grad_scaler", "compile_backend"}
+                     "amp_grad_scaler", "compile_backend", "accelerator_manual_seed"}
     known = known_fixers()
     assert named <= known, f"rules name fixers the registry lacks: {sorted(named - known)}"
 

@@ -312,3 +312,24 @@ def test_the_generic_rule_names_the_token_and_yields_to_a_specific_rule() -> Non
     generic = [f for f in findings if f.code == "NM290"]
     assert [(f.span.line, f.symbol) for f in generic] == [(6, "use_cudagraph_trees")]
     assert "use_cudagraph_trees" in generic[0].message
+
+
+def test_device_types_listed_as_data_are_device_string_findings() -> None:
+    """Issue 13 builds its rewrite on these: a tuple/list/set entry or a dict key naming a device
+    type is NM101 (NM402 for "nccl") whatever the other operand, not only the generic NM290."""
+    code = textwrap.dedent("""
+        def pick(device, dev_type, name):
+            if device.split(":")[0] in ("cuda", "cpu"):
+                pass
+            backend = {"xpu": "ccl", "cuda": "nccl"}.get(dev_type, "gloo")
+            ok = name in ["cuda", "mps"]
+            both = {"cuda": 1, "neuron": 2}
+            print("one of", ("cuda", "cpu"))
+            return backend, ok, both
+        """)
+    found = {(f.span.line, f.span.col, f.code): f for f in analyze_source(code, "case.py", PACK)}
+    assert set(found) == {(3, 32, "NM101"), (5, 29, "NM101"), (5, 37, "NM402"), (6, 18, "NM101")}
+    # A listed entry gets a `"neuron"` entry beside it; a table key is not renamed: the table gets
+    # a `"neuron"` key (mapped to the neuron backend, issue 13).
+    assert [fix.title for fix in found[3, 32, "NM101"].fixes] == ['Add a "neuron" entry beside the CUDA one'] * 2
+    assert [e.replacement for fix in found[5, 29, "NM101"].fixes for e in fix.edits] == [', "neuron": "neuron"'] * 2

@@ -162,7 +162,7 @@ class _State:
                 import neuron_emu
 
                 neuron_emu.write_record(Path(self.directory) / record_name("neuron-emu"))
-        except Exception:  # noqa: BLE001, S110 - a failed checkpoint must not disturb the program
+        except Exception:  # noqa: BLE001 - a failed checkpoint must not disturb the program
             pass
         now = time.monotonic()
         if self.tracker is not None:
@@ -174,7 +174,7 @@ def _watch_faults(state: _State) -> None:
     import faulthandler
 
     try:
-        state.fault_file = open(Path(state.directory or ".", f"fault-{os.getpid()}.txt"), "w", encoding="utf-8")  # noqa: SIM115
+        state.fault_file = open(Path(state.directory or ".", f"fault-{os.getpid()}.txt"), "w", encoding="utf-8")
     except OSError:
         return
     faulthandler.enable(file=state.fault_file, all_threads=False)
@@ -251,8 +251,9 @@ def _resolve(state: _State, mode: str, target: str) -> None:
 
 def _activate() -> None:
     os.environ["NEURON_MIGRATE_EMULATE"] = "1"  # for the program's own subprocesses (DataLoader workers)
-    import neuron_emu
     import torch  # noqa: F401 - the `torch.backends` entry point activates when asked
+
+    import neuron_emu
 
     if not neuron_emu.is_active():
         neuron_emu.activate()
@@ -282,7 +283,7 @@ class _DynamoSites(logging.Handler):
                     "hit config.recompile_limit" in (message := record.getMessage())
                     or "hit config.cache_size_limit" in message):
                 self.sites["recompile_limit"].append(frames.user_site(sys._getframe()))
-        except Exception:  # noqa: BLE001, S110 - never break the program's compile
+        except Exception:  # noqa: BLE001 - never break the program's compile
             pass
 
 
@@ -341,7 +342,7 @@ def _run_notebook(filename: str) -> None:
     saved = sys.modules["__main__"]
     sys.modules["__main__"] = main
     try:
-        exec(code, main.__dict__)  # noqa: S102 - running the user's notebook is the point
+        exec(code, main.__dict__)
     finally:
         sys.modules["__main__"] = saved
 
@@ -358,7 +359,6 @@ def _run(state: _State, mode: str, target: str, args: list[str]) -> int:
         pytest_plugin.CHECK_RUN = {"allowed": {}, "failed": []}
         return int(pytest.main(_pytest_args(args)))
     import neuron_emu
-
     from neuron_migrate.check.probe.passes import PassTracker
 
     sys.argv = [target, *args]

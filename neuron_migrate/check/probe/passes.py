@@ -308,7 +308,7 @@ def merge_stamps(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     for entries in runs:
         top_pass = top_slot = 0
         for entry in entries:
-            shifted = {k: [n + pass_base if n > 0 else 0 for n in entry[k]]
+            shifted: dict[str, list[int]] = {k: [n + pass_base if n > 0 else 0 for n in entry[k]]
                        for k in ("passes", "runs", "last_runs", "call_first_passes") if k in entry}
             out.append({**entry, **shifted, "slots": [slot + slot_base for slot in entry["slots"]]})
             top_pass = max([top_pass, *entry["passes"]])

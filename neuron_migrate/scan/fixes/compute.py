@@ -55,9 +55,9 @@ def _compute(tf: TargetFix, site: Site, span: Span, ctx: FixContext, target: Tar
     if kind is FixKind.RENAME:
         return _rename(tf.value, site, span, ctx)
     if site.kind == "device_strings" and kind in (FixKind.DEVICE_STRING, FixKind.FIXER):
-        from neuron_migrate.scan.fixes.data import container_of, entry_fix
+        from neuron_migrate.scan.fixes.data import entry_fix, is_data
 
-        if container_of(site) is not None:  # a listed device type is data: add, never rename
+        if is_data(site):  # a listed device type or a table key is data: add, never rename
             return entry_fix(site, ctx)
     if kind is FixKind.DEVICE_STRING:
         if site.literal is None:
@@ -115,7 +115,8 @@ def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
 
 def remove_argument_edit(call: ast.Call, arg: ast.AST, ctx: FixContext) -> Edit:
     """Delete one argument with the comma that separates it from its neighbour."""
-    ordered = sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
+    args: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+    ordered = sorted(args, key=lambda a: (a.lineno, a.col_offset))
     i = next(i for i, a in enumerate(ordered) if a is arg)
     own = ctx.span(arg)
     if i + 1 < len(ordered):

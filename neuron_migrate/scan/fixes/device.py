@@ -69,11 +69,23 @@ def accelerator_string_edit(
     return Edit(span, f"{f_prefix}{quote}{{{expr}}}{escaped}"), add
 
 
+_STRING_TESTS = frozenset({"startswith", "endswith"})
+
+
+def compared(root: ast.AST, literal: ast.AST) -> bool:
+    """The string is what a device type is compared with: an operand of a comparison, or the
+    argument of `str.startswith`/`endswith` (`device.startswith("cuda")`)."""
+    parent = parent_of(root, literal)
+    if parent.__class__ is ast.Compare:
+        return True
+    return (parent.__class__ is ast.Call and parent.func.__class__ is ast.Attribute  # type: ignore[union-attr]
+            and parent.func.attr in _STRING_TESTS and any(a is literal for a in parent.args))  # type: ignore[union-attr]
+
+
 def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
     if site.literal is None:
         return None
-    compared = parent_of(site.stmt, site.literal).__class__ is ast.Compare
-    hit = accelerator_string_edit(ctx, site.literal, site.token, compared=compared)
+    hit = accelerator_string_edit(ctx, site.literal, site.token, compared=compared(site.stmt, site.literal))
     if hit is None:
         return None
     edit, add = hit

@@ -42,7 +42,8 @@ def call_of(root: ast.AST, func: ast.AST) -> ast.Call | None:
 
 
 def ordered_arguments(call: ast.Call) -> list[ast.AST]:
-    return sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
+    args: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+    return sorted(args, key=lambda a: (a.lineno, a.col_offset))
 
 
 # Parents under which a comparison can stand without parentheses.

@@ -68,3 +68,4 @@ class Site:
     root_spec: str = ""  # the import binding the matched expression went through ("m.x")
     decorator: bool = False  # `node` is a bare decorator (`@torch.compile`), not a Call
     pos: tuple[int, int, int, int] | None = None  # (line, byte col, end line, end byte col) if not node's
+    data: bool = False  # a device type listed as data (an entry, a table key): never renamed
