@@ -492,6 +492,17 @@ def recompile_sites(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return dict(sorted(sites.items(), key=lambda kv: kv[1]["location"]))
 
 
+def check_values(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """User line ("train.py:42") -> {"reads", "first", "last"}: the values the program read back to
+    the host (losses, metrics; check.parity.summarize), from the check report's summary."""
+    check = record.get("check") or {}
+    extras = (check.get("report") or {}).get("extras") or {}
+    values = (extras.get("check") or {}).get("values") if isinstance(extras, Mapping) else None
+    if not isinstance(values, Mapping):
+        return {}
+    return {str(k): dict(v) for k, v in values.items() if isinstance(v, Mapping)}
+
+
 def headline(record: Mapping[str, Any]) -> dict[str, Any]:
     """The numbers a reader wants first."""
     from neuron_migrate.emit.summary import summarize
