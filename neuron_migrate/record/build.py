@@ -234,8 +234,9 @@ def _rewrite(copy: Path, settings: Settings) -> dict[str, Any]:
     from neuron_migrate.api import rewrite_paths
     from neuron_migrate.rewrite.engine import FileStatus
 
+    # A private copy: its read-only files (copied with their modes) are written too.
     common: dict[str, Any] = {"unsafe": settings.unsafe_fixes, "allow_dirty": True, "target": settings.target,
-                              "use_cache": False}
+                              "use_cache": False, "write_read_only": True}
     first = rewrite_paths([copy], settings, apply=True, **common)
     second = rewrite_paths([copy], settings, apply=False, **common)
     again = [o.path for o in second.files if o.status is FileStatus.CHANGED]
@@ -489,6 +490,17 @@ def recompile_sites(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             "advice": _advice(details),
         }
     return dict(sorted(sites.items(), key=lambda kv: kv[1]["location"]))
+
+
+def check_values(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """User line ("train.py:42") -> {"reads", "first", "last"}: the values the program read back to
+    the host (losses, metrics; check.parity.summarize), from the check report's summary."""
+    check = record.get("check") or {}
+    extras = (check.get("report") or {}).get("extras") or {}
+    values = (extras.get("check") or {}).get("values") if isinstance(extras, Mapping) else None
+    if not isinstance(values, Mapping):
+        return {}
+    return {str(k): dict(v) for k, v in values.items() if isinstance(v, Mapping)}
 
 
 def headline(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -38,7 +38,7 @@ class FileStatus(StrEnum):
     CHANGED = "changed"  # written (with --apply) or would be written (dry run)
     UNCHANGED = "unchanged"  # had fixes, but they leave the text as it is
     SKIPPED = "skipped"  # could not be rewritten safely; `reason` says why
-    REFUSED = "refused"  # --apply on a file git does not have committed and clean
+    REFUSED = "refused"  # --apply on a file git does not have committed and clean, or a read-only one
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +280,7 @@ def rewrite_findings(
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     patch_root: Path | None = None,
+    write_read_only: bool = False,
 ) -> tuple[FileOutcome, ...]:
     """Apply the fixes of `findings` (paths relative to `root`); only files with an applicable fix.
     A file reached by several paths (an in-root symlink and its target) is planned once, under
@@ -322,6 +323,10 @@ def rewrite_findings(
             outcomes.append(_not_written(o, FileStatus.REFUSED, reason))
             continue
         try:
+            if not write_read_only and files.read_only(item.real):
+                reason = "read-only (pass --write-read-only to write it anyway)"
+                outcomes.append(_not_written(o, FileStatus.REFUSED, reason))
+                continue
             files.atomic_write(item.real, item.new, expected=item.original)
         except FileProblem as exc:
             outcomes.append(_not_written(o, FileStatus.SKIPPED, str(exc)))

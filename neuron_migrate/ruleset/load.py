@@ -1,6 +1,6 @@
 """Read and strictly validate the rule pack (`rules/pack.yaml` + `rules/nm*.yaml`).
 
-`rules/ops.yaml` (the emulator's op table) lives beside them but is not a rule file.
+`rules/ops.yaml` (the op-support table) lives beside them but is not a rule file: `ruleset/ops.py` reads it.
 
 Every problem raises `RulePackError(file, code, field, problem)`, which the CLI turns into exit 2.
 Loading never imports torch or libcst; the default pack is parsed once per process.

@@ -549,3 +549,28 @@ def test_cli_diff_bad_input_exits_2_naming_the_file(base: dict[str, Any], tmp_pa
         assert result.exit_code == 2
         assert f"neuron-migrate: error: {bad}: {message}" in result.stderr
     assert _cli("diff", str(good), str(good), "--format", "html").exit_code == 2
+
+
+def test_diff_shows_values_read_back_that_moved(base: dict[str, Any]) -> None:
+    """`extras.check.values` (the losses and metrics a program logged) are in the record; after an
+    update, diff lists the lines whose last value moved beyond tolerance, not the steady ones."""
+    values = {"train.py:4": {"reads": 3, "first": 2.5, "last": 0.75},
+              "train.py:9": {"reads": 1, "first": [1.0, 2.0], "last": [1.0, 2.0]},
+              "train.py:12": {"reads": 2, "first": "nan", "last": "nan"}}
+
+    def put(v: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+        return lambda r: r["check"]["report"]["extras"]["check"].__setitem__("values", copy.deepcopy(v))
+
+    old = _with(base, put(values))
+    same = _with(base, put({**values, "train.py:4": {"reads": 3, "first": 2.5, "last": 0.75 * (1 + 1e-6)}}))
+    d = compare(old, same)
+    assert d.values_compared == 3 and not d.values_moved and not d.regression
+    moved = _with(base, put({**values, "train.py:4": {"reads": 3, "first": 2.5, "last": 0.8},
+                             "train.py:12": {"reads": 3, "first": "nan", "last": 1.0}}))
+    d = compare(old, moved)
+    assert [(c.key, c.old, c.new) for c in d.values_moved] == [
+        ("train.py:4", 0.75, 0.8), ("train.py:12 (reads 2 -> 3)", "nan", 1.0)]
+    assert not d.regression  # check --parity is the gate for numerics
+    text = render_text(d)
+    assert "Values read back that moved (of 3 lines): 2\n  train.py:4: last 0.75 -> 0.8" in text
+    assert "| train.py:4 | 0.75 | 0.8 |" in render_markdown(d)

@@ -61,6 +61,66 @@ def test_permissions_are_kept(tmp_path: Path) -> None:
     assert path.read_bytes() == b"#!/usr/bin/env python\nx = 'neuron'\n"
 
 
+def test_hard_links_stay_one_file(tmp_path: Path) -> None:
+    data = b"x = 'cuda'\n"
+    (tmp_path / "a.py").write_bytes(data)
+    os.link(tmp_path / "a.py", tmp_path / "b.txt")
+    inode = (tmp_path / "a.py").stat().st_ino
+    (outcome,), path = _fix_file(tmp_path, "a.py", data, data.decode(), "'cuda'", "'neuron'")
+    assert outcome.status is FileStatus.CHANGED
+    assert path.stat().st_ino == inode and path.stat().st_nlink == 2
+    assert (tmp_path / "b.txt").read_bytes() == b"x = 'neuron'\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py", "b.txt"]  # no temporary file left
+
+
+def test_an_interrupted_in_place_write_keeps_the_old_content_beside_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = b"x = 'cuda'\n"
+    path = tmp_path / "a.py"
+    path.write_bytes(data)
+    os.link(path, tmp_path / "b.py")
+    real_open = Path.open
+
+    def failing_open(self: Path, mode: str = "r", *args: object, **kw: object):  # type: ignore[no-untyped-def]
+        handle = real_open(self, mode, *args, **kw)  # type: ignore[arg-type]
+        if mode == "r+b":
+            handle.write(b"x = 'ne")  # half of the new bytes, then the disk fills up
+            handle.close()
+            raise OSError(28, "No space left on device")
+        return handle
+
+    monkeypatch.setattr(Path, "open", failing_open)
+    with pytest.raises(files.FileProblem, match="No space left on device; its previous content is in") as err:
+        files.atomic_write(path, b"x = 'neuron'\n", expected=data)
+    kept = Path(str(err.value).rsplit(" ", 1)[1])
+    assert kept.parent == tmp_path and kept.read_bytes() == data
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_owner_and_group_are_kept(tmp_path: Path) -> None:
+    data = b"x = 'cuda'\n"
+    path = tmp_path / "theirs.py"
+    path.write_bytes(data)
+    os.chown(path, 4242, 4343)
+    _fix_file(tmp_path, "theirs.py", data, data.decode(), "'cuda'", "'neuron'")
+    assert (path.stat().st_uid, path.stat().st_gid) == (4242, 4343)
+    assert path.read_bytes() == b"x = 'neuron'\n"
+
+
+def test_read_only_files_are_refused_unless_asked(tmp_path: Path) -> None:
+    data = b"x = 'cuda'\n"
+    path = tmp_path / "ro.py"
+    path.write_bytes(data)
+    path.chmod(0o444)
+    (outcome,), _ = _fix_file(tmp_path, "ro.py", data, data.decode(), "'cuda'", "'neuron'")
+    assert outcome.status is FileStatus.REFUSED and "--write-read-only" in outcome.reason
+    assert not outcome.applied and outcome.skipped
+    assert path.read_bytes() == data
+    (outcome,), _ = _fix_file(tmp_path, "ro.py", data, data.decode(), "'cuda'", "'neuron'", write_read_only=True)
+    assert outcome.status is FileStatus.CHANGED
+    assert path.read_bytes() == b"x = 'neuron'\n" and stat.S_IMODE(path.stat().st_mode) == 0o444
+
+
 def test_unencodable_replacement_skips_the_file(tmp_path: Path) -> None:
     data = b"# coding: latin-1\nx = 'cuda'\n"
     (outcome,), path = _fix_file(tmp_path, "l1.py", data, data.decode("latin-1"), "'cuda'", "'neuron\u20ac'")
@@ -189,6 +249,31 @@ def test_git_guard_refuses_uncommitted_files(tmp_path: Path) -> None:
     again = rewrite_findings(tmp_path, found[1:], target=Target.NEURON, unsafe=False, apply=True, allow_dirty=True)
     assert {o.status for o in again} == {FileStatus.CHANGED}
     assert (tmp_path / "modified.py").read_bytes() == b"x = 'neuron'  # local change\n"
+
+
+def test_git_guard_refuses_files_inside_ignored_directories(tmp_path: Path) -> None:
+    """`git status --ignored=matching` reports `d1/`, not the files in it: exactly the files git
+    cannot restore. A file committed before its directory was ignored is tracked, so written."""
+    data = b"x = 'cuda'\n"
+    _git(tmp_path, "init", "-q")
+    (tmp_path / ".gitignore").write_text("d1/\nbuild/\n")
+    names = ["d1/a.py", "d1/deep/b.py", "src/build/c.py", "d1/tracked.py", "clean.py"]
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    _git(tmp_path, "add", ".gitignore", "clean.py")
+    _git(tmp_path, "add", "-f", "d1/tracked.py")
+    _git(tmp_path, "commit", "-qm", "init")
+    found = [finding(data.decode(), "'cuda'", "'neuron'", path=n) for n in names]
+
+    outcomes = {o.path: o for o in rewrite_findings(tmp_path, found, target=Target.NEURON, unsafe=False, apply=True)}
+    for name in ("d1/a.py", "d1/deep/b.py", "src/build/c.py"):
+        assert outcomes[name].status is FileStatus.REFUSED, name
+        assert "ignored by git" in outcomes[name].reason
+        assert (tmp_path / name).read_bytes() == data
+    for name in ("d1/tracked.py", "clean.py"):
+        assert outcomes[name].status is FileStatus.CHANGED, name
+        assert (tmp_path / name).read_bytes() == b"x = 'neuron'\n"
 
 
 def test_files_outside_git_are_written(tmp_path: Path) -> None:
