@@ -323,7 +323,8 @@ def test_a_table_value_is_copied_only_as_an_unsafe_fix_and_a_cuda_specific_one_i
     manual = "KERNELS = {'cuda': 'cudnn', 'cpu': 'mkl'}\nSTREAMS = {'cuda': make_stream(), 'cpu': None}\n"
     for target in Target:
         assert fixed(manual, target, unsafe=True) == manual
-    assert {f.fix_class for f in scan(manual) if f.code == "NM101"} == {FixClass.MANUAL}
+    keys = [f for f in scan(manual) if f.code == "NM101"]
+    assert {f.fix_class for f in keys} == {FixClass.MANUAL} and all("add a `neuron` one by hand" in f.message for f in keys)
 
 
 def test_map_location_keeps_the_checkpoints_cuda_key() -> None:
