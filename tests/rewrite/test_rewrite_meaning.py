@@ -245,7 +245,9 @@ def test_a_guard_held_in_a_variable_stays_with_its_cuda_only_block() -> None:
                  ("ok = torch.cuda.is_available()\nuse = ok and flag\nif not use:\n    pass\nelse:\n"
                   "    cap = torch.cuda.get_device_capability()\n"),
                  ("class M:\n    def __init__(self):\n        self.gpu = torch.cuda.is_available()\n"
-                  "    def f(self):\n        assert self.gpu\n        return torch.cuda.get_device_capability()\n")):
+                  "    def f(self):\n        assert self.gpu\n        return torch.cuda.get_device_capability()\n"),
+                 ("def main():\n    use_cuda = torch.cuda.is_available()\n    def step():\n        if use_cuda:\n"
+                  "            return torch.cuda.get_device_capability()\n    return step\n")):
         held = "import torch\n" + held
         assert fixed(held, unsafe=True) == held, held
 
