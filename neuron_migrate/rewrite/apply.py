@@ -22,6 +22,9 @@ from neuron_migrate.findings import Finding, Fix, FixClass, Target
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
+OVERLAPS = "overlaps the fix for"  # how a skip for an overlap starts (another round may apply it)
+
+
 @dataclass(frozen=True, slots=True)
 class SkippedFix:
     finding: Finding
@@ -176,7 +179,7 @@ def _plan(
             taken.add(cand)
         else:
             where = f"{clash.finding.span.line}:{clash.finding.span.col + 1}"
-            skipped.append(SkippedFix(cand.finding, f"overlaps the fix for {clash.finding.code} at {where}"))
+            skipped.append(SkippedFix(cand.finding, f"{OVERLAPS} {clash.finding.code} at {where}"))
     if accepted:
         accepted, held = _hold_guards(source, findings, accepted, target)
         skipped += held
