@@ -180,6 +180,11 @@ class Rescan:
     root: str
     settings: Settings
 
+    def __reduce__(self) -> tuple[type[Rescan], tuple[str, Settings]]:
+        # Worker processes get it pickled; a read-only mapping (MappingProxyType) cannot be.
+        plain = replace(self.settings, severity=dict(self.settings.severity), sources=dict(self.settings.sources))
+        return Rescan, (self.root, plain)
+
     def __call__(self, path: str, text: str) -> list[Finding]:
         from neuron_migrate.pipeline.finalize import finalize
         from neuron_migrate.pipeline.suppress import apply_directives

@@ -210,3 +210,15 @@ def test_a_later_round_keeps_to_suppressions_and_selection(tmp_path: Path) -> No
                         "--ignore", "NM101")
     assert code == 0, err
     assert (tmp_path / "m.py").read_text() == COMPILED.replace('mode="max-autotune"', 'backend="neuron"') + kept
+
+
+def test_later_rounds_run_in_worker_processes_too(tmp_path: Path) -> None:
+    from neuron_migrate import api
+
+    for i in range(9):  # enough files for the process pool
+        (tmp_path / f"m{i}.py").write_text(COMPILED)
+    result = api.rewrite([tmp_path], overrides={"unsafe-fixes": True}, use_cache=False, jobs=2)
+    assert len(result.files) == 9
+    for outcome in result.files:
+        assert '+@torch.compile(backend="neuron")\n' in outcome.diff, outcome.reason
+        assert sorted(f.code for f in outcome.applied) == ["NM501", "NM503"]
