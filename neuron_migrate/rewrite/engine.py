@@ -399,7 +399,9 @@ def rewrite_findings(
     planned: list[FileOutcome | _Pending] = _plan_all(work, jobs, progress)
     for real, rels in by_real.items():
         reason = f"the same file as {primary[real]}, rewritten under that path"
-        planned += [FileOutcome(rel, FileStatus.UNCHANGED, reason) for rel in rels if rel != primary[real]]
+        planned += [FileOutcome(rel, FileStatus.UNCHANGED, reason, skipped=tuple(
+            SkippedFix(f, reason) for f in by_path[rel] if applicable_fix(f, target, unsafe=unsafe)))
+            for rel in rels if rel != primary[real]]
     planned.sort(key=lambda p: (p.outcome if isinstance(p, _Pending) else p).path)
     if not apply:
         return tuple(p.outcome if isinstance(p, _Pending) else p for p in planned)
