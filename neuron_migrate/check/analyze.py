@@ -63,8 +63,10 @@ from neuron_migrate.check.records import (
     rank_of,
     site_key,
 )
+from neuron_migrate.errors import RulePackError
 from neuron_migrate.findings import Finding, Span
 from neuron_migrate.ruleset.model import RulePack
+from neuron_migrate.ruleset.ops import OpTable, load_ops
 
 # Ops whose output shape depends on data, or that read a value back: host work by nature, kept
 # apart from missing kernels even when they also fall back.
@@ -72,7 +74,6 @@ DATA_DEPENDENT = re.compile(
     r"^aten::(_local_scalar_dense|nonzero|masked_select|unique|_unique|unique_consecutive|"
     r"unique_dim|repeat_interleave\.Tensor|histc)(\.|$)"
 )
-_HOST_SYNC_CONDITION = re.compile(r"host syncs|host sync\b|data-dependent|what \.item\(\) does", re.IGNORECASE)
 ITEM_OP = "aten::_local_scalar_dense"
 HOST_SYNC = "host_sync"  # the record's op kind for a device->host value read; neither device nor fallback
 NARROWED_FLOAT = "float64"
@@ -81,24 +82,17 @@ MAX_MESSAGE = 300
 
 
 @functools.cache
-def _op_table() -> tuple[frozenset[str], frozenset[str]]:
-    """(native ops whose table condition says the host syncs, host_compute ops) from rules/ops.yaml."""
-    import yaml
-
-    from neuron_migrate.ruleset.location import rules_dir
-
+def _op_table() -> OpTable | None:
+    """rules/ops.yaml (None when it cannot be read: then no op counts as host work by the table)."""
     try:
-        data = yaml.safe_load((rules_dir() / "ops.yaml").read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        return frozenset(), frozenset()
-    sync = frozenset(
-        e["name"] for e in data.get("native", ()) if _HOST_SYNC_CONDITION.search(e.get("condition") or "")
-    )
-    return sync, frozenset(e["name"] for e in data.get("host_compute", ()))
+        return load_ops()
+    except RulePackError:
+        return None
 
 
 def is_host_work(op: str) -> bool:
-    return bool(DATA_DEPENDENT.match(op)) or op in _op_table()[0]
+    table = _op_table()
+    return bool(DATA_DEPENDENT.match(op)) or (table is not None and op in table.host_sync_ops)
 
 
 @dataclass
@@ -576,10 +570,10 @@ def _downcasts(ctx: _Ctx, m: Merged) -> dict[str, int]:
         hits = [s for s in cs.signatures.values() if _has_dtype(s, NARROWED_FLOAT)]
         if not hits:
             continue
-        details = {"op": cs.op, "dtype": NARROWED_FLOAT, "to": "float32", "site": cs.site,
-                   "signatures": [_shapes(s) for s in hits],
-                   "op_count": m.downcasts[(cs.op, NARROWED_FLOAT)]["count"]}
-        ctx.add("NM909", cs.site, cs.op, details, "float64 -> float32")
+        entry = m.downcasts[(cs.op, NARROWED_FLOAT)]  # "to": the table's dtype_downcast, as the device ran it
+        details = {"op": cs.op, "dtype": NARROWED_FLOAT, "to": entry["to"], "site": cs.site,
+                   "signatures": [_shapes(s) for s in hits], "op_count": entry["count"]}
+        ctx.add("NM909", cs.site, cs.op, details, f"{NARROWED_FLOAT} -> {entry['to']}")
     return narrowed
 
 
@@ -930,7 +924,8 @@ def analyze(
     device = sum(o.count for o in m.ops.values() if o.kind == "device")
     fallback = sum(o.count for o in m.ops.values() if o.kind == "fallback")
     host_syncs = {o.name: o.count for o in m.ops.values() if o.kind == HOST_SYNC}
-    host_compute = {o.name: o.count for o in m.ops.values() if o.name in _op_table()[1]}
+    table = _op_table()
+    host_compute = {o.name: o.count for o in m.ops.values() if table is not None and o.name in table.host_compute}
     uncaught = {e["message"] for e in (*(c.get("exception") or {} for c in children), *(e for _, e in m.exceptions))
                 if e.get("message")}
     # a mismatch the program caught (a try/except falling back to another path) ran no finding

@@ -232,6 +232,21 @@ def test_a_program_that_raised_did_not_complete(project: Path) -> None:
     assert "| check of the rewritten program | did not complete (exit 0) in 1.2 s |" in render_markdown_record(rec)
 
 
+def test_what_the_record_counts_follows_the_rules_flags(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Whether a finding ends the run, and which recompile findings are hotspots, is rules/nm9-runtime.yaml's.
+    import dataclasses
+
+    from neuron_migrate.record import build
+    from neuron_migrate.ruleset.load import load_pack
+
+    crash = _runtime("NM912", "RuntimeError: boom", 5, {"type": "RuntimeError"})
+    rec = _record(project, check=FakeCheck([*FALLBACKS, crash]))
+    pack = load_pack()
+    rules = {code: dataclasses.replace(r, ends_run=False) if code == "NM912" else r for code, r in pack.rules.items()}
+    monkeypatch.setattr(build, "_pack", lambda: dataclasses.replace(pack, rules=rules))
+    assert build.headline(rec)["check_completed"] is True
+
+
 class _StrictParser(HTMLParser):
     """Checks nesting and collects every attribute and the text of <style>."""
 
