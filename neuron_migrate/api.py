@@ -462,4 +462,5 @@ def check(
         compared = check_parity.compare(result.records, reference.records, rtol=parity.rtol, atol=parity.atol,
                                         exclude=exclusions)
     return build_report(result.records, settings, pack, root=project, program=program.describe(),
-                        duration_s=duration, timeout=result.timeout, crash=result.crash, parity=compared)
+                        duration_s=duration, timeout=result.timeout, crash=result.crash, parity=compared,
+                        survivors=result.survivors)

@@ -24,9 +24,10 @@ def build_report(
     timeout: dict[str, Any] | None = None,
     crash: dict[str, Any] | None = None,
     parity: dict[str, Any] | None = None,
+    survivors: tuple[dict[str, Any], ...] = (),
 ) -> Report:
     findings, summary = analyze(records, pack, root, allow_ops=settings.allow_ops, timeout=timeout, crash=crash,
-                                parity=parity)
+                                parity=parity, survivors=survivors)
     summary = {"program": program, **summary}
     files = {f.path for f in findings}
     return finalize("check", str(root), findings, settings, pack, files_scanned=len(files),

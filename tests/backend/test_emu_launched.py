@@ -75,6 +75,7 @@ def explicit_0():  # TorchNeuron: neuron:0 does not attach to local rank 1's pro
     buf.seek(0)
     out["load_bare"] = str(torch.load(buf, map_location="neuron")["w"].device)
     out["to_dtype"] = str(torch.ones(1, device="neuron").to(torch.float16).device)
+    out["to_copy"] = str(torch.ones(1).to("neuron:1", torch.float16, copy=True).device)
     out["compiled_bare"] = str(torch.compile(lambda t: t.to("neuron") * 2, backend="neuron",
                                              fullgraph=True)(torch.ones(2)).device)
     return out
@@ -265,7 +266,7 @@ def test_explicit_other_index_raises_on_a_launched_worker(rank1: dict[str, Any])
     for name in ("to_str", "to_device", "to_int", "to_kw", "neuron_0", "module_to", "tensor",
                  "as_tensor", "new_tensor", "storage", "load"):
         assert r[name] is True, name
-    assert r["load_bare"] == r["to_dtype"] == r["compiled_bare"] == "neuron:1"
+    assert r["load_bare"] == r["to_dtype"] == r["to_copy"] == r["compiled_bare"] == "neuron:1"
 
 
 def test_streams_and_events_follow_the_workers_device(rank1: dict[str, Any]) -> None:

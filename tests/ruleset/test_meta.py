@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from neuron_migrate.findings import FixClass
-from neuron_migrate.ruleset.docs import DOCS_PATH, render_pack
+from neuron_migrate.ruleset.docs import CHECK_DOCS_PATH, DOCS_PATH, render_check_doc, render_pack, render_runtime
 from neuron_migrate.ruleset.load import known_fixers, load_pack
 from neuron_migrate.ruleset.location import rules_dir
 from neuron_migrate.ruleset.model import FAMILIES, FixKind
@@ -131,6 +131,16 @@ def test_docs_rules_md_is_up_to_date():
     assert DOCS_PATH.read_text(encoding="utf-8") == render_pack(PACK), (
         "docs/rules.md is stale: run `python -m neuron_migrate.ruleset.docs`"
     )
+
+
+def test_docs_check_md_says_what_each_runtime_finding_means():
+    text = CHECK_DOCS_PATH.read_text(encoding="utf-8")
+    assert text == render_check_doc(PACK, text), (
+        "docs/check.md's runtime findings are stale: run `python -m neuron_migrate.ruleset.docs`")
+    section = render_runtime(PACK)
+    for rule in PACK.rules.values():
+        if rule.code.startswith("NM9"):
+            assert f"[**{rule.code}**]" in section and rule.title in section
 
 
 def test_docs_check_mode_reports_freshness():

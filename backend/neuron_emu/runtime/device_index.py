@@ -24,7 +24,6 @@ import torch
 from neuron_emu import _torch_private
 from neuron_emu import device as _device
 
-_parse_to = torch._C._nn._parse_to
 _installed = False
 
 
@@ -45,8 +44,13 @@ def _check(dev: Any) -> None:
 def _checked_to(to: Any) -> Any:
     @functools.wraps(to)
     def wrapper(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-        if args or "device" in kwargs:
-            _check(_parse_to(*args, **kwargs)[0])
+        # Tensor.to(device, dtype, non_blocking, copy, *, memory_format) or (dtype, ...) or (tensor, ...)
+        dev = kwargs.get("device")
+        if dev is None and args:
+            first = args[0]
+            if isinstance(first, (str, torch.device)) or (type(first) is int):
+                dev = first
+        _check(dev)
         return to(self, *args, **kwargs)
 
     return wrapper
