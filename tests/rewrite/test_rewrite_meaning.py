@@ -330,3 +330,31 @@ def test_map_location_keeps_the_checkpoints_cuda_key() -> None:
     """The key is where a GPU checkpoint's storages were saved: renaming it stops the remap."""
     src = 'import torch\nstate = torch.load("c.pt", map_location={"cuda:1": "cuda:0"})\n'
     assert 'map_location={"cuda:1": "neuron:0", "neuron:1": "neuron:0"}' in fixed(src)
+
+
+def test_a_guard_whose_block_goes_with_an_else_is_inverted_not_left_as_pass() -> None:
+    src = ('import torch\n\nif torch.cuda.is_available():\n    torch.backends.cudnn.benchmark = True\n'
+           'else:\n    print("cpu")\n')
+    assert fixed(src, unsafe=True) == 'import torch\n\nif not torch.neuron.is_available():\n    print("cpu")\n'
+    assert fixed(src) == src  # the removal is unsafe
+    compound = ('import torch\ndef f(device, x):\n    if not device.type == "cuda" or x:\n'
+                '        torch.backends.cudnn.benchmark = True\n    else:\n        return 1\n')
+    assert "    if not (not device.type == \"neuron\" or x):\n        return 1\n" in fixed(compound, unsafe=True)
+    negated = 'import torch\nif not torch.cuda.is_available():\n    torch.backends.cudnn.enabled = False\nelse:\n    x = 1\n'
+    assert fixed(negated, unsafe=True) == "import torch\nif torch.neuron.is_available():\n    x = 1\n"
+    # `elif` after the emptied body has no one-condition form: the body keeps a `pass`.
+    chained = ('import torch\nif torch.cuda.is_available():\n    torch.backends.cudnn.benchmark = True\n'
+               'elif x:\n    y = 1\n')
+    assert "if torch.neuron.is_available():\n    pass\nelif x:" in fixed(chained, unsafe=True)
+
+
+def test_a_moved_raise_or_fstring_assert_message_stops_saying_cuda() -> None:
+    src = ('import torch\nif not torch.cuda.is_available():\n    raise RuntimeError("CUDA is required")\n'
+           'assert torch.cuda.is_available(), f"CUDA needed, {torch.cuda.device_count()} CUDA devices"\n')
+    out = fixed(src)
+    assert 'raise RuntimeError("Neuron is required")' in out
+    assert 'f"Neuron needed, {torch.neuron.device_count()} Neuron devices"' in out
+    assert 'raise RuntimeError("an accelerator is required")' in fixed(src, A)
+    # Only a lone raise is the guard's message; other text under a guard is left alone.
+    other = 'import torch\nif torch.cuda.is_available():\n    print("CUDA found")\n    torch.cuda.synchronize()\n'
+    assert 'print("CUDA found")' in fixed(other)

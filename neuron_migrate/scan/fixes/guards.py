@@ -40,7 +40,7 @@ class Guard:
     tests: tuple[Span, ...]  # the condition(s) whose rewrite changes which path runs
     region: Span  # everything the guard decides, tests included
     kind: str  # "if", "while", "ternary", "assert", "and"
-    message: Span | None = None  # an assert's message, when it is one plain one-line string
+    message: Span | None = None  # what it says when it fails: an assert's message, an `if`'s lone raise's
     feeds: tuple[Span, ...] = ()  # values assigned to the names the test uses as conditions
 
 
@@ -75,8 +75,9 @@ def guards_in(tree: ast.AST, lines: LineIndex) -> list[Guard]:
         for node in (scope, *nodes):  # the scope's own body may hold asserts
             cls = node.__class__
             if cls is ast.If or cls is ast.While:
-                found.append((Guard((lines.span(node.test),), lines.span(node), "if" if cls is ast.If else "while"),  # type: ignore[attr-defined]
-                              [node.test]))  # type: ignore[attr-defined]
+                message = _raised_message(node, lines) if cls is ast.If else None  # type: ignore[arg-type]
+                found.append((Guard((lines.span(node.test),), lines.span(node), "if" if cls is ast.If else "while",  # type: ignore[attr-defined]
+                                    message), [node.test]))  # type: ignore[attr-defined]
             elif cls is ast.IfExp:
                 found.append((Guard((lines.span(node.test),), lines.span(node), "ternary"), [node.test]))  # type: ignore[attr-defined]
             elif cls is ast.BoolOp and node.op.__class__ is ast.And:  # type: ignore[attr-defined]
@@ -195,13 +196,28 @@ def _asserts(block: list[ast.stmt], lines: LineIndex, out: list[tuple[Guard, lis
         if stmt.__class__ is ast.Assert:
             test = lines.span(stmt.test)  # type: ignore[attr-defined]
             own, last = lines.span(stmt), lines.span(block[-1])
-            msg = stmt.msg  # type: ignore[attr-defined]
-            message = None
-            if msg is not None and msg.__class__ is ast.Constant and isinstance(msg.value, str):
-                span = lines.span(msg)
-                message = span if span.line == span.end_line else None
+            message = _message(stmt.msg, lines)  # type: ignore[attr-defined]
             out.append((Guard((test,), Span(own.line, own.col, last.end_line, last.end_col), "assert", message),
                         [stmt.test]))  # type: ignore[attr-defined]
+
+
+def _message(msg: ast.AST | None, lines: LineIndex) -> Span | None:
+    """The span of a message that is one string or f-string on one line."""
+    if msg is None or not (msg.__class__ is ast.JoinedStr or (msg.__class__ is ast.Constant and isinstance(msg.value, str))):  # type: ignore[attr-defined]
+        return None
+    span = lines.span(msg)
+    return span if span.line == span.end_line else None
+
+
+def _raised_message(node: ast.If, lines: LineIndex) -> Span | None:
+    """`if not torch.cuda.is_available(): raise RuntimeError("CUDA is required")`: the message."""
+    body = node.body
+    if len(body) != 1 or body[0].__class__ is not ast.Raise:
+        return None
+    exc = body[0].exc  # type: ignore[attr-defined]
+    if exc.__class__ is not ast.Call or not exc.args:  # type: ignore[union-attr]
+        return None
+    return _message(exc.args[0], lines)  # type: ignore[union-attr]
 
 
 class _Index:
@@ -327,7 +343,7 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
                     note = f"it is guarded by the condition at line {block.guard.tests[0].line}, which stays as it is"
                     if note not in notes.setdefault(id(f), []):
                         notes[id(f)].append(note)
-    words = _retell_asserts(findings, guards, lines)
+    words = _retell_messages(findings, guards, lines)
     if not dropped and not words:
         return list(findings)
     out: list[Finding] = []
@@ -354,23 +370,46 @@ _CUDA_WORD = re.compile(r"\bCUDA\b")
 _SAYS = {Target.NEURON: "Neuron", Target.ACCELERATOR: "an accelerator"}
 
 
-def _retell_asserts(findings: Sequence[Finding], guards: Sequence[Guard], lines: LineIndex) -> dict[int, tuple[Edit, ...]]:
-    """`assert torch.cuda.is_available(), "CUDA is required"`: when the assert moves, its message
-    stops saying CUDA (the word inside the string only). Per finding of an assert's test (the
-    first one carries them), the word's edits: `Edit.replacement` is filled in per target."""
+def _retell_messages(findings: Sequence[Finding], guards: Sequence[Guard], lines: LineIndex) -> dict[int, tuple[Edit, ...]]:
+    """`assert torch.cuda.is_available(), "CUDA is required"`, `if not torch.cuda.is_available():
+    raise RuntimeError(f"CUDA is required ({why})")`: when the guard moves, its message stops
+    saying CUDA (the word in the string's text only, never inside an f-string's `{...}`). Per
+    finding of the guard's test (the first one carries them), the word's edits:
+    `Edit.replacement` is filled in per target."""
     out: dict[int, tuple[Edit, ...]] = {}
     index = _Index(findings)
     for guard in guards:
         if guard.message is None:
             continue
         m_span = guard.message
-        text = lines.line(m_span.line)[m_span.col : m_span.end_col]
+        text = _outside_braces(lines.line(m_span.line)[m_span.col : m_span.end_col])
         words = [Edit(Span(m_span.line, m_span.col + m.start(), m_span.line, m_span.col + m.end()), "")
                  for m in _CUDA_WORD.finditer(text)]
         carrier = next((f for f in index.within(guard.tests[0]) if f.fixes), None)
         if words and carrier is not None:
             out[id(carrier)] = tuple(words)
     return out
+
+
+def _outside_braces(text: str) -> str:
+    """An f-string's source with its replacement fields blanked (`{{` and `}}` are text)."""
+    if "{" not in text:
+        return text
+    out = list(text)
+    depth = i = 0
+    while i < len(text):
+        c = text[i]
+        if depth == 0 and c in "{}" and text[i + 1 : i + 2] == c:
+            i += 2
+            continue
+        if c == "{":
+            depth += 1
+        if depth:
+            out[i] = " "
+        if c == "}" and depth:
+            depth -= 1
+        i += 1
+    return "".join(out)
 
 
 def _share_removals(findings: Sequence[Finding], guards: Sequence[Guard], targets: Sequence[Target]) -> list[Finding]:

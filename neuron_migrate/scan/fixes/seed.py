@@ -102,7 +102,7 @@ def redundant(stmt: ast.AST, tree: ast.AST, aliases: AliasTable) -> bool:
 
 
 def accelerator_manual_seed(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
-    from neuron_migrate.scan.fixes.compute import remove_statement_edit, removed_import
+    from neuron_migrate.scan.fixes.compute import remove_statement_edits, removed_import
 
     stmt = site.stmt
     called = stmt.__class__ is ast.Expr and getattr(stmt.value, "func", None) is site.node  # type: ignore[attr-defined]
@@ -110,9 +110,9 @@ def accelerator_manual_seed(site: Site, span: Span, ctx: FixContext, target: Tar
         # Every redundant CUDA seed of the block goes, so an emptied guard goes with them.
         removed = ctx.removed.setdefault(target.value, set())
         removed.update(id(s) for s in block_of(ctx.tree, stmt) or () if redundant(s, ctx.tree, ctx.aliases))  # type: ignore[arg-type]
-        edit = remove_statement_edit(site, ctx, target)
-        if edit is not None:
-            return FixResult(f"Remove it: `{_SEED_ALL}` next to it already seeds every device", (edit,),
+        edits = remove_statement_edits(site, ctx, target)
+        if edits is not None:
+            return FixResult(f"Remove it: `{_SEED_ALL}` next to it already seeds every device", edits,
                              remove_imports=removed_import(site))
     text, add = ctx.spelled(_SEED_ALL)
     return FixResult(f"Use `{_SEED_ALL}`", (Edit(span, text),), add, removed_import(site))
