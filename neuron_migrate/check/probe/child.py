@@ -111,6 +111,7 @@ class _State:
         self.directory = os.environ.get("NEURON_MIGRATE_RECORD_DIR")
         self.nonce: str | None = None
         self.fault_file: Any = None  # kept open for faulthandler
+        self.ticking: Any = None  # under --pytest: the tracker of the test that called checkpoint()
 
     def write(self, *, final: bool = True) -> None:
         """The child record: at the end (`final`, sealed), or a checkpoint while the program runs."""
@@ -145,16 +146,19 @@ class _State:
         os.replace(tmp, path)
 
     def last_site(self) -> dict[str, Any] | None:
-        cur = self.tracker.current if self.tracker is not None else None
+        tracker = self.tracker or self.ticking
+        cur = tracker.current if tracker is not None else None
         if cur is None:
             return None
         line = cur.frame.f_lineno
         return frames.describe([(cur.frame, line)])[0]
 
-    def checkpoint(self) -> None:
-        """Both records as they are now (`partial`); the next one after CHECKPOINT_S or more."""
+    def checkpoint(self, tracker: Any = None) -> None:
+        """Both records as they are now (`partial`); the next one after CHECKPOINT_S or more (from
+        `tracker`'s line events: the script's, or under --pytest the running test's)."""
         if os.getpid() != self.data["pid"]:  # a forked worker: its records are not the child's
             return
+        self.ticking = tracker
         began = time.monotonic()
         try:
             self.write(final=False)
@@ -165,8 +169,9 @@ class _State:
         except Exception:  # noqa: BLE001 - a failed checkpoint must not disturb the program
             pass
         now = time.monotonic()
-        if self.tracker is not None:
-            self.tracker.tick_at = now + max(CHECKPOINT_S, CHECKPOINT_COST * (now - began))
+        tracker = tracker or self.tracker
+        if tracker is not None:
+            tracker.tick_at = now + max(CHECKPOINT_S, CHECKPOINT_COST * (now - began))
 
 
 def _watch_faults(state: _State) -> None:
@@ -357,6 +362,7 @@ def _run(state: _State, mode: str, target: str, args: list[str]) -> int:
 
         pytest_plugin.COMPLETED_PASSES = []  # the plugin keeps each test's stamps for our record
         pytest_plugin.CHECK_RUN = {"allowed": {}, "failed": []}
+        pytest_plugin.ON_TICK = state.checkpoint
         return int(pytest.main(_pytest_args(args)))
     import neuron_emu
     from neuron_migrate.check.probe.passes import PassTracker
