@@ -63,6 +63,7 @@ from neuron_migrate.check.records import (
     rank_of,
     site_key,
 )
+from neuron_migrate.check.summary import OpsSummary, RunSummary
 from neuron_migrate.errors import RulePackError
 from neuron_migrate.findings import Finding, Span
 from neuron_migrate.ruleset.model import RulePack
@@ -900,7 +901,7 @@ def analyze(
     fallback_file: str | None = None,
     parity: dict[str, Any] | None = None,
     survivors: Iterable[dict[str, Any]] = (),
-) -> tuple[list[Finding], dict[str, Any]]:
+) -> tuple[list[Finding], RunSummary]:
     """Findings (raw: selection, baseline and gate come later) and the run summary."""
     m = merge(records)
     children = list(records.child)
@@ -936,30 +937,30 @@ def analyze(
     caught = [{k: mm.get(k) for k in ("op", "argument", "argument_device", "device", "site")}
               for mm in m.mismatches.values() if mm.get("message") not in uncaught]
     ranks = sorted({r for rec in records.emu if (r := rank_of(rec)) is not None})
-    summary = {
-        "processes": len(records.emu),
-        "ranks": ranks,
-        "ops": {
-            "device": device, "cpu_fallback": fallback,
-            "device_share": round(device / (device + fallback), 4) if device + fallback else None,
-            "distinct_fallback_ops": sorted(o.name for o in m.ops.values() if o.kind == "fallback"),
-            "host_compute": host_compute,
-            "host_syncs": sum(host_syncs.values()), "host_sync_ops": host_syncs,
-        },
-        "compiles": {"eager": m.compiles, "eager_recompiles": recompiles, **{f"dynamo_{k}": v for k, v in dyn.items()}},
-        "narrowed_64bit": narrowed,
-        "caught_device_mismatches": caught,
-        "allowed_ops": allowed,
-        "wall_s": max((float(c.get("wall_s", 0.0)) for c in children), default=0.0),
-        "exit": [_exit_entry(c, crash) for c in children],
-        "problems": list(records.problems),
-        "values": check_parity.summarize(records, ctx.relative),
-    }
-    if parity is not None:
-        summary["parity"] = parity
+    problems = list(records.problems)
     if not records.emu:
-        summary["problems"].append(
+        problems.append(
             "no emulator record was written (the program was killed before it could exit, or never "
             "imported torch)"
         )
+    summary = RunSummary(
+        processes=len(records.emu),
+        ranks=ranks,
+        ops=OpsSummary(
+            device=device, cpu_fallback=fallback,
+            device_share=round(device / (device + fallback), 4) if device + fallback else None,
+            distinct_fallback_ops=sorted(o.name for o in m.ops.values() if o.kind == "fallback"),
+            host_compute=host_compute,
+            host_syncs=sum(host_syncs.values()), host_sync_ops=host_syncs,
+        ),
+        compiles={"eager": m.compiles, "eager_recompiles": recompiles, **{f"dynamo_{k}": v for k, v in dyn.items()}},
+        narrowed_64bit=narrowed,
+        caught_device_mismatches=caught,
+        allowed_ops=allowed,
+        wall_s=max((float(c.get("wall_s", 0.0)) for c in children), default=0.0),
+        exit=[_exit_entry(c, crash) for c in children],
+        problems=problems,
+        values=check_parity.summarize(records, ctx.relative),
+        parity=parity,
+    )
     return ctx.findings, summary

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,6 @@ def build_report(
 ) -> Report:
     findings, summary = analyze(records, pack, root, allow_ops=settings.allow_ops, timeout=timeout, crash=crash,
                                 parity=parity, survivors=survivors)
-    summary = {"program": program, **summary}
     files = {f.path for f in findings}
     return finalize("check", str(root), findings, settings, pack, files_scanned=len(files),
-                    duration_s=duration_s, extras={EXTRA_CHECK: summary})
+                    duration_s=duration_s, extras={EXTRA_CHECK: replace(summary, program=program).to_dict()})
