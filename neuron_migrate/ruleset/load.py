@@ -51,7 +51,7 @@ _RUNTIME_FAMILY = "NM9"  # check's findings: each names its kind
 _LIST_MATCHERS = ("qualified_names", "device_strings", "methods", "attributes", "imports",
                   "env_vars", "files", "tokens")
 _MATCH_KEYS = frozenset(_LIST_MATCHERS) | {"arguments"}
-_ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing"})
+_ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing", "in_dict"})
 _TARGETS = {t.value: t for t in Target}
 _FIX_KEYS = frozenset(_TARGETS) | {"class", "safety"}
 _INVALID_KEYS = frozenset(_TARGETS) | {"code", "count"}
@@ -138,7 +138,12 @@ def _argument(ctx: _Ctx, raw: Any, field: str) -> ArgumentPattern:
     not_values = _scalars(ctx, d.get("not_values", []), f"{field}.not_values")
     if missing and (values or not_values):
         raise ctx.error(f"{field}.missing", "`missing` cannot be combined with values/not_values")
-    return ArgumentPattern(call, keyword, position, values, not_values, missing)
+    in_dict = d.get("in_dict", False)
+    if not isinstance(in_dict, bool):
+        raise ctx.error(f"{field}.in_dict", "expected true or false")
+    if in_dict and not values:
+        raise ctx.error(f"{field}.in_dict", "`in_dict` needs `values` to look for among the dict's values")
+    return ArgumentPattern(call, keyword, position, values, not_values, missing, in_dict)
 
 
 def _match(ctx: _Ctx, raw: Any, family: str) -> Match:

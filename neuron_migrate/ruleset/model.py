@@ -78,7 +78,9 @@ class ArgumentPattern:
     (`torch.distributed.init_process_group`), `"*"` for any call, or `".name"` for a method or
     function named `name` on any receiver (`.from_pretrained`). The argument is found by `keyword`
     and/or `position`. It matches when its literal value is in `values` (any value when empty and
-    `not_values` is empty), is not in `not_values`, or, with `missing`, when it is absent.
+    `not_values` is empty), is not in `not_values`, or, with `missing`, when it is absent. With
+    `in_dict`, `values` are looked for among the values of a dict literal given as the argument
+    (`device_map={"": 0}`).
     """
 
     call: tuple[str, ...]
@@ -87,6 +89,7 @@ class ArgumentPattern:
     values: tuple[Any, ...] = ()
     not_values: tuple[Any, ...] = ()
     missing: bool = False
+    in_dict: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -857,6 +857,9 @@ class _Walker:
         if arg is None:
             return
         value_node = arg.value if arg.__class__ is ast.keyword else arg  # type: ignore[attr-defined]
+        if pat.in_dict:
+            self._dict_argument(call, rule, pat, arg, value_node, display)
+            return
         if value_node.__class__ is ast.IfExp and (pat.values or pat.not_values):
             # `device_map="auto" if quantize else None`: either branch may be the value.
             for branch in (value_node.body, value_node.orelse):  # type: ignore[attr-defined]
@@ -874,6 +877,16 @@ class _Walker:
         if args_m.value_matches(pat, value):
             self._report_argument(call, rule, arg, value_node, value, display,
                                   value_node if value is not args_m.UNKNOWN else None)
+
+    def _dict_argument(self, call: ast.Call, rule: Rule, pat: ArgumentPattern, arg: ast.AST, value_node: ast.AST,
+                       display: str) -> None:
+        """`device_map={"": 0}` (also in either branch of a conditional): a dict value in `values`."""
+        for branch in args_m.branches(value_node):
+            for node in args_m.dict_value_nodes(branch):
+                v = args_m.literal_value(node)
+                if v is not args_m.UNKNOWN and args_m.value_matches(pat, v):
+                    self._report_argument(call, rule, arg, value_node, v, display, None)
+                    return
 
     def _report_argument(self, call: ast.Call, rule: Rule, arg: ast.AST, value_node: ast.AST, value: object,
                          display: str, literal: ast.AST | None) -> None:
