@@ -240,16 +240,18 @@ class _Walker:
                 for rule in table.match(alias.name):
                     self._report(rule, "imports", alias, alias.name)
             return
-        if node.level or not node.module:  # type: ignore[attr-defined]
-            return
-        module = node.module  # type: ignore[attr-defined]
+        # A relative import is matched spelled with its dots (`from . import _C` as `._C`).
+        dots = "." * node.level  # type: ignore[attr-defined]
+        module = dots + (node.module or "")  # type: ignore[attr-defined]
         found: dict[str, tuple[Rule, str]] = {}
-        for rule in table.match(module):
-            found.setdefault(rule.code, (rule, module))
+        if node.module:  # type: ignore[attr-defined]
+            for rule in table.match(module):
+                found.setdefault(rule.code, (rule, module))
         for alias in node.names:  # type: ignore[attr-defined]
             if alias.name != "*":
-                for rule in table.match(f"{module}.{alias.name}"):
-                    found.setdefault(rule.code, (rule, f"{module}.{alias.name}"))
+                name = f"{module}.{alias.name}" if node.module else dots + alias.name  # type: ignore[attr-defined]
+                for rule in table.match(name):
+                    found.setdefault(rule.code, (rule, name))
         for rule, symbol in found.values():
             self._report(rule, "imports", node, symbol)
 
