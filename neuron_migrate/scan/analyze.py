@@ -58,8 +58,8 @@ class CompiledPack:
     tokens: TokenTable
     implicit_roots: frozenset[str]
     device_words: tuple[str, ...]  # a file without any of these has no device-string match
-    env_words: tuple[str, ...]  # ... without any of these, no env-var match
-    token_words: tuple[str, ...]  # ... without any of these, no `tokens` match
+    env_words: tuple[str, ...]  # ... without any of these (lower case, in the lowered text), no env-var match
+    token_words: tuple[str, ...]  # ... likewise, no `tokens` match
     regions: RegionGate  # which functions of a large file need parsing
     fix_roots: frozenset[str]  # top-level modules a fix may write (and have to import)
 
@@ -93,8 +93,8 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         tokens=TokenTable(rules),
         implicit_roots=frozenset(r for r in roots if r.isidentifier()) | _ALWAYS_IMPLICIT,
         device_words=_words([t for t, _, _ in devices.types]),
-        env_words=_words([literal_prefix(p) for p, _, _ in env.patterns]),
-        token_words=first_words(rules),
+        env_words=tuple(dict.fromkeys(w.lower() for w in _words([literal_prefix(p) for p, _, _ in env.patterns]))),
+        token_words=tuple(dict.fromkeys(w.lower() for w in first_words(rules))),
         regions=RegionGate(pattern_requirements(pack), pattern_values(pack),
                            {name.rpartition(".")[0] for name in qualified.exact}),
         fix_roots=frozenset({"torch"} | {tf.value.partition(".")[0] for r in rules for tf in r.fix.targets.values()
@@ -134,8 +134,11 @@ class _Walker:
         self.cp = cp
         # Matchers whose words the file does not contain cannot match: leave them out of the walk.
         self.devices_on = any(t in source for t in cp.device_words)
-        self.env_on = any(t in source for t in cp.env_words)
-        self.tokens = cp.tokens if any(t in source for t in cp.token_words) else None
+        # One lowered copy and a test per word, not one per case form of it (a superset: the
+        # matchers decide).
+        lowered = source.lower()
+        self.env_on = any(t in lowered for t in cp.env_words)
+        self.tokens = cp.tokens if any(t in lowered for t in cp.token_words) else None
         self.silent: set[int] = set()  # ids of string literals that are messages, not code
         self.aliases = AliasTable(cp.implicit_roots)
         self.sites: list[tuple[Rule, Site]] = []
@@ -1062,7 +1065,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
                   if site.kind != "tokens" and not code.startswith(_NOT_CUDA_FAMILY)}
     findings: list[Finding] = []
     for (code, span), (rule, site) in spans.items():
-        if site.kind == "device_strings" and (span in argument_spans or already_listed(site)):
+        if site.kind == "device_strings" and (span in argument_spans or already_listed(site, ctx)):
             continue
         if site.kind == "tokens":
             if span.line in seen_lines:

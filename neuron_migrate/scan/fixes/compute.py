@@ -57,7 +57,7 @@ def _compute(tf: TargetFix, site: Site, span: Span, ctx: FixContext, target: Tar
     if site.kind == "device_strings" and kind in (FixKind.DEVICE_STRING, FixKind.FIXER):
         from neuron_migrate.scan.fixes.data import container_of, entry_fix
 
-        if site.data or container_of(site) is not None:  # a listed device type is data: add, never rename
+        if site.data or container_of(site, ctx) is not None:  # a listed device type is data: add, never rename
             return entry_fix(site, ctx)
     if kind is FixKind.DEVICE_STRING:
         if site.literal is None:

@@ -34,6 +34,11 @@ class FixContext:
     # all removed keeps a `pass` (see `remove_statement`).
     removed: dict[str, set[int]] = field(default_factory=dict)
     _bindings: Counter[str] | None = None
+    # Child id -> parent, filled one statement at a time: a file's sites often sit in one huge
+    # statement (a module-level table of thousands of entries), which must be walked once, not
+    # once per site.
+    _parents: dict[int, ast.AST] = field(default_factory=dict)
+    _indexed: set[int] = field(default_factory=set)
 
     def rebound(self, name: str) -> bool:
         """Whether module-level code binds `name` more than once (see `bindings`)."""
@@ -42,6 +47,16 @@ class FixContext:
 
             self._bindings = module_bindings(self.tree)
         return self._bindings[name] > 1
+
+    def parent(self, root: ast.AST, node: ast.AST) -> ast.AST | None:
+        """The node holding `node` inside `root` (the site's statement)."""
+        if id(root) not in self._indexed:
+            self._indexed.add(id(root))
+            parents = self._parents
+            for parent in ast.walk(root):
+                for child in ast.iter_child_nodes(parent):
+                    parents[id(child)] = parent
+        return self._parents.get(id(node))
 
     def span(self, node: ast.AST) -> Span:
         return self.lines.span(node)

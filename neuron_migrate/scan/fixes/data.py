@@ -10,18 +10,17 @@ from __future__ import annotations
 import ast
 
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
-from neuron_migrate.scan.fixes.syntax import parent_of
 from neuron_migrate.scan.matchers.site import Site
 
 _CONTAINERS = (ast.Tuple, ast.List, ast.Set)
 
 
-def container_of(site: Site) -> ast.AST | None:
+def container_of(site: Site, ctx: FixContext) -> ast.AST | None:
     """The tuple, list or set literal the matched string is an entry of."""
     literal = site.literal
     if literal is None or literal.__class__ is not ast.Constant:
         return None
-    parent = parent_of(site.stmt, literal)
+    parent = ctx.parent(site.stmt, literal)
     if parent.__class__ in _CONTAINERS and any(e is literal for e in parent.elts):  # type: ignore[union-attr]
         return parent
     return None
@@ -38,7 +37,7 @@ def has_neuron_entry(container: ast.AST, literal: ast.AST, token: str) -> bool:
 
 def entry_fix(site: Site, ctx: FixContext) -> FixResult | None:
     """`("cuda", "xpu")` -> `("cuda", "neuron", "xpu")`, spelled with the entry's own quotes."""
-    container = container_of(site)
+    container = container_of(site, ctx)
     if container is None or not site.literal.value.startswith(site.token):  # type: ignore[union-attr]
         return None
     text = ctx.text(site.literal)  # type: ignore[arg-type]
@@ -53,15 +52,15 @@ def entry_fix(site: Site, ctx: FixContext) -> FixResult | None:
     return FixResult('Add a "neuron" entry beside the CUDA one', (ctx.insert_after(site.literal, f", {entry}"),))  # type: ignore[arg-type]
 
 
-def already_listed(site: Site) -> bool:
+def already_listed(site: Site, ctx: FixContext) -> bool:
     """The entry's container (or the table it keys) lists the `neuron` form too: nothing left to
     port (and reporting it would make the fix add the entry again on every run)."""
-    container = container_of(site)
+    container = container_of(site, ctx)
     if container is not None:
         return has_neuron_entry(container, site.literal, site.token)  # type: ignore[arg-type]
     if not site.data or site.literal is None:
         return False
-    table = parent_of(site.stmt, site.literal)
+    table = ctx.parent(site.stmt, site.literal)
     if table.__class__ is not ast.Dict:
         return False
     want = neuron_entry(site.literal.value, site.token)  # type: ignore[attr-defined]

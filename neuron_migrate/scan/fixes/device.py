@@ -8,7 +8,7 @@ import ast
 from neuron_migrate.findings import Edit, Span, Target
 from neuron_migrate.scan.fixes.bindings import evidently_torch
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
-from neuron_migrate.scan.fixes.syntax import comparison_needs_parens, parent_of
+from neuron_migrate.scan.fixes.syntax import comparison_needs_parens
 from neuron_migrate.scan.matchers.site import Site
 
 ACCELERATOR = "torch.accelerator.current_accelerator"
@@ -72,7 +72,7 @@ def accelerator_string_edit(
 def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
     if site.literal is None:
         return None
-    compared = parent_of(site.stmt, site.literal).__class__ is ast.Compare
+    compared = ctx.parent(site.stmt, site.literal).__class__ is ast.Compare
     hit = accelerator_string_edit(ctx, site.literal, site.token, compared=compared)
     if hit is None:
         return None
@@ -88,12 +88,14 @@ def _index_text(ctx: FixContext, node: ast.AST) -> str | None:
 def _quote_inside(site: Site, node: ast.AST, ctx: FixContext) -> str:
     """The quote a string written at `node` may use: inside an f-string (`f"{x.cuda()}"`), the
     other one than the f-string's (Python 3.11 cannot nest the same quote)."""
-    for outer in ast.walk(site.stmt):
-        if outer.__class__ is ast.JoinedStr and any(n is node for n in ast.walk(outer)):
-            parts = ctx.string_parts(outer)
-            if parts is not None:
-                return _other(parts[2])
-    return '"'
+    outermost = None
+    parent = ctx.parent(site.stmt, node)
+    while parent is not None:
+        if parent.__class__ is ast.JoinedStr:
+            outermost = parent
+        parent = ctx.parent(site.stmt, parent)
+    parts = ctx.string_parts(outermost) if outermost is not None else None
+    return _other(parts[2]) if parts is not None else '"'
 
 
 def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:

@@ -18,7 +18,8 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from neuron_migrate.findings import Edit, Finding, FixClass, Severity, Span, Target
@@ -47,31 +48,61 @@ def inside(inner: Span, outer: Span) -> bool:
     return _start(outer) <= _start(inner) and _end(inner) <= _end(outer)
 
 
-def guards_in(tree: ast.AST, lines: LineIndex) -> list[Guard]:
-    """Every guard of the tree, innermost (smallest region) first."""
+def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None) -> list[Guard]:
+    """Every guard of the tree, innermost (smallest region) first. With `near` (sorted line
+    numbers), only the guards whose test spans one of those lines: a guard matters only when a
+    finding with a fix sits in its test, and building every guard of a large file costs more than
+    the rest of its analysis."""
+
+    def wanted(first: ast.AST, last: ast.AST) -> bool:
+        if near is None:
+            return True
+        i = bisect.bisect_left(near, first.lineno)  # type: ignore[attr-defined]
+        return i < len(near) and near[i] <= (last.end_lineno or last.lineno)  # type: ignore[attr-defined]
+
     out: list[Guard] = []
-    for node in ast.walk(tree):
+    for node in ast.walk(tree) if near is None else _around(tree, near):
         cls = node.__class__
         if cls is ast.If or cls is ast.While:
-            out.append(Guard((lines.span(node.test),), lines.span(node), "if" if cls is ast.If else "while"))  # type: ignore[attr-defined]
+            if wanted(node.test, node.test):  # type: ignore[attr-defined]
+                out.append(Guard((lines.span(node.test),), lines.span(node), "if" if cls is ast.If else "while"))  # type: ignore[attr-defined]
         elif cls is ast.IfExp:
-            out.append(Guard((lines.span(node.test),), lines.span(node), "ternary"))  # type: ignore[attr-defined]
+            if wanted(node.test, node.test):  # type: ignore[attr-defined]
+                out.append(Guard((lines.span(node.test),), lines.span(node), "ternary"))  # type: ignore[attr-defined]
         elif cls is ast.BoolOp and node.op.__class__ is ast.And:  # type: ignore[attr-defined]
             values = node.values  # type: ignore[attr-defined]
-            out.append(Guard(tuple(lines.span(v) for v in values[:-1]), lines.span(node), "and"))
+            if wanted(values[0], values[-2]):
+                out.append(Guard(tuple(lines.span(v) for v in values[:-1]), lines.span(node), "and"))
         for field in _BLOCKS:
             block = getattr(node, field, None)
             if block.__class__ is list:
-                _asserts(block, lines, out)
+                _asserts(block, lines, out, wanted)
         for holder in getattr(node, "handlers", None) or getattr(node, "cases", None) or ():
-            _asserts(holder.body, lines, out)
+            _asserts(holder.body, lines, out, wanted)
     out.sort(key=lambda g: (g.region.end_line - g.region.line, g.region.end_col - g.region.col))
     return out
 
 
-def _asserts(block: list[ast.stmt], lines: LineIndex, out: list[Guard]) -> None:
+def _around(tree: ast.AST, near: Sequence[int]) -> Iterator[ast.AST]:
+    """The nodes whose lines hold one of `near` (and those without a position): every guard
+    with such a line in its test is among them, and the rest of a large tree is never visited.
+    Breadth first, as `ast.walk`."""
+    todo = deque([tree])
+    while todo:
+        node = todo.popleft()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            first = getattr(child, "lineno", None)
+            if first is not None:
+                i = bisect.bisect_left(near, first)
+                if i == len(near) or near[i] > (child.end_lineno or first):  # type: ignore[attr-defined]
+                    continue
+            todo.append(child)
+
+
+def _asserts(block: list[ast.stmt], lines: LineIndex, out: list[Guard], wanted: Callable[[ast.AST, ast.AST], bool]) -> None:
     for i, stmt in enumerate(block):
-        if stmt.__class__ is ast.Assert:
+        if stmt.__class__ is ast.Assert and wanted(stmt.test, stmt.test):  # type: ignore[attr-defined]
             test = lines.span(stmt.test)  # type: ignore[attr-defined]
             own, last = lines.span(stmt), lines.span(block[-1])
             msg = stmt.msg  # type: ignore[attr-defined]
@@ -166,7 +197,7 @@ def reason(block: Block) -> str:
 def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets: Iterable[Target]) -> list[Finding]:
     """Scan-time guard rule: drop each target's fixes inside a guard that cannot move whole, and
     make the guard's finding say why. A finding left with no fix at all becomes manual."""
-    guards = guards_in(tree, lines)
+    guards = guards_in(tree, lines, sorted({n for f in findings if f.fixes for n in range(f.span.line, f.span.end_line + 1)}))
     if not guards:
         return list(findings)
     dropped: dict[int, set[Target]] = {}
