@@ -198,7 +198,14 @@ class _Walker:
         if value.__class__ is not ast.Attribute or self.tokens is None:
             return
         qn = self.resolve(value)
-        if qn is not None and (self.cp.qualified.best(qn, []) is not None or self.tokens.name(qn.replace(".", "_"))):
+        if qn is None:
+            return
+        best = self.cp.qualified.best(qn, [])
+        # A rule's name that is no CUDA API (`torch._inductor.config.x`, a compile setting) makes
+        # no CUDA alias: its uses are no CUDA references.
+        cuda_rule = best is not None and any(r.category not in _NOT_CUDA_CATEGORIES and not r.code.startswith(_NOT_CUDA_FAMILY)
+                                             for r in best[2])
+        if cuda_rule or self.tokens.name(qn.replace(".", "_")):
             self.assigned[name] = qn
 
     @staticmethod
@@ -1012,6 +1019,7 @@ def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
 # --- findings -----------------------------------------------------------------------------------
 
 _NOT_CUDA_FAMILY = "NM8"
+_NOT_CUDA_CATEGORIES = frozenset({"compile"})
 
 
 def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None = None) -> list[Finding]:
@@ -1025,7 +1033,8 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
     parsed = parse_m.parse(source, path, cp.regions if cell is None else None)
     walker = _walk(cp, parsed.tree, source)
     tree = parsed.tree
-    if parsed.sparse is not None and not parse_m.complete(parsed.sparse, walker.aliases, cp.regions, cp.fix_roots):
+    if parsed.sparse is not None and not parse_m.complete(parsed.sparse, walker.aliases, cp.regions, cp.fix_roots,
+                                                          walker.assigned):
         tree = parse_m.parse_whole(source, path)
         walker = _walk(cp, tree, source)
     if not walker.sites:

@@ -49,14 +49,19 @@ class FixContext:
         return self._bindings[name] > 1
 
     def parent(self, root: ast.AST, node: ast.AST) -> ast.AST | None:
-        """The node holding `node` inside `root` (the site's statement)."""
+        """The node holding `node` inside `root` (the site's statement); None when `node` is not
+        under `root` (a literal a variable stands for sits elsewhere)."""
+        parents = self._parents
         if id(root) not in self._indexed:
             self._indexed.add(id(root))
-            parents = self._parents
             for parent in ast.walk(root):
                 for child in ast.iter_child_nodes(parent):
                     parents[id(child)] = parent
-        return self._parents.get(id(node))
+        found = parents.get(id(node))
+        up = found
+        while up is not None and up is not root:  # another statement's index may know it
+            up = parents.get(id(up))
+        return found if up is root else None
 
     def span(self, node: ast.AST) -> Span:
         return self.lines.span(node)
