@@ -136,8 +136,9 @@ def main(argv: list[str] | None = None) -> int:
               f"activate() itself {act:.3f} s (target <= +0.20 s)")
 
     sys.path.insert(0, str(BACKEND))
-    import neuron_emu
     import torch
+
+    import neuron_emu
 
     neuron_emu.activate()
     torch.set_num_threads(1)

@@ -184,9 +184,12 @@ def rewrite_paths(
     progress: Progress | None = None,
     fix_progress: Progress | None = None,
     root: Path | None = None,
+    write_read_only: bool = False,
 ) -> RewriteResult:
     """Scan `paths` with `settings`, then fix what the resulting report holds (after selection,
-    per-file ignores, inline suppressions, baseline and diff filter: what `scan` would show)."""
+    per-file ignores, inline suppressions, baseline and diff filter: what `scan` would show).
+    The diffs name files relative to `root` when given, else to their git work tree, else to the
+    working directory (`rewrite_findings`)."""
     from neuron_migrate.pipeline.finalize import build_report
     from neuron_migrate.rewrite.engine import FileStatus, RewriteResult, rewrite_findings
     from neuron_migrate.ruleset.load import load_pack
@@ -199,7 +202,7 @@ def rewrite_paths(
     report = build_report(scanned, settings, pack)
     outcomes = rewrite_findings(
         Path(scanned.root), report.findings, target=target, unsafe=unsafe, apply=apply, allow_dirty=allow_dirty,
-        jobs=jobs, progress=fix_progress,
+        jobs=jobs, progress=fix_progress, patch_root=root, write_read_only=write_read_only,
     )
     rescanned = None
     if apply and any(o.status is FileStatus.CHANGED for o in outcomes):
@@ -233,17 +236,19 @@ def rewrite(
     jobs: int | None = None,
     progress: Progress | None = None,
     fix_progress: Progress | None = None,
+    write_read_only: bool = False,
 ) -> RewriteResult:
     """Rewrite (or, without `apply`, plan the rewrite of) what a scan of `paths` reports, with the
     target and `unsafe-fixes` of the settings. `result.report()` is the Report
     `neuron-migrate rewrite --format json` prints; the result also holds each file's diff and
     outcome, which the text output shows (a Report of findings does not hold them). `progress` hears
-    (files scanned, files to scan), `fix_progress` (files fixed, files with fixes)."""
+    (files scanned, files to scan), `fix_progress` (files fixed, files with fixes). Read-only files
+    are refused unless `write_read_only`."""
     found = existing(paths)
     settings, _ = _resolve(found[0], settings, overrides, config)
     return rewrite_paths(found, settings, apply=apply, unsafe=settings.unsafe_fixes, allow_dirty=allow_dirty,
                          target=settings.target, use_cache=use_cache, jobs=jobs, progress=progress,
-                         fix_progress=fix_progress)
+                         fix_progress=fix_progress, write_read_only=write_read_only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -430,4 +435,5 @@ def check(
         compared = check_parity.compare(result.records, reference.records, rtol=parity.rtol, atol=parity.atol,
                                         exclude=exclusions)
     return build_report(result.records, settings, pack, root=project, program=program.describe(),
-                        duration_s=duration, timeout=result.timeout, crash=result.crash, parity=compared)
+                        duration_s=duration, timeout=result.timeout, crash=result.crash, parity=compared,
+                        survivors=result.survivors)

@@ -7,6 +7,14 @@ class NeuronMigrateError(Exception):
     """A usage, configuration, rule-pack or internal error (exit 2)."""
 
 
+class Interrupted(NeuronMigrateError):
+    """check was stopped by a signal (a cancelled CI job, Ctrl-C); exit 128 + the signal."""
+
+    def __init__(self, signum: int, message: str) -> None:
+        super().__init__(message)
+        self.exit_code = 128 + signum
+
+
 class RulePackError(NeuronMigrateError):
     """A malformed rule file: names the file, the rule and the field."""
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Mapping
+from typing import Any
 
 FINDINGS_SCHEMA_VERSION = 1
 

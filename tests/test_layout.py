@@ -1,5 +1,6 @@
 """The package layout holds: every import in neuron_migrate/ (module level, lazy or type-only) goes
-from a package to one it may use, as the README's "Layout" section lists them."""
+from a package to one it may use, as the README's "Layout" section lists them; the emulated device
+(backend/neuron_emu) and the tool meet only where that section says."""
 
 from __future__ import annotations
 
@@ -51,8 +52,8 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    """(line, imported module) for every import of neuron_migrate in the file."""
+def _imports(path: Path, of: str = "neuron_migrate") -> list[tuple[int, str]]:
+    """(line, imported module) for every import of `of` (a top-level package) in the file."""
     found = []
     for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
         if isinstance(node, ast.Import):
@@ -64,7 +65,7 @@ def _imports(path: Path) -> list[tuple[int, str]]:
             found += [(node.lineno, f"{base}.{a.name}" if (PACKAGE.parent / f"{base}.{a.name}".replace(".", "/")).exists()
                        or (PACKAGE.parent / (f"{base}.{a.name}".replace(".", "/") + ".py")).exists() else base)
                       for a in node.names]
-    return [(line, name) for line, name in found if name == "neuron_migrate" or name.startswith("neuron_migrate.")]
+    return [(line, name) for line, name in found if name == of or name.startswith(of + ".")]
 
 
 def _violations() -> list[str]:
@@ -78,6 +79,32 @@ def _violations() -> list[str]:
                 continue
             bad.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {source} imports {target} ({dest})")
     return bad
+
+
+# The emulated device (backend/neuron_emu, its own package) runs inside the user's process: it shares
+# the tool's op table and nothing else; only the in-process probe and the pytest plugin import it.
+BACKEND = PACKAGE.parent / "backend" / "neuron_emu"
+BACKEND_MAY_IMPORT = frozenset({"neuron_migrate.ruleset.ops"})
+IMPORTS_BACKEND = frozenset({"probe", "neuron_migrate.check.pytest_plugin"})
+
+
+def test_the_backend_uses_only_the_op_table() -> None:
+    bad = [f"{path.relative_to(PACKAGE.parent)}:{line}: imports {target}"
+           for path in sorted(BACKEND.rglob("*.py")) for line, target in _imports(path)
+           if target not in BACKEND_MAY_IMPORT]
+    assert bad == []
+    # ... and what that module imports stays in core and ruleset (no scan, no libcst, no PyYAML up front).
+    assert {package_of(t) for _, t in _imports(PACKAGE / "ruleset" / "ops.py")} <= {CORE, "ruleset"}
+
+
+def test_only_the_probe_imports_the_backend() -> None:
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _module_name(path)
+        if package_of(module) in IMPORTS_BACKEND or module in IMPORTS_BACKEND:
+            continue
+        bad += [f"{path.relative_to(PACKAGE.parent)}:{line}: imports {target}" for line, target in _imports(path, "neuron_emu")]
+    assert bad == []
 
 
 def test_every_package_is_in_the_table() -> None:

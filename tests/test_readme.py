@@ -33,3 +33,15 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_package_requirement_is_the_torchneuron_range() -> None:
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert '"torch>=2.13,<2.15"' in pyproject
+
+
+def test_ci_lints_and_type_checks_with_pinned_tools() -> None:
+    import tomllib
+
+    command = _quickstart_commands()[1]
+    assert "ruff check ." in command and "&& mypy &&" in command
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["tool"]["ruff"] and project["tool"]["mypy"]["files"]
+    extras = project["project"]["optional-dependencies"]["test"]
+    for tool in ("ruff", "mypy"):  # rules change between minor releases: CI pins the series
+        assert any(r.startswith(tool + ">=") and ",<" in r for r in extras), tool

@@ -66,8 +66,11 @@ def activate() -> None:
     already owned by another backend.
     """
     if is_active():
-        return  # our own torch_neuronx is findable from here on
-    if importlib.util.find_spec("torch_neuronx") is not None:
+        return
+    from neuron_emu import torch_neuronx_shim
+
+    spec = importlib.util.find_spec("torch_neuronx")
+    if spec is not None and not torch_neuronx_shim.is_emulated(spec):
         raise EmulatorUnavailable(
             "a real torch_neuronx is installed; it owns the PrivateUse1 ('neuron') device, so the "
             "neuron-migrate emulator will not activate. Run the emulator in an environment without "

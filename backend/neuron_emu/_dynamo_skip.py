@@ -19,6 +19,8 @@ from typing import Any
 _TARGET = "torch._dynamo.eval_frame"
 _log = logging.getLogger("neuron_emu")
 _done: set[types.CodeType] = set()
+# Functions whose wrappers replace torch functions (patches._pinning, runtime.device_index)
+_WRAPPER_MAKERS = frozenset({"_pinning", "_checked_to", "_checked_data_factory"})
 
 
 def _codes(obj: Any, seen: set[int]) -> Iterator[types.CodeType]:
@@ -56,8 +58,8 @@ def register_loaded() -> int:
         for value in list(vars(mod).values()):
             if getattr(value, "__module__", name) != name and not isinstance(value, types.CodeType):
                 continue
-            if isinstance(value, types.FunctionType) and value.__name__ == "_pinning":
-                continue  # its wrappers stand in for torch factories: Dynamo must inline them
+            if isinstance(value, types.FunctionType) and value.__name__ in _WRAPPER_MAKERS:
+                continue  # their wrappers stand in for torch functions: Dynamo must inline them
             for code in _codes(value, seen):
                 if code not in _done:
                     eval_frame.skip_code(code)

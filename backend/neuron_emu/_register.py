@@ -84,7 +84,7 @@ def _install_kernels(torch: Any) -> None:
     glob = torch.library.Library("_", "IMPL")
     _libs.extend((aten, glob))
     known = set(torch._C._dispatch_get_all_op_names())
-    names = (set(table().native) | set(kernels.RUNTIME_KERNELS) | set(kernels.METADATA_OPS)
+    names = (set(table().native_names) | set(kernels.RUNTIME_KERNELS) | set(kernels.METADATA_OPS)
              | set(kernels.CONTIGUOUS_INPUT_COMPOSITES))
     registered, decomposed, missing = 0, [], []
     for name in sorted(names):

@@ -28,10 +28,15 @@ timings ``torch_neuronx_fx_passes_us``/``torch_neuronx_lower_us``/``torch_neuron
 emulator's own graph checks and lowering; no neuronx-cc runs, so the compile time is 0), plus the
 emulator's ``kind`` ("fw" | "bw" | "inference"), ``ops``, ``signatures`` ([[Input]]) and ``calls``.
 
-Device handling as TorchNeuron's executor: CPU tensors passed to a compiled forward or inference
-graph are copied to `neuron` and its outputs are `neuron` tensors, unless
-``TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY=1`` (such an input raises) or, for inference graphs,
-``TORCH_NEURONX_RETAIN_DEVICE_MODE=1`` (outputs go back to the CPU when the inputs were there).
+Device handling as TorchNeuron's executor, which runs every graph (forward, backward, inference):
+CPU tensor inputs are copied to the current `neuron` device and the outputs are `neuron` tensors,
+unless ``TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY=1`` (such an input raises the executor's
+message) or ``TORCH_NEURONX_RETAIN_DEVICE_MODE=1`` (outputs go back to the device of the inputs,
+which must all be on one device type). So *training* a CPU module compiled with
+``backend="neuron"`` fails in backward by default, as on TorchNeuron: its parameters' gradients
+come out on `neuron` and autograd refuses them ("invalid gradient at index 0 - expected device
+cpu but got neuron:0"); with the retain mode, the forward's saved tensors and the backward's
+gradients go back to the CPU and it trains.
 """
 
 from __future__ import annotations
@@ -203,21 +208,32 @@ def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _autocopy(args: list[Any]) -> tuple[list[Any], bool]:
-    """CPU tensor inputs copied to `neuron` (TorchNeuron's executor); True when any was."""
+def _autocopy(args: list[Any]) -> list[Any]:
+    """CPU tensor inputs copied to `neuron` (TorchNeuron's executor)."""
     cpu = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.device.type == "cpu"]
     if not cpu:
-        return args, False
+        return args
     if _env_flag(ENV_DISABLE_CPU_AUTOCOPY):
         raise RuntimeError(
-            f"torch.compile(backend=\"neuron\"): graph input {cpu[0]} is a CPU tensor and "
-            f"{ENV_DISABLE_CPU_AUTOCOPY}=1 forbids copying it to the neuron device; put the model "
-            "and its inputs on 'neuron'."
+            f"Input tensor at index {cpu[0]} is on cpu device, expected neuron. "
+            "Move tensor to Neuron device first with tensor.to('neuron')"
         )
     out = list(args)
     for i in cpu:
         out[i] = out[i].to(_NEURON)
-    return out, True
+    return out
+
+
+def _retain_device(inputs: Sequence[Any], outputs: list[Any]) -> list[Any]:
+    """TORCH_NEURONX_RETAIN_DEVICE_MODE=1: outputs moved to the (single) device type of the inputs."""
+    kinds = {a.device.type for a in inputs if isinstance(a, torch.Tensor)}
+    if len(kinds) > 1:
+        got = sorted(kinds, key=lambda k: k != _NEURON.type)
+        raise RuntimeError(f"cannot mix input devices with {ENV_RETAIN_DEVICE_MODE}=1, got {got[0]} and {got[1]}")
+    if not kinds or kinds == {_NEURON.type}:
+        return outputs
+    target = kinds.pop()
+    return [o.to(target) if isinstance(o, torch.Tensor) and o.device.type != target else o for o in outputs]
 
 
 _NEURON = torch.device("neuron")
@@ -257,12 +273,10 @@ def _graph_compiler(kind: str, model_name: str) -> Callable[..., Any]:
             if has_collectives:
                 counters["neuron"]["graphs_with_collectives"] += 1
         _publish()
-        copies_inputs = kind != "bw"
 
         def run(args: list[Any]) -> Any:
-            copied = False
-            if copies_inputs:
-                args, copied = _autocopy(args)
+            original = args
+            args = _autocopy(args)
             key = (graph_id, _signature(args))
             with _lock:
                 entry["calls"] += 1
@@ -274,8 +288,8 @@ def _graph_compiler(kind: str, model_name: str) -> Callable[..., Any]:
                     entry["signatures"].append([record._input(i) if i else None for i in key[1]])
             with record.suspended():
                 out = boxed(args)
-            if copied and kind == "inference" and _env_flag(ENV_RETAIN_DEVICE_MODE):
-                out = [o.cpu() if isinstance(o, torch.Tensor) else o for o in out]
+            if _env_flag(ENV_RETAIN_DEVICE_MODE):
+                out = _retain_device(original, out)
             return out
 
         run._boxed_call = True  # type: ignore[attr-defined]
@@ -319,6 +333,6 @@ def register() -> None:
 
 
 record.dynamo_stats = _stats
-from neuron_emu import _dynamo_skip
+from neuron_emu import _dynamo_skip  # noqa: E402 - imported once Dynamo is configured above
 
 _dynamo_skip.register_loaded()

@@ -42,6 +42,10 @@ def configure(local_rank: int, local_world_size: int) -> None:
     random.grow(_count)
     if _count > 1:
         engine.install()
+    if _start != 0:
+        from neuron_emu.runtime import device_index
+
+        device_index.install()
 
 
 def configure_from_env() -> None:
@@ -141,6 +145,13 @@ def _invalid(idx: int) -> str:
     return (f"Invalid device ordinal {idx} for neuron: this process is local rank {_start} of {_count} and "
             f"owns only neuron:{_start} (TorchNeuron gives each launched process one NeuronCore; use "
             f"neuron:{_start}, i.e. the LOCAL_RANK, or plain 'neuron')")
+
+
+def own_index(index: int) -> int:
+    """``index`` if it is this process's device; else the invalid-ordinal error."""
+    if index != _start:
+        raise RuntimeError(_invalid(index))
+    return index
 
 
 def _index(device: Any, *, optional: bool = False) -> int:

@@ -3,6 +3,8 @@
 Bytes are counted when the emulator creates a `neuron` tensor (an allocation) and uncounted when
 that tensor object dies (a weak reference). A view that outlives its base is therefore no longer
 counted; this is approximate but cheap, and reserved bytes are reported as 0, as TorchNeuron does.
+A storage resized in place (``UntypedStorage.resize_``: FSDP2 frees a parameter's memory with
+``resize_(0)`` and re-allocates it before use) moves its allocation's count to the new size.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ class _Counters:
 
 
 _counters = [_Counters() for _ in range(_device.device_count())]
-_live: dict[weakref.ref[torch.Tensor], tuple[int, int]] = {}
+# weakref -> [device index, bytes counted]; the list is shared with _by_storage once resized
+_live: dict[weakref.ref[Any], list[int]] = {}
+_by_storage: dict[int, list[int]] = {}  # StorageImpl address -> its allocation's entry
 # Set while a distributed run has not called init_process_group yet (the real runtime forbids
 # allocating before it); receives the byte count of each allocation.
 alloc_hook: Callable[[int], None] | None = None
@@ -38,12 +42,13 @@ def grow(count: int) -> None:
     _counters.extend(_Counters() for _ in range(count - len(_counters)))
 
 
-def _on_free(ref: weakref.ref[torch.Tensor]) -> None:
+def _on_free(ref: weakref.ref[Any]) -> None:
     entry = _live.pop(ref, None)
     if entry is not None:
         c = _counters[entry[0]]
         c.current -= entry[1]
         c.frees += 1
+        entry[0] = -1  # dead: a later storage at the same address is another allocation
 
 
 def track(t: torch.Tensor, index: int, nbytes: int) -> None:
@@ -52,9 +57,41 @@ def track(t: torch.Tensor, index: int, nbytes: int) -> None:
     c.requests += 1
     c.current += nbytes
     c.peak = max(c.peak, c.current)
-    _live[weakref.ref(t, _on_free)] = (index, nbytes)
+    _live[weakref.ref(t, _on_free)] = [index, nbytes]
     if alloc_hook is not None:
         alloc_hook(nbytes)
+
+
+def _entry_of(storage: Any) -> list[int] | None:
+    key = storage._cdata
+    entry = _by_storage.pop(key, None)
+    if entry is not None and entry[0] >= 0:
+        _by_storage[key] = entry
+        return entry
+    # First resize of this storage: find the allocation that made it (rare, so a scan).
+    for ref, candidate in _live.items():
+        t = ref()
+        if isinstance(t, torch.Tensor) and t.untyped_storage()._cdata == key:
+            _by_storage[key] = candidate
+            return candidate
+    return None
+
+
+def resized(storage: Any, index: int, nbytes: int) -> None:
+    """Count a `neuron` storage resized in place to ``nbytes`` (its allocation's count moves)."""
+    entry = _entry_of(storage)
+    if entry is None:  # not made by a counted allocation: counted from here, freed with the storage
+        entry = [index, 0]
+        _live[weakref.ref(storage, _on_free)] = entry
+        _by_storage[storage._cdata] = entry
+    c = _counters[entry[0]]
+    if nbytes:
+        c.requests += 1
+    elif entry[1]:
+        c.frees += 1
+    c.current += nbytes - entry[1]
+    c.peak = max(c.peak, c.current)
+    entry[1] = nbytes
 
 
 def device_used() -> bool:

@@ -21,9 +21,10 @@ from typing import Any
 
 import torch
 
+from neuron_emu.ops.registry import downcast
+
 ENV = "NEURON_MIGRATE_NARROW_64BIT"
 STATE = [os.environ.get(ENV, "").strip().lower() in {"1", "true", "yes", "on"}]
-_F64, _I64, _F32, _I32 = torch.float64, torch.int64, torch.float32, torch.int32
 
 
 def set_enabled(on: bool) -> None:
@@ -37,13 +38,13 @@ def enabled() -> bool:
 def narrow_result(out: Any) -> Any:
     """Round a device op's 64-bit tensor results in place (float64 via float32, int64 to int32)."""
     if isinstance(out, torch.Tensor):
-        dt = out.dtype
-        if (dt is _F64 or dt is _I64) and out.dim() > 0:
+        narrow = downcast().get(out.dtype)
+        if narrow is not None and out.dim() > 0:
             with torch.no_grad():
                 from neuron_emu.runtime.storage import to_cpu
 
                 c = to_cpu(out)
-                c.copy_(c.to(_F32 if dt is _F64 else _I32))
+                c.copy_(c.to(narrow))
         return out
     if type(out) in (tuple, list):
         for o in out:

@@ -83,7 +83,6 @@ Site = tuple[str, int, str, "str | None"]
 _NO_SITE: Site = ("<unknown>", 0, "", None)
 _Tensor = torch.Tensor
 _current_node = torch._C._current_autograd_node
-_DOWNCAST = {torch.float64: torch.float32, torch.int64: torch.int32}
 
 
 class Recorder:
@@ -398,20 +397,23 @@ def _input(item: Any) -> Any:
     return [_input(x) for x in item]
 
 
-def _downcasts(sig: tuple[Any, ...]) -> set[torch.dtype]:
+def _downcasts(sig: tuple[Any, ...], downcast: dict[torch.dtype, torch.dtype]) -> set[torch.dtype]:
     found: set[torch.dtype] = set()
     for item in sig:
         if item is None:
             continue
         if isinstance(item[0], torch.Size):
-            if item[1] in _DOWNCAST and len(item[0]) > 0:
+            if item[1] in downcast and len(item[0]) > 0:
                 found.add(item[1])
         else:
-            found |= _downcasts(item)
+            found |= _downcasts(item, downcast)
     return found
 
 
 def _render(rec: Recorder) -> dict[str, Any]:
+    from neuron_emu.ops.registry import downcast as table_downcast
+
+    downcast = table_downcast()  # rules/ops.yaml
     ops: dict[OpInfo, dict[str, Any]] = {}
     down: dict[tuple[str, torch.dtype], int] = {}
     for (info, sig, bwd), n in rec.counts.items():
@@ -425,7 +427,7 @@ def _render(rec: Recorder) -> dict[str, Any]:
         entry["phases"]["bwd" if bwd else "fwd"] += n
         entry["signatures"][sig] = entry["signatures"].get(sig, 0) + n
         if info.kind == "device" and info.compiles:
-            for dt in _downcasts(sig):
+            for dt in _downcasts(sig, downcast):
                 down[(info.name, dt)] = down.get((info.name, dt), 0) + n
     op_list = []
     for entry in sorted(ops.values(), key=lambda e: (e["kind"], e["name"])):
@@ -441,7 +443,7 @@ def _render(rec: Recorder) -> dict[str, Any]:
         "ops": op_list,
         "compiles": {"count": rec.compiles, "recompiles": rec.recompiles, "sites": sites},
         "downcasts": [
-            {"op": name, "dtype": _dtype(dt), "to": _dtype(_DOWNCAST[dt]), "count": n}
+            {"op": name, "dtype": _dtype(dt), "to": _dtype(downcast[dt]), "count": n}
             for (name, dt), n in sorted(down.items(), key=lambda kv: (kv[0][0], str(kv[0][1])))
         ],
         "host_to_device": [

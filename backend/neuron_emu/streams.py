@@ -15,6 +15,12 @@ backend whose guard lacks them.
 stream). The Python device guard keeps no current stream, so ``torch.accelerator.current_stream`` /
 ``set_stream`` are routed to ``torch.neuron``'s for the `neuron` device: ``with
 torch.neuron.stream(s)`` and ``torch.accelerator.current_stream()`` agree.
+
+Device indices follow the process's device (a launched worker on local rank r owns `neuron:r`):
+the Python guard answers index 0 for every stream C++ makes, so the generic ``torch.Stream`` is
+replaced like ``torch.Event``: ``torch.Stream("neuron")``/``torch.Stream(r)``/``torch.Stream()``
+(DDP's copy and mixed-precision streams) make a ``torch.neuron.Stream`` on the designated (or
+current) device, and an event recorded on a stream reports that stream's device.
 """
 
 from __future__ import annotations
@@ -31,9 +37,50 @@ from neuron_emu import device as _device
 _stream_ids = itertools.count(1)  # 0 is each device's default stream, as on CUDA
 
 
-class Stream(torch.Stream):
+_TorchStream = torch.Stream  # the C++ class; install() rebinds the name torch.Stream
+
+
+class _GenericStreamType(type):
+    # Streams created in C++ are instances of the C++ class only; they are still torch.Streams.
+    def __instancecheck__(cls, obj: object) -> bool:
+        return type.__instancecheck__(cls, obj) or (cls is GenericStream and isinstance(obj, _TorchStream))
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return type.__subclasscheck__(cls, sub) or (cls is GenericStream and issubclass(sub, _TorchStream))
+
+
+def _designated(device: Any) -> torch.device | None:
+    """The device a ``torch.Stream(device)`` call names (None: the current accelerator)."""
+    if device is None:
+        return torch.accelerator.current_accelerator()
+    if isinstance(device, int):
+        acc = torch.accelerator.current_accelerator()
+        return None if acc is None else torch.device(acc.type, device)
+    return torch.device(device)
+
+
+class GenericStream(_TorchStream, metaclass=_GenericStreamType):
+    """``torch.Stream`` once the emulator is active: a `neuron` stream is a ``torch.neuron.Stream``
+    on the designated or current device; other devices' streams are torch's own."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls is GenericStream and "stream_id" not in kwargs and len(args) <= 2:
+            device = args[0] if args else kwargs.get("device")
+            dev = _designated(device)
+            if dev is not None and dev.type == _device.BACKEND:
+                priority = args[1] if len(args) > 1 else kwargs.get("priority", 0)
+                return Stream(dev, priority)
+        return super().__new__(cls, *args, **kwargs)
+
+
+GenericStream.__module__, GenericStream.__name__, GenericStream.__qualname__ = "torch", "Stream", "Stream"
+GenericStream.__doc__ = f"{_TorchStream.__doc__}\n{GenericStream.__doc__}"
+
+
+class Stream(_TorchStream):
     """A `neuron` stream: a ``torch.Stream`` (so ``Tensor.record_stream``, ``torch.accelerator
-    .set_stream`` and ``isinstance(s, torch.Stream)`` accept it), always idle on the emulator."""
+    .set_stream`` and ``isinstance(s, torch.Stream)`` accept it), always idle on the emulator.
+    ``with s:`` makes it the current stream, as ``with torch.neuron.stream(s):`` does."""
 
     def __new__(cls, device: Any = None, priority: int = 0, **kwargs: Any) -> Self:
         index = _device._index(device, optional=True)
@@ -61,13 +108,21 @@ class Stream(torch.Stream):
         event.record(self)
         return event
 
+    def __enter__(self) -> Self:
+        self._entered = stream(self)
+        self._entered.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._entered.__exit__(*exc)
+
     def __repr__(self) -> str:
         return f"<torch.neuron.Stream device={self.device} stream_id={self.stream_id}>"
 
 
 @functools.cache
 def _device_type() -> int:
-    return torch.Stream(device=_device.BACKEND).device_type
+    return _TorchStream(device=_device.BACKEND).device_type
 
 
 _TorchEvent = torch.Event  # the C++ class; install() rebinds the name torch.Event
@@ -90,13 +145,22 @@ class GenericEvent(_TorchEvent, metaclass=_GenericEventType):
                  interprocess: bool = False) -> None:
         self.enable_timing = enable_timing
         self._t: float | None = None
+        self._index: int | None = None
 
     def _emulated(self) -> bool:
-        return self.device.type == _device.BACKEND
+        return _TorchEvent.device.__get__(self).type == _device.BACKEND  # type: ignore[attr-defined]
+
+    @property  # type: ignore[override]
+    def device(self) -> torch.device:
+        """The device of the stream it was last recorded on (no index before a record), as torch's."""
+        base: torch.device = _TorchEvent.device.__get__(self)  # type: ignore[attr-defined]
+        index = getattr(self, "_index", None)
+        return base if index is None else torch.device(base.type, index)
 
     def record(self, stream: Any = None) -> None:
         if not self._emulated():
             return super().record(stream) if stream is not None else super().record()
+        self._index = (stream if stream is not None else current_stream()).device.index
         self._t = time.perf_counter()
 
     def query(self) -> bool:
@@ -141,6 +205,7 @@ def install() -> None:
     """Make ``torch.Event`` the host-timed subclass (see the module docstring), and let
     ``torch.accelerator``'s current stream be ``torch.neuron``'s (the Python device guard keeps none)."""
     torch.Event = GenericEvent  # type: ignore[misc]
+    torch.Stream = GenericStream  # type: ignore[misc]
     _orig_accelerator.update(current_stream=torch.accelerator.current_stream,
                              set_stream=torch.accelerator.set_stream)
     torch.accelerator.current_stream = _accelerator_current_stream
@@ -188,7 +253,8 @@ def current_stream(device: Any = None) -> torch.Stream:
 
 def set_stream(stream: torch.Stream | None) -> None:
     if stream is not None:
-        _current[stream.device.index or 0] = stream
+        # a stream C++ made reports the Python guard's index 0: on a launched worker, its own device
+        _current[_device.guard_resolved(stream.device.index)] = stream
 
 
 class stream:

@@ -7,6 +7,11 @@ its distribution metadata (``importlib.metadata.version("torch-neuronx")``, tran
 questions for ``torch_neuronx`` only, after every regular finder, so an installed package always
 wins (and activation already refuses to run next to one). Without activation nothing is found.
 
+A script may import torch_neuronx before torch (the official distributed guide's does): with
+NEURON_MIGRATE_EMULATE=1 the installed ``neuron_migrate_emulate.pth`` appends the finder at
+interpreter start, and importing the module imports torch and activates the emulator, as the real
+package registers its device on import.
+
 The module holds the documented top-level API: op tracking, compile metrics, and the
 ``torch.neuron`` device, stream, event and memory functions. NKI (``nki_op``, ``wrap_nki``) needs a
 NeuronCore compiler and is not emulated: those names raise AttributeError with the reason.
@@ -77,15 +82,22 @@ class Finder(importlib.abc.MetaPathFinder):
 _finder = Finder()
 
 
+def is_emulated(spec: importlib.machinery.ModuleSpec) -> bool:
+    """Whether a found ``torch_neuronx`` is this module's (not a real install)."""
+    return isinstance(spec.loader, _Loader)
+
+
 def install() -> None:
     if _finder not in sys.meta_path:
         sys.meta_path.append(_finder)
 
 
 def _populate(module: ModuleType) -> None:
-    import torch
+    import torch  # with NEURON_MIGRATE_EMULATE=1 its autoload activates the emulator
 
     import neuron_emu
+
+    neuron_emu.activate()  # no-op once active; raises with the reason if it cannot be
 
     neuron = torch.neuron  # type: ignore[attr-defined]
     module.__doc__ = "torch_neuronx, emulated by neuron-migrate (the `neuron` device runs on the CPU)."

@@ -10,7 +10,8 @@ records where it came from, so the table can be rebuilt byte for byte from the s
 
 Derivation:
 * ``native``: every ``native_ops`` entry (ops with their own PrivateUse1 kernel on the real backend),
-  with ``via`` and, for conditionally native ops, the condition note. The emulator registers a
+  with ``via``, ``host_sync: true`` when the note says the kernel reads a device value on the host
+  (``.item()``, a data-dependent output size) and, for conditionally native ops, the condition note. The emulator registers a
   kernel for each of them that exists in the running torch; everything else reaches one boxed CPU
   fallback, which is how the real backend decides which op names it sees.
 * ``host_compute``: ``known_cpu_fallback`` entries whose kernel computes on the host but is not
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,12 +42,19 @@ HEADER = """\
 """
 
 
-def _native(entries: list[dict[str, Any]]) -> list[dict[str, str]]:
-    out: list[dict[str, str]] = []
+# The coverage file says in prose when a native kernel syncs the host; the table says it as data.
+_HOST_SYNC_NOTE = re.compile(r"host syncs|host sync\b|data-dependent|what \.item\(\) does", re.IGNORECASE)
+
+
+def _native(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     for e in sorted(entries, key=lambda e: e["name"]):
-        row = {"name": e["name"], "via": e["via"]}
-        if e.get("note"):
-            row["condition"] = " ".join(str(e["note"]).split())
+        row: dict[str, Any] = {"name": e["name"], "via": e["via"]}
+        note = " ".join(str(e.get("note") or "").split())
+        if _HOST_SYNC_NOTE.search(note):
+            row["host_sync"] = True
+        if note:
+            row["condition"] = note
         out.append(row)
     return out
 

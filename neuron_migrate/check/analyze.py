@@ -56,15 +56,18 @@ from neuron_migrate.check import advice, notebook
 from neuron_migrate.check import parity as check_parity
 from neuron_migrate.check.records import (
     CompileSite,
-    Op,
     Merged,
+    Op,
     Records,
     merge,
     rank_of,
     site_key,
 )
+from neuron_migrate.check.summary import OpsSummary, RunSummary
+from neuron_migrate.errors import RulePackError
 from neuron_migrate.findings import Finding, Span
 from neuron_migrate.ruleset.model import RulePack
+from neuron_migrate.ruleset.ops import OpTable, load_ops
 
 # Ops whose output shape depends on data, or that read a value back: host work by nature, kept
 # apart from missing kernels even when they also fall back.
@@ -72,7 +75,6 @@ DATA_DEPENDENT = re.compile(
     r"^aten::(_local_scalar_dense|nonzero|masked_select|unique|_unique|unique_consecutive|"
     r"unique_dim|repeat_interleave\.Tensor|histc)(\.|$)"
 )
-_HOST_SYNC_CONDITION = re.compile(r"host syncs|host sync\b|data-dependent|what \.item\(\) does", re.IGNORECASE)
 ITEM_OP = "aten::_local_scalar_dense"
 HOST_SYNC = "host_sync"  # the record's op kind for a device->host value read; neither device nor fallback
 NARROWED_FLOAT = "float64"
@@ -81,24 +83,17 @@ MAX_MESSAGE = 300
 
 
 @functools.cache
-def _op_table() -> tuple[frozenset[str], frozenset[str]]:
-    """(native ops whose table condition says the host syncs, host_compute ops) from rules/ops.yaml."""
-    import yaml
-
-    from neuron_migrate.ruleset.location import rules_dir
-
+def _op_table() -> OpTable | None:
+    """rules/ops.yaml (None when it cannot be read: then no op counts as host work by the table)."""
     try:
-        data = yaml.safe_load((rules_dir() / "ops.yaml").read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        return frozenset(), frozenset()
-    sync = frozenset(
-        e["name"] for e in data.get("native", ()) if _HOST_SYNC_CONDITION.search(e.get("condition") or "")
-    )
-    return sync, frozenset(e["name"] for e in data.get("host_compute", ()))
+        return load_ops()
+    except RulePackError:
+        return None
 
 
 def is_host_work(op: str) -> bool:
-    return bool(DATA_DEPENDENT.match(op)) or op in _op_table()[0]
+    table = _op_table()
+    return bool(DATA_DEPENDENT.match(op)) or (table is not None and op in table.host_sync_ops)
 
 
 @dataclass
@@ -150,11 +145,12 @@ class _Ctx:
 
 
 def _ours(site: dict[str, Any] | None) -> bool:
-    """A site inside this tool (the child's module-transfer hook): not a user line."""
+    """A site inside this tool (the child's module-transfer hook), the emulator, torch or the
+    standard library: never the user's line."""
     if not site:
         return False
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return os.path.abspath(site["file"]).startswith(pkg + os.sep)
+    real = os.path.realpath(site["file"])
+    return any(real == r or real.startswith(r + os.sep) for r in _library_roots())
 
 
 def _site_text(site: dict[str, Any] | None) -> str:
@@ -199,7 +195,7 @@ def _host_reads(ctx: _Ctx, children: list[dict[str, Any]]) -> int | None:
     if not known:
         return None
     scalar = 0
-    for key, e in sorted(sites.items()):
+    for _key, e in sorted(sites.items()):
         if _ours(e["site"]):
             continue
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(e["kinds"].items()))
@@ -432,10 +428,27 @@ def _recompiles(ctx: _Ctx, m: Merged) -> int:
 
 
 # -- torch.compile -----------------------------------------------------------------------------
-def _dynamo(ctx: _Ctx, m: Merged) -> dict[str, int]:
+def _user_sites(entries: list[dict[str, Any]], user: list[Any]) -> list[dict[str, Any]]:
+    """Dynamo's entries with a site inside torch (the wrapper it compiled for a module whose forward
+    is torch's or a library's) moved to the user line the child saw running then (same order)."""
+    out = []
+    for i, entry in enumerate(entries):
+        site = entry.get("site")
+        if (site is None or _ours(site)) and i < len(user):
+            entry = {**entry, "site": user[i], "compiled_site": site}
+        out.append(entry)
+    return out
+
+
+def _dynamo(ctx: _Ctx, m: Merged, children: list[dict[str, Any]]) -> dict[str, int]:
     totals = {"graphs": 0, "graph_breaks": 0, "recompiles": 0, "recompile_limit": 0}
     breaks: dict[tuple[str, tuple[str, int]], dict[str, Any]] = {}
-    for _rank, d in m.dynamo:
+    seen_by_child = {(c.get("rank"), c.get("pid")): c.get("dynamo_sites") or {} for c in children}
+    for (rank, d), pid in zip(m.dynamo, m.dynamo_pids, strict=True):
+        user = seen_by_child.get((rank, pid), {})
+        d = {**d, "recompiles": _user_sites(list(d.get("recompiles", ())), list(user.get("recompiles") or ())),
+             "recompile_limit": _user_sites(list(d.get("recompile_limit", ())),
+                                            list(user.get("recompile_limit") or ()))}
         totals["graphs"] += int(d.get("graphs", 0))
         for b in d.get("graph_breaks", ()):
             key = (str(b.get("reason", "")), site_key(b.get("site")))
@@ -455,8 +468,12 @@ def _dynamo(ctx: _Ctx, m: Merged) -> dict[str, int]:
             totals["recompiles"] += 1
             reason = str(r.get("reason", "")).strip()
             guards = _guard_failures(reason)
-            ctx.add("NM905", r.get("site"), str(r.get("function") or "a function"),
-                    {"reason": reason, "function": r.get("function"), "guard_failures": guards},
+            moved = "compiled_site" in r  # torch's wrapper recompiled: name the user's statement
+            symbol = (_statement_symbol(ctx, r.get("site"), str(r.get("function") or "a function")) if moved
+                      else str(r.get("function") or "a function"))
+            ctx.add("NM905", r.get("site"), symbol,
+                    {"reason": reason, "function": r.get("function"), "guard_failures": guards,
+                     **({"compiled_site": r["compiled_site"]} if moved else {})},
                     guards[0] if guards else (reason.splitlines()[0] if reason else "guard failed"))
     for entry in breaks.values():
         totals["graph_breaks"] += entry["count"]
@@ -554,10 +571,10 @@ def _downcasts(ctx: _Ctx, m: Merged) -> dict[str, int]:
         hits = [s for s in cs.signatures.values() if _has_dtype(s, NARROWED_FLOAT)]
         if not hits:
             continue
-        details = {"op": cs.op, "dtype": NARROWED_FLOAT, "to": "float32", "site": cs.site,
-                   "signatures": [_shapes(s) for s in hits],
-                   "op_count": m.downcasts[(cs.op, NARROWED_FLOAT)]["count"]}
-        ctx.add("NM909", cs.site, cs.op, details, "float64 -> float32")
+        entry = m.downcasts[(cs.op, NARROWED_FLOAT)]  # "to": the table's dtype_downcast, as the device ran it
+        details = {"op": cs.op, "dtype": NARROWED_FLOAT, "to": entry["to"], "site": cs.site,
+                   "signatures": [_shapes(s) for s in hits], "op_count": entry["count"]}
+        ctx.add("NM909", cs.site, cs.op, details, f"{NARROWED_FLOAT} -> {entry['to']}")
     return narrowed
 
 
@@ -670,8 +687,8 @@ def _fmt(x: Any) -> str:
 
 
 # -- the program's end -------------------------------------------------------------------------
-def _outcome(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], timeout: dict[str, Any] | None,
-             crash: dict[str, Any] | None) -> None:
+def _outcome(ctx: _Ctx, m: Merged, records: Records, children: list[dict[str, Any]],
+             timeout: dict[str, Any] | None, crash: dict[str, Any] | None) -> None:
     seen: set[tuple[str, str]] = set()
     for c in children:
         rank = c.get("rank")
@@ -711,14 +728,118 @@ def _outcome(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], timeout: dict
                 continue
             ctx.add("NM912", site, f"{exc['type']}: {exc['message'].splitlines()[0] if exc['message'] else ''}",
                     {**exc, "rank": rank})
-    if crash is not None and not seen:
-        ctx.add("NM912", None, f"a fatal signal ({crash['signal']})", crash,
-                "the process died without a Python exception; the record stops at its last exit")
+    if timeout is None and not seen:
+        _crash(ctx, records, children, crash)
     if timeout is not None:
         where = next((c["terminated"]["frames"] for c in children if c.get("terminated")), [])
         site = where[-1] if where else None
         ctx.add("NM913", site, f"{timeout['seconds']:g} s", {**timeout, "frames": where},
                 "stopped here" if site else "no record of where it was")
+
+
+def _crash(ctx: _Ctx, records: Records, children: list[dict[str, Any]], crash: dict[str, Any] | None) -> None:
+    """NM912 for a process that started and never reached its end (a fatal signal, `os._exit`, the
+    OOM killer's SIGKILL, a record it replaced): the signal or exit code, and the last user line
+    known: faulthandler's stack of a fatal signal, else the line its last checkpoint saw running."""
+    partial = [c for c in children if c.get("partial")]
+    if crash is None and not partial:
+        return
+    info: dict[str, Any] = dict(crash or {})
+    site, known = None, "unknown"
+    for text in records.faults.values():
+        if (site := _fault_site(text)) is not None:
+            known = "fault"
+            break
+    if site is None:
+        checkpoints = [c["last_site"] for c in partial if c.get("last_site")]
+        if checkpoints:
+            site, known = checkpoints[-1], "checkpoint"
+    info.update(last_site=site, last_site_from=known, processes=info.get("processes") or
+                sorted(c["pid"] for c in partial if isinstance(c.get("pid"), int)))
+    code = info.get("returncode")
+    if info.get("signal"):
+        symbol = f"a fatal signal ({info['signal']})"
+    elif isinstance(code, int):
+        symbol = f"no exception but exited abruptly (exit code {code}: os._exit or a C-level exit)"
+    else:
+        symbol = "no exception but died without reaching its end"
+    note = {"fault": "the process died without a Python exception; this is the line it was running "
+                     "(faulthandler)",
+            "checkpoint": "the process died without a Python exception (os._exit, a signal, the OOM killer); "
+                          "the last line known to run, from its last checkpoint: the report holds what "
+                          "it recorded until then",
+            "unknown": "the process died without a Python exception; no line was recorded"}[known]
+    ctx.add("NM912", site, symbol, info, note)
+
+
+_FAULT_FRAME = re.compile(r'^\s*File "(.+)", line (\d+) in (.+)$')
+
+
+def _fault_site(text: str) -> dict[str, Any] | None:
+    """The innermost user frame of a faulthandler dump (most recent call first)."""
+    for line in text.splitlines():
+        m = _FAULT_FRAME.match(line)
+        if m and not _library_file(m.group(1)):
+            return {"file": m.group(1), "line": int(m.group(2)), "function": m.group(3).strip(),
+                    "autograd_node": None}
+    return None
+
+
+@functools.cache
+def _library_roots() -> tuple[str, ...]:
+    """The standard library, this tool, the emulator and torch (found without importing them)."""
+    import importlib.util
+    import sysconfig
+
+    roots = {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"],
+             os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    for name in ("neuron_emu", "torch"):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        roots.update(spec.submodule_search_locations or () if spec is not None else ())
+    return tuple(os.path.realpath(r) for r in roots)
+
+
+def _library_file(file: str) -> bool:
+    if file.startswith("<"):
+        return True
+    parts = Path(file).parts
+    if "site-packages" in parts or "dist-packages" in parts:
+        return True
+    real = os.path.realpath(file)
+    return any(real == r or real.startswith(r + os.sep) for r in _library_roots())
+
+
+def _records_left_out(ctx: _Ctx, records: Records) -> None:
+    """NM916 per record that was left out of the report: malformed, or not sealed by this run."""
+    for bad in records.invalid:
+        if bad.forged:
+            symbol = f"{bad.file} was not written by check"
+        else:
+            symbol = f"{bad.file} is malformed"
+        ctx.add("NM916", None, symbol, {"file": bad.file, "reason": bad.reason, "forged": bad.forged}, bad.reason)
+
+
+def _survivors(ctx: _Ctx, survivors: list[dict[str, Any]]) -> None:
+    """NM917: processes the program started that were still running when it ended (check ended them)."""
+    names = ", ".join(f"{s.get('pid')} `{s.get('command') or '?'}`" for s in survivors[:3])
+    more = f" and {len(survivors) - 3} more" if len(survivors) > 3 else ""
+    n = len(survivors)
+    ctx.add("NM917", None, f"{n} process{'es' if n != 1 else ''}", {"survivors": survivors},
+            f"{names}{more}: still running when the program ended; check ended them")
+
+
+def _exit_entry(child: dict[str, Any], crash: dict[str, Any] | None) -> dict[str, Any]:
+    """A process's exit for the summary; one that left only a checkpoint died (the code or signal
+    is the program's when known)."""
+    if not child.get("partial"):
+        return {"rank": child.get("rank"), **child.get("exit", {})}
+    crash = crash or {}
+    code = crash.get("returncode")
+    return {"rank": child.get("rank"), "status": "died", "code": code if isinstance(code, int) else None,
+            **({"signal": crash["signal"]} if crash.get("signal") else {})}
 
 
 def _recorded_mismatch(m: Merged, pid: Any, exc: dict[str, Any]) -> dict[str, Any] | None:
@@ -775,7 +896,8 @@ def analyze(
     crash: dict[str, Any] | None = None,
     fallback_file: str | None = None,
     parity: dict[str, Any] | None = None,
-) -> tuple[list[Finding], dict[str, Any]]:
+    survivors: Iterable[dict[str, Any]] = (),
+) -> tuple[list[Finding], RunSummary]:
     """Findings (raw: selection, baseline and gate come later) and the run summary."""
     m = merge(records)
     children = list(records.child)
@@ -787,50 +909,54 @@ def analyze(
             marked[op] = marked.get(op, 0) + int(n)
     allowed = _ops(ctx, m, set(allow_ops), _host_reads(ctx, children), marked)
     recompiles = _recompiles(ctx, m)
-    dyn = _dynamo(ctx, m)
+    dyn = _dynamo(ctx, m, children)
     _placement(ctx, m, children)
     narrowed = _downcasts(ctx, m)
     _pre_init(ctx, m)
-    ended_early = bool(timeout or crash or any(c.get("exception") or c.get("start_error") or
+    ended_early = bool(timeout or crash or records.invalid or any(c.get("exception") or c.get("start_error") or
                                                c.get("exit", {}).get("status") not in (None, "ok") for c in children))
     _device_unused(ctx, m, children, ended_early)
-    _outcome(ctx, m, children, timeout, crash)
+    _outcome(ctx, m, records, children, timeout, crash)
+    _records_left_out(ctx, records)
+    if survivors:
+        _survivors(ctx, list(survivors))
     if parity is not None:
         parity = _parity(ctx, parity)
     device = sum(o.count for o in m.ops.values() if o.kind == "device")
     fallback = sum(o.count for o in m.ops.values() if o.kind == "fallback")
     host_syncs = {o.name: o.count for o in m.ops.values() if o.kind == HOST_SYNC}
-    host_compute = {o.name: o.count for o in m.ops.values() if o.name in _op_table()[1]}
+    table = _op_table()
+    host_compute = {o.name: o.count for o in m.ops.values() if table is not None and o.name in table.host_compute}
     uncaught = {e["message"] for e in (*(c.get("exception") or {} for c in children), *(e for _, e in m.exceptions))
                 if e.get("message")}
     # a mismatch the program caught (a try/except falling back to another path) ran no finding
     caught = [{k: mm.get(k) for k in ("op", "argument", "argument_device", "device", "site")}
               for mm in m.mismatches.values() if mm.get("message") not in uncaught]
     ranks = sorted({r for rec in records.emu if (r := rank_of(rec)) is not None})
-    summary = {
-        "processes": len(records.emu),
-        "ranks": ranks,
-        "ops": {
-            "device": device, "cpu_fallback": fallback,
-            "device_share": round(device / (device + fallback), 4) if device + fallback else None,
-            "distinct_fallback_ops": sorted(o.name for o in m.ops.values() if o.kind == "fallback"),
-            "host_compute": host_compute,
-            "host_syncs": sum(host_syncs.values()), "host_sync_ops": host_syncs,
-        },
-        "compiles": {"eager": m.compiles, "eager_recompiles": recompiles, **{f"dynamo_{k}": v for k, v in dyn.items()}},
-        "narrowed_64bit": narrowed,
-        "caught_device_mismatches": caught,
-        "allowed_ops": allowed,
-        "wall_s": max((float(c.get("wall_s", 0.0)) for c in children), default=0.0),
-        "exit": [{"rank": c.get("rank"), **c.get("exit", {})} for c in children],
-        "problems": list(records.problems),
-        "values": check_parity.summarize(records, ctx.relative),
-    }
-    if parity is not None:
-        summary["parity"] = parity
+    problems = list(records.problems)
     if not records.emu:
-        summary["problems"].append(
+        problems.append(
             "no emulator record was written (the program was killed before it could exit, or never "
             "imported torch)"
         )
+    summary = RunSummary(
+        processes=len(records.emu),
+        ranks=ranks,
+        ops=OpsSummary(
+            device=device, cpu_fallback=fallback,
+            device_share=round(device / (device + fallback), 4) if device + fallback else None,
+            distinct_fallback_ops=sorted(o.name for o in m.ops.values() if o.kind == "fallback"),
+            host_compute=host_compute,
+            host_syncs=sum(host_syncs.values()), host_sync_ops=host_syncs,
+        ),
+        compiles={"eager": m.compiles, "eager_recompiles": recompiles, **{f"dynamo_{k}": v for k, v in dyn.items()}},
+        narrowed_64bit=narrowed,
+        caught_device_mismatches=caught,
+        allowed_ops=allowed,
+        wall_s=max((float(c.get("wall_s", 0.0)) for c in children), default=0.0),
+        exit=[_exit_entry(c, crash) for c in children],
+        problems=problems,
+        values=check_parity.summarize(records, ctx.relative),
+        parity=parity,
+    )
     return ctx.findings, summary

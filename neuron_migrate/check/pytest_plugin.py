@@ -19,7 +19,8 @@ heavy: torch and the emulator load only with --neuron-emulate.
 from __future__ import annotations
 
 import sys
-from collections.abc import Generator
+import time
+from collections.abc import Callable, Generator
 from typing import Any
 
 import pytest
@@ -35,6 +36,10 @@ COMPLETED_PASSES: list[list[dict[str, Any]]] | None = None
 # Under `check --pytest` too: the fallback calls each op made in tests whose marker allowed it, and
 # the tests that failed (the child record's `pytest` key).
 CHECK_RUN: dict[str, Any] | None = None
+# check --pytest's checkpoint of its records (check.probe.child), called with a test's tracker from
+# its line events, so a test that crashes the process still leaves what ran
+ON_TICK: Callable[[Any], None] | None = None
+CHECKPOINT_S = 1.0
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -95,7 +100,6 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         yield
         return
     import neuron_emu
-
     from neuron_migrate.check.probe.passes import PassTracker
 
     item.config.stash[_STATE]["observed"].clear()
@@ -103,6 +107,10 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         item.stash[_RECORDER] = rec
         tracker = item.stash[_TRACKER] = PassTracker(rec) if PassTracker.available() else None
         if tracker is not None:
+            if ON_TICK is not None:
+                tick = ON_TICK
+                tracker.on_tick = lambda: tick(tracker)
+                tracker.tick_at = time.monotonic() + CHECKPOINT_S
             tracker.start()
         try:
             yield

@@ -18,6 +18,17 @@ from neuron_migrate.errors import NeuronMigrateError
 EMU_PREFIX = "neuron-emu-"
 CHILD_PREFIX = "neuron-check-"
 SUPPORTED_EMU_SCHEMA = 1
+FAULT_PREFIX = "fault-"  # fault-<pid>.txt: faulthandler's traceback of a fatal signal
+MAX_FAULT_CHARS = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """A record left out of the report (NM916): the file and why."""
+
+    file: str
+    reason: str
+    forged: bool = False  # well-formed, but not sealed by this run's child (check.probe.seal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,36 +36,77 @@ class Records:
     emu: tuple[dict[str, Any], ...]  # backend records, ordered by (rank, pid)
     child: tuple[dict[str, Any], ...]  # child records, same order
     problems: tuple[str, ...] = ()  # unreadable files, named in the report
+    invalid: tuple[Invalid, ...] = ()  # malformed or unsealed records, left out
+    started: tuple[int, ...] = ()  # pids whose user code started (`started-<pid>` markers)
+    faults: dict[int, str] = field(default_factory=dict)  # pid -> faulthandler's dump of a fatal signal
 
 
 def _rank_key(rank: Any, pid: Any) -> tuple[int, int]:
     return (rank if isinstance(rank, int) else 1 << 30, pid if isinstance(pid, int) else 0)
 
 
-def load_dir(directory: Path) -> Records:
+MAX_RECORD_BYTES = 256 << 20  # larger than any real record; a bigger file is not read
+
+
+def _pid_suffix(name: str, prefix: str) -> int | None:
+    rest = name[len(prefix):].split(".", 1)[0]
+    return int(rest) if rest.isdigit() else None
+
+
+def load_dir(directory: Path, nonce: str | None = None) -> Records:
+    """The records in `directory`, each validated against its schema (check.record_schema); with
+    `nonce` (a run's, check.probe.seal), a child record must be sealed with it or be a checkpoint
+    (`partial`) of a process that did not end normally."""
+    from neuron_migrate.check import record_schema
+    from neuron_migrate.check.probe import seal
+
     if not directory.is_dir():
         raise NeuronMigrateError(f"{directory}: no such records directory")
-    emu, child, problems = [], [], []
-    for path in sorted(directory.glob("*.json")):
-        if not path.name.startswith((EMU_PREFIX, CHILD_PREFIX)):
+    emu: list[dict[str, Any]] = []
+    child: list[dict[str, Any]] = []
+    problems: list[str] = []
+    invalid: list[Invalid] = []
+    started: list[int] = []
+    faults: dict[int, str] = {}
+    for path in sorted(directory.iterdir()):
+        name = path.name
+        if name.startswith("started-") and (pid := _pid_suffix(name, "started-")) is not None:
+            started.append(pid)
             continue
+        if name.startswith(FAULT_PREFIX) and (pid := _pid_suffix(name, FAULT_PREFIX)) is not None:
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")[:MAX_FAULT_CHARS]
+            except OSError:
+                continue
+            if text.strip():
+                faults[pid] = text
+            continue
+        if not name.endswith(".json") or not name.startswith((EMU_PREFIX, CHILD_PREFIX)):
+            continue
+        kind = "emu" if name.startswith(EMU_PREFIX) else "child"
         try:
+            if not path.is_file():
+                raise OSError("not a regular file")
+            if path.stat().st_size > MAX_RECORD_BYTES:
+                raise OSError(f"larger than {MAX_RECORD_BYTES >> 20} MiB")
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            problems.append(f"{path.name}: unreadable record ({e})")
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+            invalid.append(Invalid(name, f"unreadable record ({e})"))
             continue
-        if not isinstance(data, dict):
-            problems.append(f"{path.name}: not a record object")
-        elif path.name.startswith(EMU_PREFIX):
-            if data.get("schema_version") != SUPPORTED_EMU_SCHEMA:
-                problems.append(f"{path.name}: unsupported schema_version {data.get('schema_version')!r}")
-            else:
-                emu.append(data)
+        reason = record_schema.problem(kind, data)
+        if reason is not None:
+            invalid.append(Invalid(name, reason))
+        elif kind == "emu":
+            emu.append(data)
+        elif nonce is not None and not data.get("partial") and not seal.verify(data, nonce):
+            invalid.append(Invalid(name, "not sealed by this run's check (written by the program, left from "
+                                         "another run, or changed after the run)", forged=True))
         else:
             child.append(data)
+    problems.extend(f"{i.file}: {i.reason}" for i in invalid)
     emu.sort(key=lambda r: _rank_key(r.get("process", {}).get("rank"), r.get("process", {}).get("pid")))
     child.sort(key=lambda r: _rank_key(r.get("rank"), r.get("pid")))
-    return Records(tuple(emu), tuple(child), tuple(problems))
+    return Records(tuple(emu), tuple(child), tuple(problems), tuple(invalid), tuple(sorted(started)), faults)
 
 
 def rank_of(rec: dict[str, Any]) -> int | None:
@@ -123,6 +175,7 @@ class Merged:
     exceptions: list[tuple[int | None, dict[str, Any]]]  # the backend's, for processes without a child record
     # pid -> the last device mismatch the backend raised in that process (caught or not)
     mismatches: dict[int | None, dict[str, Any]] = field(default_factory=dict)
+    dynamo_pids: list[int | None] = field(default_factory=list)  # the process of each `dynamo` entry
 
 
 def merge(records: Records) -> Merged:
@@ -146,10 +199,10 @@ def merge(records: Records) -> Merged:
         compiles = rec.get("compiles", {})
         m.compiles += int(compiles.get("count", 0))
         for s in compiles.get("sites", ()):
-            key = (*site_key(s["site"]), s["op"])
-            cs = m.compile_sites.get(key)
+            at = (*site_key(s["site"]), s["op"])
+            cs = m.compile_sites.get(at)
             if cs is None:
-                cs = m.compile_sites[key] = CompileSite(s["site"], s["op"], s.get("phase", "fwd"))
+                cs = m.compile_sites[at] = CompileSite(s["site"], s["op"], s.get("phase", "fwd"))
             for sig in s.get("signatures", ()):
                 cs.signatures.setdefault(_sig_key(sig), sig)
             if rank is not None:
@@ -172,6 +225,7 @@ def merge(records: Records) -> Merged:
             m.pre_init.append((rank, rec["pre_init_allocations"]))
         if rec.get("dynamo"):
             m.dynamo.append((rank, rec["dynamo"]))
+            m.dynamo_pids.append(rec.get("process", {}).get("pid"))
         if rec.get("exception"):
             m.exceptions.append((rank, rec["exception"]))
         if rec.get("device_mismatch"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,10 @@ def build_report(
     timeout: dict[str, Any] | None = None,
     crash: dict[str, Any] | None = None,
     parity: dict[str, Any] | None = None,
+    survivors: tuple[dict[str, Any], ...] = (),
 ) -> Report:
     findings, summary = analyze(records, pack, root, allow_ops=settings.allow_ops, timeout=timeout, crash=crash,
-                                parity=parity)
-    summary = {"program": program, **summary}
+                                parity=parity, survivors=survivors)
     files = {f.path for f in findings}
     return finalize("check", str(root), findings, settings, pack, files_scanned=len(files),
-                    duration_s=duration_s, extras={EXTRA_CHECK: summary})
+                    duration_s=duration_s, extras={EXTRA_CHECK: replace(summary, program=program).to_dict()})

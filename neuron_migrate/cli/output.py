@@ -146,13 +146,16 @@ def write_outputs(outputs: Sequence[tuple[Path | None, str, str | None]]) -> Non
 
 def fail_on_errors(run: Callable[[], int]) -> int:
     """Run a command body; a domain error, an OS error or a crash is a message and exit code 2."""
-    from neuron_migrate.errors import NeuronMigrateError
+    from neuron_migrate.errors import Interrupted, NeuronMigrateError
     from neuron_migrate.pipeline.gate import (
         EXIT_ERROR,  # here, not at import: `--help` needs no config module
     )
 
     try:
         return run()
+    except Interrupted as e:
+        note(f"neuron-migrate: {e}")
+        return e.exit_code
     except NeuronMigrateError as e:
         note(f"neuron-migrate: error: {e}")
     except OSError as e:
@@ -171,7 +174,7 @@ def _project_urls() -> dict[str, str]:
         meta = metadata("neuron-migrate")
     except PackageNotFoundError:
         return {}
-    urls = {"home": meta.get("Home-page") or ""}
+    urls = {"home": (meta.get_all("Home-page") or [""])[0]}
     for entry in meta.get_all("Project-URL") or ():
         label, _, url = entry.partition(",")
         if url.strip():

@@ -20,7 +20,6 @@ import typer
 
 from neuron_migrate.cli.output import check_destinations, fail_on_errors, note, write_outputs
 
-
 STDOUT = Path("-")
 
 
@@ -75,11 +74,11 @@ def _command_line(o: _Options) -> list[str]:
 
 
 def _run(o: _Options) -> int:
-    from neuron_migrate.record import html as record_html
-    from neuron_migrate.record import markdown as record_markdown
     from neuron_migrate.config import load_settings
     from neuron_migrate.errors import ConfigError
     from neuron_migrate.pipeline.gate import record_exit_code
+    from neuron_migrate.record import html as record_html
+    from neuron_migrate.record import markdown as record_markdown
     from neuron_migrate.record.build import RunSpec, build_record, dumps
     from neuron_migrate.ruleset.load import load_pack
 

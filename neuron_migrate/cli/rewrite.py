@@ -35,6 +35,12 @@ def rewrite(
         help="With --apply, also write files git does not have committed and clean (modified, staged, "
         "untracked, ignored). Files outside any git work tree are always written.",
     ),
+    write_read_only: bool = typer.Option(
+        False,
+        "--write-read-only",
+        help="With --apply, also write read-only files (no write permission, e.g. chmod a-w); they "
+        "keep their mode. Without it they are refused.",
+    ),
     select: list[str] | None = typer.Option(None, "--select", help="Codes or prefixes to fix (comma-separated)."),
     ignore: list[str] | None = typer.Option(None, "--ignore", help="Codes or prefixes to leave alone."),
     extend_select: list[str] | None = typer.Option(None, "--extend-select",
@@ -62,7 +68,8 @@ def rewrite(
     code = fail_on_errors(
         lambda: _run(paths, apply, target, unsafe_fixes, allow_dirty, select, ignore, fail_on, diff,
                      output_format, no_cache, config, extend_select=extend_select, extend_ignore=extend_ignore,
-                     exit_zero=exit_zero, quiet=quiet, stdin_filename=stdin_filename)
+                     exit_zero=exit_zero, quiet=quiet, stdin_filename=stdin_filename,
+                     write_read_only=write_read_only)
     )
     raise typer.Exit(code)
 
@@ -86,6 +93,7 @@ def _run(
     exit_zero: bool = False,
     quiet: bool = False,
     stdin_filename: Path | None = None,
+    write_read_only: bool = False,
 ) -> int:
     from neuron_migrate import api
     from neuron_migrate.cli.console import ProgressBars, colour
@@ -119,7 +127,7 @@ def _run(
         with ProgressBars(not quiet) as bars:  # a large tree takes a while: show scanning, then fixing
             result = api.rewrite(paths, apply=apply, allow_dirty=allow_dirty, settings=settings,
                                  use_cache=not no_cache, progress=bars.stage("scanning"),
-                                 fix_progress=bars.stage("fixing"))
+                                 fix_progress=bars.stage("fixing"), write_read_only=write_read_only)
     report = result.report()
     if output_format == "json":
         sys.stdout.write(FORMATS["json"](report, EmitOptions(target=settings.target)))

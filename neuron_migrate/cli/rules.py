@@ -40,7 +40,7 @@ def _plain_table(rows: list[tuple[str, ...]]) -> str:
     widths = [max(len(row[i]) for row in [_COLUMNS, *rows]) for i in range(len(_COLUMNS) - 1)]
     lines = []
     for row in [_COLUMNS, *rows]:
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
     return "\n".join(lines) + "\n"
 
 

@@ -58,7 +58,7 @@ def summary_lines(report: Report) -> list[str]:
     lines = [f"Program: {s.get('program', '')} ({s.get('processes', 0)} process"
              f"{'es' if s.get('processes', 0) != 1 else ''}"
              + (f", ranks {', '.join(map(str, s['ranks']))}" if s.get("ranks") else "") + ")"]
-    exits = ", ".join(f"{e['status']} ({e.get('code', 0)})" for e in s.get("exit", [])) or "unknown"
+    exits = ", ".join(f"{e['status']} ({e.get('signal') or e.get('code', 0)})" for e in s.get("exit", [])) or "unknown"
     lines.append(f"Exit: {exits}; user code ran {s.get('wall_s', 0.0):.2f} s, check took {report.duration_s:.2f} s")
     if share is not None:
         lines.append(f"Ops: {ops['device']} on the device, {ops['cpu_fallback']} on the CPU "

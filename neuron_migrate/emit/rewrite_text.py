@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from neuron_migrate.findings import Finding, FixClass, cell_label
-from neuron_migrate.rewrite.engine import FileOutcome, FileStatus, RewriteResult, finding_key
 from neuron_migrate.rewrite.apply import applicable_fix
+from neuron_migrate.rewrite.engine import FileOutcome, FileStatus, RewriteResult, finding_key
 
 
 def _plural(n: int, word: str, many: str | None = None) -> str:

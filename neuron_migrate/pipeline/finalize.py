@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from neuron_migrate import __version__
 from neuron_migrate.config import PerFileIgnore, Settings
 from neuron_migrate.findings import EXTRA_BASELINE, EXTRA_DIFF, EXTRA_SUPPRESSED, Finding, Report, Severity
+from neuron_migrate.pipeline.suppress import UNUSED_CODE, apply_directives
 from neuron_migrate.ruleset.model import RulePack
 from neuron_migrate.ruleset.select import expand, select_codes
-from neuron_migrate.pipeline.suppress import UNUSED_CODE, apply_directives
 
 if TYPE_CHECKING:
     from neuron_migrate.pipeline.gitdiff import ChangedLines

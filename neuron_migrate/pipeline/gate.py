@@ -88,13 +88,13 @@ def recompiles(report: Report, pack: RulePack) -> int:
 
 def kind_failures(report: Report, settings: Settings, kinds: frozenset[str], pack: RulePack) -> list[str]:
     """Why the kinds gate fails (empty: it passes)."""
-    kinds = set(kinds)
+    wanted = set(kinds)
     if settings.max_fallback_ops is not None:
-        kinds.add(FALLBACK)
+        wanted.add(FALLBACK)
     if settings.max_recompiles is not None:
-        kinds.add(RECOMPILE)
+        wanted.add(RECOMPILE)
     reasons = []
-    for kind in sorted(kinds):
+    for kind in sorted(wanted):
         found = [f for f in report.findings if f.code in pack.codes_of_kind(kind)]
         if kind == FALLBACK:
             ops = sorted({f.symbol for f in found})

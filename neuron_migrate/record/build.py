@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any
 
 from neuron_migrate.errors import NeuronMigrateError
 from neuron_migrate.findings import Finding, Report, Severity
+from neuron_migrate.pipeline.gate import FALLBACK, RECOMPILE
 
 if TYPE_CHECKING:
     from neuron_migrate.config import Settings
@@ -73,11 +74,9 @@ if TYPE_CHECKING:
 
 RECORD_KIND = "neuron-migrate-record"
 RECORD_SCHEMA_VERSION = 1
-FALLBACK_CODE = "NM901"  # an op ran on the CPU (rules/nm9-runtime.yaml)
-HOST_SYNC_CODE = "NM902"
-RECOMPILE_CODE = "NM903"
-# The program did not run to its end: device-mismatch error, other exception, timeout.
-_DID_NOT_FINISH = frozenset({"NM910", "NM912", "NM913"})
+# The runtime finding kinds the record summarises (rules/pack.yaml runtime_kinds; the codes of each,
+# the hotspot rules and the did-not-finish rules come from rules/nm9-runtime.yaml).
+HOST_SYNC_KIND = "host-sync"
 # Never copied into the temporary tree: VCS data, caches, bytecode.
 _COPY_IGNORE = (".git", ".hg", ".svn", ".neuron-migrate-cache", "__pycache__", ".pytest_cache", ".mypy_cache")
 _ERROR_TAIL = 4000  # characters of check output kept when it produced no report
@@ -234,8 +233,9 @@ def _rewrite(copy: Path, settings: Settings) -> dict[str, Any]:
     from neuron_migrate.api import rewrite_paths
     from neuron_migrate.rewrite.engine import FileStatus
 
+    # A private copy: its read-only files (copied with their modes) are written too.
     common: dict[str, Any] = {"unsafe": settings.unsafe_fixes, "allow_dirty": True, "target": settings.target,
-                              "use_cache": False}
+                              "use_cache": False, "write_read_only": True}
     first = rewrite_paths([copy], settings, apply=True, **common)
     second = rewrite_paths([copy], settings, apply=False, **common)
     again = [o.path for o in second.files if o.status is FileStatus.CHANGED]
@@ -418,6 +418,13 @@ def version_summary(record: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _pack() -> RulePack:
+    """The built-in pack, where the NM9xx rules (check's findings) live."""
+    from neuron_migrate.ruleset.load import load_pack
+
+    return load_pack()
+
+
 def check_findings(record: Mapping[str, Any]) -> list[Finding]:
     check = record.get("check") or {}
     report = check.get("report") or {}
@@ -438,8 +445,9 @@ def fallback_ops(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Op -> {"count": calls on the CPU, "sites": [first user location], "phases": ...} from the
     check report's NM901 findings (one finding per op, or per op and call site)."""
     ops: dict[str, dict[str, Any]] = {}
+    codes = _pack().codes_of_kind(FALLBACK)
     for f in check_findings(record):
-        if f.code != FALLBACK_CODE:
+        if f.code not in codes:
             continue
         entry = ops.setdefault(f.symbol, {"count": 0, "sites": []})
         entry["count"] += _int(f.details.get("count"))
@@ -476,8 +484,9 @@ def recompile_sites(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     bucket)} from check's NM903 findings. Keyed by the finding's fingerprint, so a site keeps its
     key when lines move."""
     sites: dict[str, dict[str, Any]] = {}
+    codes = _pack().hotspot_codes(RECOMPILE)
     for f in check_findings(record):
-        if f.code != RECOMPILE_CODE:
+        if f.code not in codes:
             continue
         details = f.details
         sites[f.fingerprint] = {
@@ -489,6 +498,17 @@ def recompile_sites(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             "advice": _advice(details),
         }
     return dict(sorted(sites.items(), key=lambda kv: kv[1]["location"]))
+
+
+def check_values(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """User line ("train.py:42") -> {"reads", "first", "last"}: the values the program read back to
+    the host (losses, metrics; check.parity.summarize), from the check report's summary."""
+    check = record.get("check") or {}
+    extras = (check.get("report") or {}).get("extras") or {}
+    values = (extras.get("check") or {}).get("values") if isinstance(extras, Mapping) else None
+    if not isinstance(values, Mapping):
+        return {}
+    return {str(k): dict(v) for k, v in values.items() if isinstance(v, Mapping)}
 
 
 def headline(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -513,12 +533,14 @@ def headline(record: Mapping[str, Any]) -> dict[str, Any]:
     }
     if check is not None:
         runtime = check_findings(record)
+        pack = _pack()
+        ending, host_syncs = pack.ending_codes(), pack.codes_of_kind(HOST_SYNC_KIND)
         out.update(
             check_completed=check.get("report") is not None and check.get("exit_code") in (0, 1)
-            and not any(f.code in _DID_NOT_FINISH for f in runtime),
+            and not any(f.code in ending for f in runtime),
             check_exit_code=check.get("exit_code"),
             fallback_ops=len(fallback_ops(record)),
-            host_syncs=sum(f.code == HOST_SYNC_CODE for f in runtime),
+            host_syncs=sum(f.code in host_syncs for f in runtime),
             recompile_hotspots=len(recompile_sites(record)),
             runtime_findings=len(runtime),
         )

@@ -11,10 +11,17 @@ A finding only counts as fixed or new when both records could hold it: runtime f
 both ran `check`, and a rule's findings only when both records selected the rule (records store
 their effective selection). The rest is listed apart, as a selection change, so turning a rule off
 never reads as fixing its findings. Records of two different projects are compared with a warning.
+
+When both records ran `check`, the values the program read back (`extras.check.values`: per user
+line, the reads and the first and last value; check.parity) are compared too: a line whose last
+value moved beyond check --parity's default tolerance, or that read a different number of values,
+is listed ("did the loss move after the torch update?"). A moved value is not a regression by
+itself: `check --parity` is the gate for numerics.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,6 +30,7 @@ from typing import Any
 from neuron_migrate.findings import Finding, Severity
 from neuron_migrate.record.build import (
     check_findings,
+    check_values,
     fallback_ops,
     recompile_sites,
     scan_findings,
@@ -30,6 +38,8 @@ from neuron_migrate.record.build import (
 )
 
 _REGRESSION_SEVERITY = Severity.ERROR
+# A value read back "moved" beyond check --parity's default tolerance (check.parity).
+VALUE_RTOL, VALUE_ATOL = 1e-3, 1e-5
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +68,10 @@ class RecordDiff:
     newly_selected: tuple[tuple[Finding, int], ...] = ()  # NEW findings of rules OLD did not select
     selection: tuple[Change, ...] = ()  # "rules selected" / "rules no longer selected" / settings keys
     warnings: tuple[str, ...] = ()  # different projects, a side without check, ...
+    # user line -> (old last value, new last value) of the values the program read back, where
+    # they moved beyond tolerance or the line read a different number of values (reads: old -> new)
+    values_moved: tuple[Change, ...] = ()
+    values_compared: int = 0  # lines both runs read values at
 
     @property
     def regression(self) -> bool:
@@ -163,6 +177,8 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any], old_label: str = "OL
     more_rc = [Change(label(k), old_sites.get(k, 0), n) for k, n in new_sites.items() if n > old_sites.get(k, 0)]
     fewer_rc = [Change(label(k), n, new_sites.get(k, 0)) for k, n in old_sites.items() if new_sites.get(k, 0) < n]
 
+    moved, compared = _values_moved(old, new) if both_checked else ([], 0)
+
     oh, nh = old["headline"], new["headline"]
     headline = [Change(k, oh.get(k), nh.get(k)) for k in nh if oh.get(k) != nh.get(k)]
     check_broke = _completed(old) is True and _completed(new) is False
@@ -184,8 +200,49 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any], old_label: str = "OL
         old_label, new_label, tuple(fixed), tuple(added), tuple(new_fallback), tuple(more_calls), tuple(gone),
         tuple(more_rc), tuple(fewer_rc), tuple(_version_changes(old, new)), tuple(headline), check_broke,
         tuple(reasons), tuple(deselected), tuple(newly_selected), tuple(_selection_changes(old, new)),
-        tuple(warnings),
+        tuple(warnings), tuple(moved), compared,
     )
+
+
+def _numbers(value: Any) -> list[float] | None:
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            return None
+        try:
+            out.append(float(v))
+        except ValueError:
+            return None
+    return out
+
+
+def _close(a: float, b: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return a == b or abs(a - b) <= VALUE_ATOL + VALUE_RTOL * abs(b)
+
+
+def _values_moved(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[list[Change], int]:
+    """Lines whose last value read back moved (a loss, a metric: did the results change after a
+    torch or rule-pack update?), and how many lines both records read values at."""
+    before, after = check_values(old), check_values(new)
+    moved, compared = [], 0
+    for line, now in after.items():
+        was = before.get(line)
+        if was is None:
+            continue
+        compared += 1
+        a, b = _numbers(was.get("last")), _numbers(now.get("last"))
+        if a is None or b is None:
+            same = was.get("last") == now.get("last")
+        else:
+            same = len(a) == len(b) and all(_close(y, x) for x, y in zip(a, b, strict=True))
+        reads_changed = was.get("reads") != now.get("reads")
+        if not same or reads_changed:
+            key = f"{line} (reads {was.get('reads')} -> {now.get('reads')})" if reads_changed else line
+            moved.append(Change(key, was.get("last"), now.get("last")))
+    return moved, compared
 
 
 # --- rendering ------------------------------------------------------------------------------------
@@ -220,6 +277,9 @@ def render_text(d: RecordDiff) -> str:
     section("Findings of rules no longer selected (not fixed)", [line(f) for f, _ in d.deselected])
     section("Findings of newly selected rules", [line(f) for f, _ in d.newly_selected])
     section("Headline changes", [f"{c.key}: {c.old} -> {c.new}" for c in d.headline])
+    if d.values_compared:
+        section(f"Values read back that moved (of {d.values_compared} lines)",
+                [f"{c.key}: last {c.old} -> {c.new}" for c in d.values_moved])
     out.append("")
     if d.regression:
         out.append("REGRESSION: " + "; ".join(d.reasons))
@@ -273,4 +333,7 @@ def render_markdown(d: RecordDiff) -> str:
     table("Findings of newly selected rules", ["Where", "Code", "Severity", "Message"],
           [[f.location(), f.code, f.severity.value, f.message] for f, _ in d.newly_selected])
     table("Headline changes", ["Measure", "Before", "Now"], [[c.key, c.old, c.new] for c in d.headline])
+    if d.values_compared:
+        table(f"Values read back that moved (of {d.values_compared} lines)", ["Line", "Last before", "Last now"],
+              [[c.key, c.old, c.new] for c in d.values_moved])
     return "\n".join(out)

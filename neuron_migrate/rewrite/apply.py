@@ -11,6 +11,7 @@ fix applies.
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -132,7 +133,7 @@ def _plan(
             skipped.append(SkippedFix(finding, "an edit lies outside the file"))
             continue
         spans.sort()
-        if any(_overlaps(a, b) for a, b in zip(spans, spans[1:])):
+        if any(_overlaps(a, b) for a, b in itertools.pairwise(spans)):
             skipped.append(SkippedFix(finding, "the fix's own edits overlap"))
             continue
         candidates.append(_Planned(finding, fix, tuple(spans)))
@@ -247,6 +248,8 @@ def apply_fixes_to_source(
                 new_source, add, before_offset=first_needing, tree=tree, bound_elsewhere=context.bound_elsewhere
             )
         module = import_tools.parse_with_libcst(new_source)  # the one libcst parse of this file
+        if new_source != spliced:
+            tree = _parse(new_source)  # removal edits sit at this text's positions
         if remove:
             new_source = import_tools.remove_unused_imports(
                 new_source, remove, module, tree=tree, add=add, used_elsewhere=context.used_elsewhere

@@ -38,7 +38,7 @@ class FileStatus(StrEnum):
     CHANGED = "changed"  # written (with --apply) or would be written (dry run)
     UNCHANGED = "unchanged"  # had fixes, but they leave the text as it is
     SKIPPED = "skipped"  # could not be rewritten safely; `reason` says why
-    REFUSED = "refused"  # --apply on a file git does not have committed and clean
+    REFUSED = "refused"  # --apply on a file git does not have committed and clean, or a read-only one
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,32 +128,58 @@ class TextResult:
     error: str = ""
 
 
+def _patch_lines(text: str) -> list[str]:
+    """Lines as `patch` and `git apply` see them: ended by `\\n` alone (`str.splitlines` also splits
+    at `\\r`, form feeds and U+2028, which made the patch disagree with the file)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
 def _diff(old: str, new: str, label: str) -> str:
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{label}", f"b/{label}"
-    )
+    lines = difflib.unified_diff(_patch_lines(old), _patch_lines(new), f"a/{label}", f"b/{label}")
     out = []
     for line in lines:
-        out.append(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n")
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)
+
+
+def patch_label(real: Path, root: Path, base: Path | None = None) -> str:
+    """The path a patch names for the file `real` found under `root`: relative to `base`, else
+    to the git work tree holding it, else to the working directory when it holds the file, else
+    to `root`; so `git apply` (or `patch -p1`) takes the patch where the user ran `rewrite`,
+    whatever PATH they gave."""
+    from neuron_migrate.rewrite.files import git_top
+
+    if base is None:
+        cwd = Path(os.path.realpath(os.getcwd()))
+        top = Path(os.path.realpath(root))
+        base = git_top(real) or (cwd if cwd in real.parents else top.parent if top.is_file() else top)
+    return Path(os.path.relpath(real, base)).as_posix()
 
 
 def is_notebook(path: str) -> bool:
     return path.endswith(".ipynb")
 
 
-def rewrite_text(text: str, path: str, findings: Sequence[Finding], target: Target, *, unsafe: bool) -> TextResult:
-    """Rewrite decoded text of a Python file or notebook (`path` picks which, and labels the diff)."""
+def rewrite_text(text: str, path: str, findings: Sequence[Finding], target: Target, *, unsafe: bool,
+                 label: str | None = None) -> TextResult:
+    """Rewrite decoded text of a Python file or notebook (`path` picks which; the diff names
+    `label`, by default `path`)."""
+    label = path if label is None else label
     if is_notebook(path):
         from neuron_migrate.rewrite.notebook import rewrite_notebook
 
         nb = rewrite_notebook(text, findings, target, unsafe=unsafe)
-        diff = "".join(_diff(c.old, c.new, f"{path}:{cell_label(c.index)[:-1]}") for c in nb.changes)
+        diff = "".join(_diff(c.old, c.new, f"{label}:{cell_label(c.index)[:-1]}") for c in nb.changes)
         return TextResult(nb.new_text, diff, nb.applied, nb.skipped)
     from neuron_migrate.rewrite.apply import apply_fixes_to_source
 
     result = apply_fixes_to_source(text, findings, target, unsafe=unsafe)
-    return TextResult(result.new_source, _diff(text, result.new_source, path), result.applied, result.skipped, result.error)
+    return TextResult(result.new_source, _diff(text, result.new_source, label), result.applied, result.skipped,
+                      result.error)
 
 
 # --- layer 2: files -------------------------------------------------------------------------------
@@ -167,14 +193,26 @@ class _Pending:
     new: bytes
 
 
-def _plan_file(root: Path, rel: str, findings: Sequence[Finding], target: Target, unsafe: bool) -> FileOutcome | _Pending:
+@dataclass(frozen=True, slots=True)
+class _Work:
+    root: Path
+    rel: str
+    findings: Sequence[Finding]
+    target: Target
+    unsafe: bool
+    patch_root: Path | None  # what the diff's paths are relative to (None: see patch_label)
+
+
+def _plan_file(work: _Work) -> FileOutcome | _Pending:
     from neuron_migrate.rewrite import files
 
+    root, rel, findings, target, unsafe = work.root, work.rel, work.findings, work.target, work.unsafe
     try:
         real = files.resolve_inside(root / rel, root)
         original = real.read_bytes()
         decoded = files.decode_json(original) if is_notebook(rel) else files.decode_python(original)
-        result = rewrite_text(decoded.text, rel, findings, target, unsafe=unsafe)
+        result = rewrite_text(decoded.text, rel, findings, target, unsafe=unsafe,
+                              label=patch_label(real, root, work.patch_root))
         if result.error:
             return FileOutcome(rel, FileStatus.SKIPPED, result.error, skipped=result.skipped)
         if not result.applied or result.new_text == decoded.text:
@@ -184,7 +222,7 @@ def _plan_file(root: Path, rel: str, findings: Sequence[Finding], target: Target
         return FileOutcome(rel, FileStatus.SKIPPED, str(exc))
     except OSError as exc:
         return FileOutcome(rel, FileStatus.SKIPPED, f"cannot read: {exc.strerror or exc}")
-    except Exception as exc:  # a bug must cost one file, not the run (and never a half-written file)
+    except Exception as exc:  # noqa: BLE001 - a bug must cost one file, not the run (and never a half-written file)
         return FileOutcome(rel, FileStatus.SKIPPED, f"internal error, please report it: {type(exc).__name__}: {exc}")
     outcome = FileOutcome(rel, FileStatus.CHANGED, diff=result.diff, applied=result.applied, skipped=result.skipped)
     return _Pending(outcome, real, original, new)
@@ -200,21 +238,17 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _plan_one(item: tuple[Path, str, Sequence[Finding], Target, bool]) -> FileOutcome | _Pending:
-    return _plan_file(*item)
-
-
-def _plan_all(work: list[tuple[Path, str, Sequence[Finding], Target, bool]], jobs: int | None,
+def _plan_all(work: list[_Work], jobs: int | None,
               progress: Callable[[int, int], None] | None = None) -> list[FileOutcome | _Pending]:
     """Plan every file, in parallel when there are many (libcst parsing dominates); `progress`
     hears (files planned, files to plan) as plans come in."""
     workers = jobs if jobs is not None else _usable_cpus()
     if workers <= 1 or len(work) < _POOL_MIN_FILES:
-        return _counted(map(_plan_one, work), len(work), progress)
+        return _counted(map(_plan_file, work), len(work), progress)
     context = multiprocessing.get_context("fork") if sys.platform == "linux" else None
     try:
         with cf.ProcessPoolExecutor(max_workers=min(workers, len(work)), mp_context=context) as pool:
-            plans = pool.map(_plan_one, work, chunksize=max(1, len(work) // (workers * 4)))
+            plans = pool.map(_plan_file, work, chunksize=max(1, len(work) // (workers * 4)))
             return _counted(plans, len(work), progress)
     except cf.process.BrokenProcessPool as exc:
         raise NeuronMigrateError(f"a rewrite worker process died unexpectedly ({exc})") from None
@@ -245,17 +279,32 @@ def rewrite_findings(
     allow_dirty: bool = False,
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    patch_root: Path | None = None,
+    write_read_only: bool = False,
 ) -> tuple[FileOutcome, ...]:
-    """Apply the fixes of `findings` (paths relative to `root`); only files with an applicable fix."""
+    """Apply the fixes of `findings` (paths relative to `root`); only files with an applicable fix.
+    A file reached by several paths (an in-root symlink and its target) is planned once, under
+    its own path when the scan saw it, else under the first; the others say where it went."""
     by_path: dict[str, list[Finding]] = defaultdict(list)
     for finding in findings:
         by_path[finding.path].append(finding)
-    work = [
-        (root, rel, group, target, unsafe)
-        for rel, group in sorted(by_path.items())
-        if any(applicable_fix(f, target, unsafe=unsafe) for f in group)
-    ]
-    planned = _plan_all(work, jobs, progress)
+    fixable = [rel for rel, group in sorted(by_path.items())
+               if any(applicable_fix(f, target, unsafe=unsafe) for f in group)]
+    by_real: dict[str, list[str]] = defaultdict(list)
+    for rel in fixable:
+        by_real[os.path.realpath(root / rel)].append(rel)
+    root_real = os.path.realpath(root)
+    primary = {}
+    for real, rels in by_real.items():
+        own = [rel for rel in rels if os.path.join(root_real, rel) == real]
+        primary[real] = (own or rels)[0]
+    work = [_Work(root, rel, by_path[rel], target, unsafe, patch_root) for rel in fixable
+            if primary[os.path.realpath(root / rel)] == rel]
+    planned: list[FileOutcome | _Pending] = _plan_all(work, jobs, progress)
+    for real, rels in by_real.items():
+        reason = f"the same file as {primary[real]}, rewritten under that path"
+        planned += [FileOutcome(rel, FileStatus.UNCHANGED, reason) for rel in rels if rel != primary[real]]
+    planned.sort(key=lambda p: (p.outcome if isinstance(p, _Pending) else p).path)
     if not apply:
         return tuple(p.outcome if isinstance(p, _Pending) else p for p in planned)
 
@@ -274,6 +323,10 @@ def rewrite_findings(
             outcomes.append(_not_written(o, FileStatus.REFUSED, reason))
             continue
         try:
+            if not write_read_only and files.read_only(item.real):
+                reason = "read-only (pass --write-read-only to write it anyway)"
+                outcomes.append(_not_written(o, FileStatus.REFUSED, reason))
+                continue
             files.atomic_write(item.real, item.new, expected=item.original)
         except FileProblem as exc:
             outcomes.append(_not_written(o, FileStatus.SKIPPED, str(exc)))

@@ -1,11 +1,12 @@
 """Import management after a fix: drop imports a fix made unused, add the ones its code needs.
 
-Removal uses libcst's scope analysis (`RemoveImportsVisitor` only removes names nothing reads) and
-keeps the comments above a removed line. Addition is a text insertion placed after the last
-top-level import that precedes the first edit needing it (else after the docstring, else before
-the first statement), so module-level code never runs before the import it needs and every other
-byte stays as it was. A name an added import binds displaces a `remove_imports` import binding
-the same name (`from torch.cuda.amp import GradScaler` -> `from torch.amp import GradScaler`).
+Removal uses libcst's scope analysis (`RemoveImportsVisitor` only removes names nothing reads) to
+decide, and deletes text at `ast` positions, so every byte outside a removed import stays.
+Addition is a text insertion placed after the last top-level import that precedes the first edit
+needing it (else after the docstring, else before the first statement), so module-level code
+never runs before the import it needs and every other byte stays as it was. A name an added
+import binds displaces a `remove_imports` import binding the same name
+(`from torch.cuda.amp import GradScaler` -> `from torch.amp import GradScaler`).
 """
 
 from __future__ import annotations
@@ -135,8 +136,8 @@ def remove_unused_imports(
 ) -> str:
     """Remove the imports named by `entries` ('module' or 'module.name') that nothing reads.
 
-    `module` is `source` already parsed by `parse_with_libcst`, `tree` an `ast` tree holding the
-    same imports (each parsed here when None).
+    `module` and `tree` are `source` already parsed by `parse_with_libcst` and `ast` (each parsed
+    here when None).
     """
     tree = tree or ast.parse(source)
     present = [k for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom)) for k in _keys_of(node)]
@@ -151,7 +152,7 @@ def remove_unused_imports(
     if module is None:
         module = parse_with_libcst(source)
     try:
-        return remove_imports(module, targets, forced, used_elsewhere)
+        return remove_imports(source, module, tree, targets, forced, used_elsewhere)
     except RecursionError:
         raise ImportEditError("import clean-up failed: the code is nested too deeply") from None
 

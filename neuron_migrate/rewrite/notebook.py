@@ -116,7 +116,7 @@ def _mask_ipython(cell: str) -> tuple[str, list[str]]:
     blanked = blank_ipython(cell).split("\n")
     lines = cell.split("\n")
     originals: list[str] = []
-    for i, (line, blank) in enumerate(zip(lines, blanked)):
+    for i, (line, blank) in enumerate(zip(lines, blanked, strict=False)):
         if line != blank:
             placeholder = f"# <neuron-migrate ipython {len(originals)}>"
             lines[i] = blank.replace("pass", f"pass  {placeholder}") if blank.strip() else placeholder

@@ -1,21 +1,37 @@
-"""libcst's `RemoveImportsVisitor` (scope analysis: only unread names go) with three additions:
-forced removals (an added import rebinds the name), names read in other notebook cells count as
-uses, and the comments above a removed line move to the next statement instead of vanishing.
-Kept apart from `imports` because importing `libcst.codemod` costs more than libcst itself."""
+"""Which imports go (libcst's `RemoveImportsVisitor`: scope analysis, only unread names) and the
+text edits that take them out of the original text.
+
+libcst decides; it never writes. Regenerating the module from its tree changed bytes outside any
+import (a form feed and the blank lines above a removed import, a CR-only file's final `\\r`), so
+the decisions are turned into deletions spliced into the source at `ast` positions: a removed
+name with its comma, a statement with its `;`, or a statement's whole lines (its trailing comment
+too). The lines above it (comments, blank lines, form feeds) stay. A block left empty gets `pass`
+where its first statement was. Three additions to the visitor: forced removals (an added import
+rebinds the name), names read in other notebook cells count as uses, and explicit re-exports stay.
+Kept apart from `imports` because importing `libcst.codemod` costs more than libcst itself.
+"""
 
 from __future__ import annotations
 
+import ast
+import itertools
+import re
 from collections.abc import Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import RemoveImportsVisitor
 
+from neuron_migrate.rewrite.apply import line_starts
 from neuron_migrate.rewrite.imports import ImportEditError, ImportKey
+from neuron_migrate.scan.matchers.site import LineIndex
+
+_Decision = tuple[tuple[str, ...], frozenset[int]]  # (bound names in order, indices of the ones removed)
 
 
 class _RemoveUnused(RemoveImportsVisitor):
-    """`RemoveImportsVisitor` plus: forced removals, names read elsewhere, comments kept."""
+    """`RemoveImportsVisitor` plus forced removals and names read elsewhere; it records, per import
+    statement in source order, which of its names it removes."""
 
     def __init__(
         self,
@@ -27,7 +43,7 @@ class _RemoveUnused(RemoveImportsVisitor):
         super().__init__(context, list(targets))
         self._forced = forced
         self._used_elsewhere = used_elsewhere
-        self._orphans: list[list[cst.EmptyLine]] = [[]]  # leading lines of removed lines, per block
+        self.decisions: list[_Decision] = []
 
     def visit_Module(self, node: cst.Module) -> None:
         super().visit_Module(node)
@@ -52,43 +68,32 @@ class _RemoveUnused(RemoveImportsVisitor):
             if (module, _dotted(alias.name), _asname(alias)) in self._forced:
                 self._unused_imports[alias] = node
 
-    # A removed line takes the comments above it along; hand them to the next statement instead.
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._orphans.append([])
-
-    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
-        left = self._orphans.pop()
-        if left and updated_node.body:
-            return updated_node.with_changes(footer=(*left, *updated_node.footer))
-        return updated_node
-
-    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        left = self._orphans[0]
-        if left:
-            return updated_node.with_changes(footer=(*left, *updated_node.footer))
-        return updated_node
-
-    def leave_SimpleStatementLine(
-        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
-    ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
-        if not updated_node.body:
-            if any(line.comment is not None for line in updated_node.leading_lines):
-                self._orphans[-1].extend(updated_node.leading_lines)
-            return cst.RemoveFromParent()
-        return self._adopt(updated_node)
-
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[no-untyped-def]
-        result = super().on_leave(original_node, updated_node)
-        if isinstance(result, cst.BaseCompoundStatement):
-            return self._adopt(result)
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import):  # type: ignore[no-untyped-def]
+        result = super().leave_Import(original_node, updated_node)
+        self._record(original_node.names, result)
         return result
 
-    def _adopt(self, node):  # type: ignore[no-untyped-def]
-        pending = self._orphans[-1]
-        if not pending:
-            return node
-        self._orphans[-1] = []
-        return node.with_changes(leading_lines=(*pending, *node.leading_lines))
+    def leave_ImportFrom(  # type: ignore[no-untyped-def]
+        self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
+    ):
+        result = super().leave_ImportFrom(original_node, updated_node)
+        self._record(() if isinstance(original_node.names, cst.ImportStar) else original_node.names, result)
+        return result
+
+    def _record(self, names: Sequence[cst.ImportAlias], result: object) -> None:
+        bound = tuple(_dotted(a.name) for a in names)
+        if isinstance(result, cst.RemovalSentinel):
+            self.decisions.append((bound, frozenset(range(len(names)))))
+            return
+        kept = [_dotted(a.name) for a in getattr(result, "names", ())] if names else []
+        removed: set[int] = set()
+        k = 0
+        for i, name in enumerate(bound):  # the kept names are a subsequence of the original ones
+            if k < len(kept) and kept[k] == name:
+                k += 1
+            else:
+                removed.add(i)
+        self.decisions.append((bound, frozenset(removed)))
 
 
 def _dotted(node: cst.BaseExpression) -> str:
@@ -129,9 +134,146 @@ def _alias_bound_name(alias: cst.ImportAlias) -> str:
     return asname or _dotted(alias.name).split(".")[0]
 
 
+# --- from decisions to text edits -----------------------------------------------------------------
+
+_SAME_LOGICAL_LINE = re.compile(r"[ \t\f]*(?:\\(?:\r\n|\r|\n)[ \t\f]*)*;[ \t\f]*(?:\\(?:\r\n|\r|\n)[ \t\f]*)*")
+_Edit = tuple[int, int, str]  # (start, end, replacement) in the source's characters
+
+
+class _Text:
+    """Character offsets of `ast` positions in one source."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.index = LineIndex(source)
+        self.starts = line_starts(source)
+
+    def at(self, lineno: int, byte_col: int) -> int:
+        return self.starts[lineno - 1] + self.index.col(lineno, byte_col)
+
+    def start(self, node: ast.stmt | ast.alias) -> int:
+        return self.at(node.lineno, node.col_offset)
+
+    def end(self, node: ast.stmt | ast.alias) -> int:
+        return self.at(node.end_lineno or node.lineno, node.end_col_offset or 0)
+
+    def line_start(self, lineno: int) -> int:
+        return self.starts[lineno - 1]
+
+    def next_line_start(self, lineno: int) -> int:
+        return self.starts[lineno] if lineno < len(self.starts) else len(self.source)
+
+
+def _blocks(tree: ast.Module) -> list[list[ast.stmt]]:
+    """Every statement list of the tree: the module's, then bodies, branches, handlers, cases."""
+    found: list[list[ast.stmt]] = []
+    for node in ast.walk(tree):
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                found.append(value)
+    return found
+
+
+def _joined(text: _Text, a: ast.stmt, b: ast.stmt) -> bool:
+    """`a; b` on one logical line."""
+    return _SAME_LOGICAL_LINE.fullmatch(text.source, text.end(a), text.start(b)) is not None
+
+
+def _alias_edits(text: _Text, node: ast.Import | ast.ImportFrom, removed: frozenset[int]) -> list[_Edit]:
+    """Take some names out of a statement that keeps others: each with its comma."""
+    names = node.names
+    edits: list[_Edit] = []
+    i = 0
+    while i < len(names):
+        if i not in removed:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(names) and j + 1 in removed:
+            j += 1
+        if j + 1 < len(names):  # `a, ` up to the next kept name
+            edits.append((text.start(names[i]), text.start(names[j + 1]), ""))
+        else:  # a trailing run: `, a` after the last kept name (a trailing comma stays)
+            edits.append((text.end(names[i - 1]), text.end(names[j]), ""))
+        i = j + 1
+    return edits
+
+
+def _statement_edits(text: _Text, tree: ast.Module, gone: set[int]) -> list[_Edit]:
+    """Delete the statements whose `id` is in `gone`, keeping every block non-empty."""
+    edits: list[_Edit] = []
+    for block in _blocks(tree):
+        if not any(id(s) in gone for s in block):
+            continue
+        emptied = block is not tree.body and all(id(s) in gone for s in block)  # a module may be empty
+        chains: list[list[ast.stmt]] = [[block[0]]]  # statements sharing one logical line
+        for prev, stmt in itertools.pairwise(block):
+            if _joined(text, prev, stmt):
+                chains[-1].append(stmt)
+            else:
+                chains.append([stmt])
+        for n, chain in enumerate(chains):
+            if not any(id(s) in gone for s in chain):
+                continue
+            if all(id(s) in gone for s in chain):
+                first, last = chain[0], chain[-1]
+                if emptied and n == 0:  # the block needs a statement: `pass` where the first was
+                    edits.append((text.start(first), text.end(last), "pass"))
+                    continue
+                start = text.line_start(first.lineno)
+                if text.source[start : text.start(first)].strip(" \t\f"):
+                    edits.append((text.start(first), text.end(last), ""))  # not alone on its line
+                else:
+                    edits.append((start, text.next_line_start(last.end_lineno or last.lineno), ""))
+                continue
+            kept = [i for i, s in enumerate(chain) if id(s) not in gone]
+            for i, stmt in enumerate(chain):
+                if id(stmt) in gone and i < kept[-1]:
+                    edits.append((text.start(stmt), text.start(chain[i + 1]), ""))  # `x; ` up to the next
+            if kept[-1] < len(chain) - 1:  # `; x; y` after the last kept statement
+                edits.append((text.end(chain[kept[-1]]), text.end(chain[-1]), ""))
+    return edits
+
+
+def _import_statements(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    found = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
 
 
 def remove_imports(
-    module: cst.Module, targets: Sequence[ImportKey], forced: set[ImportKey], used_elsewhere: frozenset[str]
+    source: str,
+    module: cst.Module,
+    tree: ast.Module,
+    targets: Sequence[ImportKey],
+    forced: set[ImportKey],
+    used_elsewhere: frozenset[str],
 ) -> str:
-    return _RemoveUnused(CodemodContext(), targets, forced, used_elsewhere).transform_module(module).code
+    """`source` (parsed as `module` by libcst and as `tree` by `ast`) without the imports among
+    `targets` that nothing reads (and the `forced` ones), every other character kept."""
+    visitor = _RemoveUnused(CodemodContext(), targets, forced, used_elsewhere)
+    visitor.transform_module(module)
+    statements = _import_statements(tree)
+    if len(statements) != len(visitor.decisions):
+        raise ImportEditError("import clean-up could not match libcst's imports to the code's")
+    text = _Text(source)
+    gone: set[int] = set()
+    edits: list[_Edit] = []
+    for node, (bound, removed) in zip(statements, visitor.decisions, strict=True):
+        if tuple(a.name for a in node.names if a.name != "*") != bound:
+            raise ImportEditError("import clean-up could not match libcst's imports to the code's")
+        if not removed:
+            continue
+        if len(removed) == len(node.names):
+            gone.add(id(node))
+        else:
+            edits += _alias_edits(text, node, removed)
+    edits += _statement_edits(text, tree, gone)
+    out: list[str] = []
+    pos = 0
+    for start, end, replacement in sorted(edits):
+        if start < pos:
+            raise ImportEditError("import clean-up produced overlapping edits")
+        out += [source[pos:start], replacement]
+        pos = end
+    out.append(source[pos:])
+    return "".join(out)

@@ -1,6 +1,6 @@
 """Read and strictly validate the rule pack (`rules/pack.yaml` + `rules/nm*.yaml`).
 
-`rules/ops.yaml` (the emulator's op table) lives beside them but is not a rule file.
+`rules/ops.yaml` (the op-support table) lives beside them but is not a rule file: `ruleset/ops.py` reads it.
 
 Every problem raises `RulePackError(file, code, field, problem)`, which the CLI turns into exit 2.
 Loading never imports torch or libcst; the default pack is parsed once per process.
@@ -45,7 +45,8 @@ _PACK_REQUIRED = ("name", "version", "neuron_sdk", "torch_neuronx", "torch", "pr
 _PACK_KEYS = frozenset(_PACK_REQUIRED) | {"redirects", "runtime_kinds"}
 _RULE_REQUIRED = ("code", "name", "title", "category", "severity", "match", "fix", "message",
                   "why", "references", "examples")
-_RULE_KEYS = frozenset(_RULE_REQUIRED) | {"status", "since", "kind", "default"}
+_RULE_KEYS = frozenset(_RULE_REQUIRED) | {"status", "since", "kind", "default", "ends_run", "hotspot"}
+_RUNTIME_KEYS = ("kind", "ends_run", "hotspot")  # only NM9xx rules (check's findings) have these
 _RUNTIME_FAMILY = "NM9"  # check's findings: each names its kind
 _LIST_MATCHERS = ("qualified_names", "device_strings", "methods", "attributes", "imports",
                   "env_vars", "files", "tokens")
@@ -258,8 +259,8 @@ def _rule(ctx: _Ctx, raw: Any, index: int, file_family: str | None, fixers: froz
         if "kind" not in d:
             raise ctx.error("kind", "missing required field (NM9xx rules name their kind: see rules/pack.yaml)")
         kind = _str(ctx, d["kind"], "kind")
-    elif "kind" in d:
-        raise ctx.error("kind", "only NM9xx runtime rules have a kind")
+    elif runtime_only := [k for k in _RUNTIME_KEYS if k in d]:
+        raise ctx.error(runtime_only[0], f"only NM9xx runtime rules have `{runtime_only[0]}`")
     else:
         kind = ""
     return Rule(
@@ -276,6 +277,8 @@ def _rule(ctx: _Ctx, raw: Any, index: int, file_family: str | None, fixers: froz
         invalid=invalid,
         valid=valid,
         kind=kind,
+        ends_run=_bool(ctx, d.get("ends_run", False), "ends_run"),
+        hotspot=_bool(ctx, d.get("hotspot", False), "hotspot"),
         status=_enum(ctx, Status, d.get("status", "stable"), "status"),
         since=_str(ctx, str(d.get("since", "0.1.0")), "since"),
         default=_bool(ctx, d.get("default", True), "default"),
@@ -285,7 +288,7 @@ def _rule(ctx: _Ctx, raw: Any, index: int, file_family: str | None, fixers: froz
 
 def _parse(file: str, data: bytes) -> Any:
     try:
-        return yaml.load(data, Loader=_Loader)  # noqa: S506 - a safe loader
+        return yaml.load(data, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

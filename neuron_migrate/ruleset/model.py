@@ -132,6 +132,7 @@ FIXER_NAMES: frozenset[str] = frozenset({
     "amp_autocast_device",
     "amp_grad_scaler",
     "compile_backend",
+    "accelerator_manual_seed",
 })
 
 
@@ -174,6 +175,8 @@ class Rule:
     default: bool = True  # in the default selection; False: only when `--select` names it
     source_file: str = ""  # the YAML file it came from, for error messages and docs
     kind: str = ""  # NM9xx only: the kind of runtime finding (a key of RulePack.kinds)
+    ends_run: bool = False  # NM9xx only: a finding says the program did not run to its end
+    hotspot: bool = False  # NM9xx only: one finding per call site, the record's hotspots of its kind
 
     @property
     def family(self) -> Family:
@@ -206,6 +209,14 @@ class RulePack:
 
     def codes_of_kind(self, kind: str) -> tuple[str, ...]:
         return tuple(code for code, rule in self.rules.items() if rule.kind == kind)
+
+    def ending_codes(self) -> frozenset[str]:
+        """The runtime findings that mean the program did not run to its end (`ends_run`)."""
+        return frozenset(code for code, rule in self.rules.items() if rule.ends_run)
+
+    def hotspot_codes(self, kind: str) -> frozenset[str]:
+        """The rules of `kind` whose findings are per-call-site hotspots (`hotspot`)."""
+        return frozenset(code for code, rule in self.rules.items() if rule.kind == kind and rule.hotspot)
 
     def get(self, code: str) -> Rule | None:
         return self.rules.get(self.redirects.get(code, code))

@@ -27,7 +27,7 @@ class AliasTable:
         self.implicit_seen: set[str] = set()  # implicit roots the file actually reads
 
     def add(self, node: ast.Import | ast.ImportFrom) -> None:
-        if node.__class__ is ast.Import:
+        if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
                     self.names[alias.asname] = alias.name

@@ -222,7 +222,7 @@ class _Walker:
         scope: dict[str, ast.AST | None] = {}
         positional = [*a.posonlyargs, *a.args]
         defaults: list[ast.AST | None] = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-        pairs = [*zip(positional, defaults), *zip(a.kwonlyargs, a.kw_defaults)]
+        pairs = [*zip(positional, defaults, strict=True), *zip(a.kwonlyargs, a.kw_defaults, strict=True)]
         for param, default in pairs:
             if default is None:
                 scope[param.arg] = None
@@ -767,7 +767,7 @@ class _Walker:
                     self._argument(call, rule, pat, None, None)
         if not self.devices_on:
             return False
-        for k, v in zip(node.keys, node.values):  # type: ignore[attr-defined]
+        for k, v in zip(node.keys, node.values, strict=True):  # type: ignore[attr-defined]
             if k is not None and k.__class__ is ast.Constant and isinstance(k.value, str):
                 if dev_m.device_like_name(k.value):
                     self._device_literals(v)
@@ -982,7 +982,7 @@ def _dict_keywords(node: ast.AST, only: Collection[str] | None = None) -> list[a
     """A dict literal's identifier-keyed entries (those in `only`, if given) as keywords, each
     located from key to value."""
     out = []
-    for k, v in zip(node.keys, node.values):  # type: ignore[attr-defined]
+    for k, v in zip(node.keys, node.values, strict=True):  # type: ignore[attr-defined]
         if k is None or k.__class__ is not ast.Constant or k.value.__class__ is not str:  # type: ignore[attr-defined]
             continue
         if (k.value in only) if only is not None else k.value.isidentifier():  # type: ignore[attr-defined]
@@ -1085,6 +1085,8 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
         fix_class = rule.fix.fix_class
         if fixes and fix_class is FixClass.SAFE and all(f.applicability is FixClass.UNSAFE for f in fixes):
             fix_class = FixClass.UNSAFE  # this site's fix relies on what it cannot see (fixes.bindings)
+        elif not fixes and site.data and fix_class in (FixClass.SAFE, FixClass.UNSAFE):
+            fix_class = FixClass.MANUAL  # a table key whose `neuron` value has no automatic answer (fixes.data)
         findings.append(
             Finding(
                 code=code,

@@ -1,8 +1,9 @@
 """The scan cache (ruff-style): one file per scan root, raw results per file, verified hits.
 
 Layout: `<cache_dir>/scan-<hash of root>.marshal` holding `(FORMAT, key, {rel: entry})`, where
-`key` covers the tool version, the Python version, the rule-pack digest, the size limit and the
-scan code itself (so an edited analyser in a development checkout never serves stale results), and
+`key` covers the tool version, the Python version, the rule-pack digest, the size limit, the row
+layouts (`scan.rows`, derived from the Finding and Fix fields) and the scan code itself (so an
+edited analyser in a development checkout never serves stale results), and
 `entry = (mtime_ns, ctime_ns, size, mode, inode, digest, checked_ns, finding rows, directive rows)`.
 Findings are stored before selection, suppression and baseline, so none of those options
 invalidates it.
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from neuron_migrate import __version__
+from neuron_migrate.scan.rows import FINDING_FIELDS, FIX_FIELDS
 
 FORMAT = 2
 CACHE_DIR_NAME = ".neuron-migrate-cache"
@@ -55,7 +57,7 @@ def default_cache_dir(root: str) -> Path:
 
 def cache_key(pack_digest: str, max_file_size: int) -> str:
     parts = (__version__, sys.implementation.cache_tag or "", sys.version, pack_digest,
-             str(max_file_size), _code_stamp())
+             str(max_file_size), ",".join(FINDING_FIELDS), ",".join(FIX_FIELDS), _code_stamp())
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
@@ -207,6 +209,12 @@ def _plain(x: Any, depth: int = 0) -> bool:
     return False
 
 
+# The field order the validators below unpack (tests/scan/test_engine.py: the same as scan.rows').
+FINDING_ROW = ("code", "severity", "fix_class", "category", "span", "message", "source_line", "symbol",
+               "fixes", "cell", "statement_line", "details", "fingerprint")
+FIX_ROW = ("target", "applicability", "title", "edits", "add_imports", "remove_imports")
+
+
 def _fix_row(r: Any) -> bool:
     if not (type(r) is tuple and len(r) == 6 and type(r[0]) is str and r[0] in _TARGETS
             and type(r[1]) is str and r[1] in _FIX_CLASSES and type(r[2]) is str and type(r[3]) is tuple
@@ -219,7 +227,7 @@ def _fix_row(r: Any) -> bool:
 
 
 def valid_finding_row(r: Any) -> bool:
-    """The shape `scan.rows.finding_to_row` writes (13 fields). Written out flat: a warm scan of
+    """The shape `scan.rows.finding_to_row` writes (FINDING_ROW). Written out flat: a warm scan of
     a large tree checks tens of thousands of rows."""
     if type(r) is not tuple or len(r) != 13:
         return False

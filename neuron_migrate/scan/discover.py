@@ -111,8 +111,8 @@ class _Walker:
         # Globs without a slash match the file name, others the path relative to the root.
         self.name_glob = _compile_globs([g for g in file_globs if "/" not in g])
         self.path_glob = _compile_globs([g for g in file_globs if "/" in g])
-        self.candidate_name = _compile_globs(["*.py", "*.pyi", "*" + NOTEBOOK_SUFFIX,
-                                              *(g for g in file_globs if "/" not in g)])
+        self.candidate_name = _glob_pattern(["*.py", "*.pyi", "*" + NOTEBOOK_SUFFIX,
+                                            *(g for g in file_globs if "/" not in g)])
         self.include = _spec(include) if include else None
         self.exclude = _spec(exclude) if exclude else None
         self.respect_gitignore = respect_gitignore
@@ -295,10 +295,12 @@ def _file_type(mode: int) -> str:
     return "a directory" if stat_mod.S_ISDIR(mode) else "a special file"
 
 
-def _compile_globs(globs: Sequence[str]) -> re.Pattern[str] | None:
-    if not globs:
-        return None
+def _glob_pattern(globs: Sequence[str]) -> re.Pattern[str]:
     return re.compile("|".join(fnmatch.translate(g.lstrip("/")) for g in sorted(set(globs))))
+
+
+def _compile_globs(globs: Sequence[str]) -> re.Pattern[str] | None:
+    return _glob_pattern(globs) if globs else None
 
 
 def _kind(name: str) -> str | None:
@@ -339,7 +341,7 @@ def _is_within(path: str, directory: str) -> bool:
 
 
 def _parents(path: str) -> list[str]:
-    out = []
+    out: list[str] = []
     while True:
         parent = os.path.dirname(path)
         if parent == path:

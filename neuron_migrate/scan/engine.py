@@ -266,7 +266,7 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
                     findings += _analyze_text(analyzer, cell.source, c.rel, ctx.pack, cell.index)
     except Diagnosis as problem:
         findings.append(problem.to_finding(ctx.pack, c.rel))
-    except Exception as exc:  # a bug in the tool: report it on the file, keep scanning the rest
+    except Exception as exc:  # noqa: BLE001 - a bug in the tool: report it on the file, keep scanning the rest
         findings.append(tool_finding(ctx.pack, UNREADABLE, c.rel,
                                      f"internal error while analysing: {type(exc).__name__}: {exc}"))
     findings.sort(key=lambda f: f.sort_key)

@@ -7,8 +7,8 @@ import bisect
 import json
 import re
 from collections.abc import Iterable
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
 from neuron_migrate.scan.diagnostics import BROKEN_NOTEBOOK, Diagnosis
 
@@ -102,7 +102,7 @@ def _members(text: str, i: int) -> list[tuple[str, int, int]]:
         raise ValueError("not an object")
     out, i = [], _skip(text, i + 1)
     while text[i] != "}":
-        key, i = json.decoder.scanstring(text, i + 1)
+        key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]  # json's own, not in typeshed
         i = _skip(text, i)
         if text[i] != ":":
             raise ValueError("expected ':'")
@@ -151,7 +151,7 @@ def source_lines(text: str) -> dict[int, list[int]]:
             lines: list[int] = []
             pending = True  # the next character starts a cell line
             for offset in strings:
-                value, _ = json.decoder.scanstring(text, offset + 1)
+                value, _ = json.decoder.scanstring(text, offset + 1)  # type: ignore[attr-defined]  # json's own, not in typeshed
                 for ch in value:
                     if pending:
                         lines.append(line_of(offset))

@@ -114,12 +114,12 @@ class RegionGate:
         """`requirements`: per rule pattern, its required tokens; `values`: per pattern, those of
         them that are an argument's string value (its match may be in a region, the value in the
         context: a module constant, an argparse default)."""
-        requirements = [frozenset(_Need(*t, t in vs) for t in r) for r, vs in zip(requirements, values, strict=True)]
+        needs = [frozenset(_Need(*t, t in vs) for t in r) for r, vs in zip(requirements, values, strict=True)]
         # The modules whose `from m import *` binds a name a rule matches (`torch.cuda`: `synchronize`).
         self.star_modules = frozenset(star_modules)
         # A pattern that needs no text can match anywhere: then no region may be skipped.
-        self.requirements = () if any(not r for r in requirements) else tuple(
-            sorted({tuple(sorted(r)) for r in requirements}))
+        self.requirements: tuple[tuple[_Need, ...], ...] = () if any(not r for r in needs) else tuple(
+            sorted({tuple(sorted(r)) for r in needs}))
         self.words = frozenset(t.text for r in self.requirements for t in r)
         tokens = {t for r in self.requirements for t in r}
         # A whole-word token is found by looking its word up; others (a glob's prefix, a value
@@ -194,7 +194,7 @@ class RegionGate:
         # no word straddles two).
         words_of = [set(flat[r.start + 1:r.end + 1].split()) for r in regions]
         ends = [0] + [r.end + 1 for r in regions]
-        context = set(b" ".join(flat[a:r.start + 1] for a, r in zip(ends, regions)).split())
+        context = set(b" ".join(flat[a:r.start + 1] for a, r in zip(ends, regions, strict=False)).split())
         context.update(flat[ends[-1]:].split())
         present = context.union(*words_of)
 
@@ -437,7 +437,7 @@ def _member(most: int) -> re.Pattern[str]:
 
 def _blank(source: str, regions: list[Region]) -> str:
     """The source with each region replaced by `pass` on its first line and blank lines after."""
-    pieces = []
+    pieces: list[str] = []
     pos = 0
     for r in regions:
         pieces.append(source[pos:r.start])
@@ -465,7 +465,7 @@ def _placeholders_stand(tree: ast.Module, skipped: list[Region]) -> list[Region]
 
 def _without_comment_lines(source: str) -> str:
     """`source` with each comment line (after the first line) blanked to spaces: same offsets."""
-    pieces = []
+    pieces: list[str] = []
     pos = 0
     for m in _COMMENT_LINE.finditer(source):
         start = m.start() + 1

@@ -86,8 +86,9 @@ def runs() -> dict[str, Any]:
 
 
 def test_autoload_is_a_noop_without_the_variable_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    import neuron_emu
     import torch
+
+    import neuron_emu
 
     monkeypatch.delenv("NEURON_MIGRATE_EMULATE", raising=False)
     before = torch._C._get_privateuse1_backend_name()

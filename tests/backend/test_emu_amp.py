@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 import torch
 from _emulated import Pending, is_error
+
 from neuron_emu.ops import autocast
 
 CODE = """

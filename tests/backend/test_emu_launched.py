@@ -5,10 +5,12 @@ bare torch.compile and CPU-input auto-copy, and NeuronCompilationMetrics fields.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
-from _emulated import Pending, is_error
+from _emulated import Pending, is_error, run_script
 
 RANK1 = """
 import importlib.util, importlib.metadata
@@ -47,6 +49,50 @@ def load():
 check("load_map_location", load)
 keep = torch.ones(1024, device="neuron")
 check("memory", lambda: n.memory_allocated(1) >= 4096)
+def explicit_0():  # TorchNeuron: neuron:0 does not attach to local rank 1's process
+    import io
+    buf = io.BytesIO()
+    torch.save({"w": torch.arange(3.0)}, buf)
+    out = {}
+    for name, fn in {
+        "to_str": lambda: torch.ones(2).to("neuron:0"),
+        "to_device": lambda: torch.ones(2).to(torch.device("neuron", 0)),
+        "to_int": lambda: torch.ones(2).to(0),
+        "to_kw": lambda: torch.ones(2, device="neuron").to(device="neuron:0", dtype=torch.float16),
+        "neuron_0": lambda: torch.ones(2).neuron(0),
+        "module_to": lambda: nn.Linear(2, 2).to("neuron:0"),
+        "tensor": lambda: torch.tensor([1.0], device="neuron:0"),
+        "as_tensor": lambda: torch.as_tensor([1.0], None, "neuron:0"),
+        "new_tensor": lambda: torch.ones(1).new_tensor([1.0], device="neuron:0"),
+        "storage": lambda: torch.ones(2).untyped_storage().neuron(0),
+        "load": lambda: (buf.seek(0), torch.load(buf, map_location="neuron:0")),
+    }.items():
+        try:
+            fn()
+            out[name] = "no error"
+        except RuntimeError as exc:
+            out[name] = "owns only neuron:1" in str(exc)
+    buf.seek(0)
+    out["load_bare"] = str(torch.load(buf, map_location="neuron")["w"].device)
+    out["to_dtype"] = str(torch.ones(1, device="neuron").to(torch.float16).device)
+    out["to_copy"] = str(torch.ones(1).to("neuron:1", torch.float16, copy=True).device)
+    out["compiled_bare"] = str(torch.compile(lambda t: t.to("neuron") * 2, backend="neuron",
+                                             fullgraph=True)(torch.ones(2)).device)
+    return out
+check("explicit_0", explicit_0)
+def streams_events():
+    s = torch.Stream("neuron")
+    e = n.Event()
+    unrecorded = str(e.device)
+    e.record()
+    with torch.Stream() as entered:
+        inside = torch.accelerator.current_stream() == entered
+    from torch.nn.parallel._functions import _get_stream
+    return [str(s.device), str(torch.Stream(1).device), str(entered.device), inside,
+            str(_get_stream(torch.device("neuron:1")).device), unrecorded, str(e.device),
+            str(torch.Event("neuron").device), str(n.current_stream().record_event().device),
+            str(torch.accelerator.current_stream().device), isinstance(s, torch.Stream)]
+check("streams_events", streams_events)
 """
 
 SINGLE = """
@@ -65,6 +111,25 @@ def resize():
     out.append(torch.UntypedStorage(4).resize_(8).nbytes())  # CPU storages unchanged
     return out
 check("storage_resize", resize)
+def resize_counters():  # FSDP2 frees a parameter with resize_(0) and re-allocates it before use
+    n = torch.neuron
+    base = n.memory_allocated()
+    t = torch.empty(256, device="neuron")  # 1024 bytes
+    s = t.untyped_storage()
+    out = [n.memory_allocated() - base]
+    s.resize_(0)
+    out.append(n.memory_allocated() - base)
+    s.resize_(2048)
+    out += [n.memory_allocated() - base, n.max_memory_allocated() - base >= 2048]
+    del t, s
+    out.append(n.memory_allocated() - base)
+    orphan = torch.arange(4.0, device="neuron")[1:]  # a view outliving its base: not counted
+    orphan.untyped_storage().resize_(64)
+    out.append(n.memory_allocated() - base)
+    del orphan
+    out.append(n.memory_allocated() - base)
+    return out
+check("resize_counters", resize_counters)
 def shim():
     import torch_neuronx
     x = torch.ones(3, device="neuron")
@@ -111,6 +176,40 @@ def cpu_module(env):
 check("autocopy", lambda: cpu_module({}))
 check("retain", lambda: cpu_module({"TORCH_NEURONX_RETAIN_DEVICE_MODE": "1"}))
 check("no_autocopy", lambda: cpu_module({"TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY": "1"}))
+def train_cpu_module(env):  # every graph, backward too, goes through the executor's device rules
+    os.environ.update(env)
+    torch._dynamo.reset()
+    try:
+        torch.manual_seed(1)
+        model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 2))
+        eager = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 2))
+        eager.load_state_dict(model.state_dict())
+        cm = torch.compile(model, backend="neuron")
+        opt, opt_e = (torch.optim.SGD(p.parameters(), lr=0.1) for p in (model, eager))
+        out = []
+        for _ in range(2):
+            y = cm(x)
+            y.square().sum().backward()
+            eager(x).square().sum().backward()
+            out.append([str(y.device), str(model[0].weight.grad.device)])
+            opt.step(), opt_e.step()
+            opt.zero_grad(), opt_e.zero_grad()
+        diff = max((p - q).abs().max().item() for p, q in zip(model.parameters(), eager.parameters()))
+        return out + [diff < 1e-6]
+    finally:
+        for k in env:
+            os.environ.pop(k)
+check("train_cpu_default", lambda: train_cpu_module({}))
+check("train_cpu_retain", lambda: train_cpu_module({"TORCH_NEURONX_RETAIN_DEVICE_MODE": "1"}))
+def retain_mixed():
+    os.environ["TORCH_NEURONX_RETAIN_DEVICE_MODE"] = "1"
+    torch._dynamo.reset()
+    try:
+        f = torch.compile(lambda a, b: (a * 2, b + 1), backend="neuron")  # unrelated: Dynamo traces it
+        return f(torch.ones(2, device="neuron"), torch.ones(2))
+    finally:
+        os.environ.pop("TORCH_NEURONX_RETAIN_DEVICE_MODE")
+check("retain_mixed", retain_mixed)
 def metrics():
     torch._dynamo.reset()
     torch.neuron.reset_dynamo_metrics()
@@ -160,6 +259,21 @@ def test_other_indices_are_invalid_on_a_launched_worker(rank1: dict[str, Any]) -
         assert "owns only neuron:1" in rank1[name]["message"]
 
 
+def test_explicit_other_index_raises_on_a_launched_worker(rank1: dict[str, Any]) -> None:
+    # TorchNeuron's rank-1 process owns neuron:1 only; the emulator's guard fills a bare 'neuron'
+    # with 0, which must not make an explicit neuron:0 land on neuron:1 silently.
+    r = rank1["explicit_0"]
+    for name in ("to_str", "to_device", "to_int", "to_kw", "neuron_0", "module_to", "tensor",
+                 "as_tensor", "new_tensor", "storage", "load"):
+        assert r[name] is True, name
+    assert r["load_bare"] == r["to_dtype"] == r["to_copy"] == r["compiled_bare"] == "neuron:1"
+
+
+def test_streams_and_events_follow_the_workers_device(rank1: dict[str, Any]) -> None:
+    assert rank1["streams_events"] == ["neuron:1", "neuron:1", "neuron:1", True, "neuron:1", "neuron",
+                                       "neuron:1", "neuron", "neuron:1", "neuron:1", True]
+
+
 def test_backward_and_ddp_helpers_on_neuron_1(rank1: dict[str, Any]) -> None:
     assert rank1["backward_on_neuron_1"] == ["neuron:1", "neuron:1", [3.0, 3.0, 3.0]]
     assert rank1["ddp_get_stream"] is True
@@ -170,6 +284,10 @@ def test_neuron_storage_resize(single: dict[str, Any]) -> None:
     assert single["storage_resize"] == [0, 0, 32, [1.0, 2.0, 3.0, 4.0], "neuron:0", 8, [1.0, 2.0], 8]
 
 
+def test_memory_counters_follow_storage_resize(single: dict[str, Any]) -> None:
+    assert single["resize_counters"] == [1024, 0, 2048, True, 0, 64, 0]
+
+
 def test_torch_neuronx_is_importable_and_detectable_while_active(single: dict[str, Any]) -> None:
     s = single["torch_neuronx"]
     assert s["spec"] is True and s["version"].startswith("2.1") and s["version"].endswith("+emulated")
@@ -178,6 +296,36 @@ def test_torch_neuronx_is_importable_and_detectable_while_active(single: dict[st
     assert s["api"] == [1, 0, True, True, True]
     assert "not emulated" in s["nki"]
     assert s["reactivate"] is None  # activate() again is a no-op, not "a real torch_neuronx"
+
+
+TORCH_NEURONX_FIRST = """\
+import json, sys
+import torch_neuronx  # before torch, as TorchNeuron's distributed guide does
+early = "torch" in sys.modules
+import torch
+x = torch.ones(2).to("neuron")
+print(json.dumps([early, torch_neuronx.__version__.endswith("+emulated"), str(x.device),
+                  torch_neuronx.device_count(), torch_neuronx.get_executed_ops()]))
+"""
+
+
+def test_torch_neuronx_imported_before_torch_in_a_bare_script(tmp_path: Path) -> None:
+    # A plain `NEURON_MIGRATE_EMULATE=1 python script.py`: no runner, no pytest plugin, no activate();
+    # the installed neuron_migrate_emulate.pth makes the module findable before torch is imported.
+    import site
+    import sys
+
+    dirs = [*site.getsitepackages(), site.getusersitepackages(), *sys.path]
+    assert any((Path(d) / "neuron_migrate_emulate.pth").is_file() for d in dirs), (
+        "neuron_migrate_emulate.pth is not installed in this environment: reinstall the package "
+        "(pip install -e .) so setup.py puts it in site-packages")
+    script = tmp_path / "first.py"
+    script.write_text(TORCH_NEURONX_FIRST)
+    run = run_script(script, env={"PYTHONPATH": ""}, cwd=tmp_path).wait()
+    assert run.returncode == 0, run.stderr[-3000:]
+    early, emulated, device, count, executed = json.loads(run.stdout.strip().splitlines()[-1])
+    assert early is True and emulated is True
+    assert (device, count) == ("neuron:0", 1) and "aten::_to_copy" in executed
 
 
 def test_torch_neuronx_is_absent_when_inactive() -> None:
@@ -194,7 +342,20 @@ def test_cpu_inputs_are_copied_unless_the_env_says_otherwise(single: dict[str, A
     assert single["autocopy"] == ["neuron:0", True]
     assert single["retain"] == ["cpu", True]
     err = single["no_autocopy"]
-    assert is_error(err, "RuntimeError") and "TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY=1" in err["message"]
+    assert is_error(err, "RuntimeError")
+    assert err["message"].startswith("Input tensor at index ") and "is on cpu device, expected neuron" in err["message"]
+
+
+def test_training_a_cpu_module_follows_the_executor(single: dict[str, Any]) -> None:
+    # Default: gradients for the CPU parameters come out of the backward graph on neuron and
+    # autograd refuses them, as with TorchNeuron's executor (which runs the backward graph too).
+    err = single["train_cpu_default"]
+    assert is_error(err, "RuntimeError")
+    assert "invalid gradient at index" in err["message"] and "expected device cpu but got neuron:0" in err["message"]
+    # Retain mode: every graph's outputs go back to the inputs' device, so it trains like eager.
+    assert single["train_cpu_retain"] == [["cpu", "cpu"], ["cpu", "cpu"], True]
+    mixed = single["retain_mixed"]
+    assert is_error(mixed, "RuntimeError") and "cannot mix input devices" in mixed["message"]
 
 
 def test_dynamo_metrics_carry_neuron_compilation_metrics_fields(single: dict[str, Any]) -> None:

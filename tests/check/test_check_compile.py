@@ -13,6 +13,7 @@ programs/compiled.py runs batches 2, 2, 3, 4, 5, 2, 3 with recompile_limit 2 and
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -87,3 +88,14 @@ def test_after_the_limit_forward_runs_eagerly_and_its_ops_recompile_per_new_size
     for text in ("h = torch.relu(self.fc1(x))", "return self.fc2(h)"):
         d = eager[line_of(text)]
         assert [dim["values"] for dim in d["varied_dimensions"]] == [[4, 5]], text
+
+
+def test_a_recompile_of_torchs_own_wrapper_is_at_the_users_line(tmp_path: Path) -> None:
+    """Dynamo names torch/_dynamo/external_utils.py for a compiled module whose forward is torch's:
+    the finding is at the user's call that recompiled it (the evaluation under no_grad)."""
+    run = check_program(tmp_path, "compiled_sequential.py")
+    (nm905,) = run.findings("NM905")
+    assert (nm905["path"], nm905["span"]["line"]) == ("compiled_sequential.py", 16)
+    assert "external_utils.py" in nm905["details"]["compiled_site"]["file"]
+    assert "grad_mode" in nm905["message"]
+    assert all("site-packages" not in f["path"] and not f["path"].startswith("/") for f in run.report["findings"])

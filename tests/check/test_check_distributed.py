@@ -52,6 +52,8 @@ def test_each_rank_owns_neuron_local_rank(patterns: dict[str, Any]) -> None:
         assert r["world"] == world
         assert r["device"] == [world, rank, rank, f"neuron:{rank}"]
         assert f"owns only neuron:{rank}" in r["other_device"]  # set_device(another rank's index)
+        assert f"owns only neuron:{rank}" in r["explicit_other"]  # x.to("neuron:<another rank>")
+        assert r["streams"] == [f"neuron:{rank}"] * 3
 
 
 @pytest.mark.parametrize("variant", ["ddp_device_ids", "ddp_no_device_ids"])

@@ -53,3 +53,37 @@ def test_random_elsewhere():
     run_cli(["--output-json", str(report), "-q", "--pytest", "test_sample.py", "--", "-q", "-p", "no:cacheprovider"])
     [normal] = [f for f in json.loads(report.read_text())["findings"] if f["symbol"] == "aten::normal_"]
     assert normal["details"]["count"] == 1  # the marked test's call is allowed, this one's is not
+
+
+CRASHING = '''
+import os
+import time
+
+import torch
+
+
+def test_crashes_the_process():
+    x = torch.ones(4, 4, device="neuron")
+    q, r = torch.linalg.qr(x)
+    for _ in range(30):
+        y = (x @ x).sum()
+        time.sleep(0.05)
+    os._exit(5)
+'''
+
+
+def test_a_test_that_kills_the_process_leaves_what_it_recorded(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The running test's tracker checkpoints the records too: the crash is at a line of the test,
+    and the fallback recorded before it is reported."""
+    (tmp_path / "test_crash.py").write_text(CRASHING)
+    monkeypatch.chdir(tmp_path)
+    report = tmp_path / "report.json"
+    result = run_cli(["--output-json", str(report), "-q", "--pytest", "test_crash.py", "--", "-q",
+                      "-p", "no:cacheprovider"])
+    assert result.exit_code == 1
+    findings = json.loads(report.read_text())["findings"]
+    [crash] = [f for f in findings if f["code"] == "NM912"]
+    assert crash["details"]["returncode"] == 5 and crash["details"]["last_site_from"] == "checkpoint"
+    assert (crash["path"], crash["span"]["line"] in (11, 12, 13)) == ("test_crash.py", True)  # the loop
+    assert [f["span"]["line"] for f in findings if f["code"] == "NM901"] == [10]  # qr, before the crash

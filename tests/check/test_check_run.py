@@ -70,3 +70,15 @@ def test_device_use_before_init_process_group(tmp_path: Path) -> None:
                    for f in run.report["findings"] if f["code"] == "NM911")
     assert found == [(0, 4, 1, 32), (1, 4, 1, 32)]
     assert run.exit_code == 1  # NM911 is an error: the real runtime refuses this
+
+
+@pytest.mark.slow
+def test_torchrun_two_ranks_count_copies_per_rank_not_twice(tmp_path: Path) -> None:
+    """NM908 under torchrun: a move or a copy made once per rank (the model, each loader's
+    constants) is no repeat; the one constant uploaded again every step is one finding, both ranks."""
+    run = check_program(tmp_path, "copies_ranks.py", "--launcher", "torchrun", "--nproc-per-node", "2")
+    assert run.report["extras"]["check"]["ranks"] == [0, 1]
+    (copy,) = run.findings("NM908")
+    assert copy["span"]["line"] == 23 and copy["details"]["ranks"] == [0, 1]
+    assert "module_transfer" not in copy["details"]
+    assert not [f for f in run.report["findings"] if f["code"] == "NM916" or f["code"] == "NM912"]

@@ -117,6 +117,11 @@ def test_summary(scenarios: CheckRun) -> None:
     assert 0 < s["ops"]["device_share"] < 1
     assert s["compiles"]["eager_recompiles"] == 4
     assert s["exit"] == [{"rank": None, "status": "exception", "code": 1}]
+    # The JSON is the typed summary's (check.summary.RunSummary): its keys, in this order.
+    assert list(s) == ["program", "processes", "ranks", "ops", "compiles", "narrowed_64bit",
+                       "caught_device_mismatches", "allowed_ops", "wall_s", "exit", "problems", "values"]
+    assert list(s["ops"]) == ["device", "cpu_fallback", "device_share", "distinct_fallback_ops", "host_compute",
+                              "host_syncs", "host_sync_ops"]
 
 
 @pytest.mark.parametrize("fmt", ["text", "sarif", "junit", "markdown", "github"])

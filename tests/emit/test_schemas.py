@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from importlib.resources import files
 from pathlib import Path
-from dataclasses import replace
 from typing import Any
 
 import jsonschema
@@ -101,9 +101,9 @@ def test_junit_clean_run_has_one_passing_case() -> None:
 
 def _hostile(report: Report) -> Report:
     """The shared report with a path holding a backtick, HTML, a newline, an escape and NUL-ish controls."""
-    path = "odd`name<img src=x onerror=alert(1)>\n\x1b[31mred\x07.py".encode().decode("unicode_escape")
-    first = replace(report.findings[0], path=path, message="bad \x00\x0b byte".encode().decode("unicode_escape"),
-                    source_line="x = 1\x0c\x1b".encode().decode("unicode_escape"))
+    path = b"odd`name<img src=x onerror=alert(1)>\n\x1b[31mred\x07.py".decode("unicode_escape")
+    first = replace(report.findings[0], path=path, message=b"bad \x00\x0b byte".decode("unicode_escape"),
+                    source_line=b"x = 1\x0c\x1b".decode("unicode_escape"))
     return replace(report, findings=(first, *report.findings[1:]))
 
 

@@ -23,11 +23,11 @@ from fuzzing import bounded
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from neuron_migrate.api import rewrite_paths
 from neuron_migrate.config import Settings
 from neuron_migrate.findings import Target
-from neuron_migrate.api import rewrite_paths
-from neuron_migrate.rewrite.engine import FileStatus
 from neuron_migrate.rewrite.apply import applicable_fix
+from neuron_migrate.rewrite.engine import FileStatus
 from neuron_migrate.ruleset.load import load_pack
 
 PACK = load_pack()
@@ -111,8 +111,7 @@ def _decode(data: bytes) -> str:
     return data.decode(encoding)
 
 
-def _check_program(tmp_path: Path, data: bytes, newline: str, mode: int, target: Target, *,
-                   exact_end: bool = False) -> None:
+def _check_program(tmp_path: Path, data: bytes, newline: str, mode: int, target: Target) -> None:
     source = tmp_path / "prog.py"
     source.write_bytes(data)
     source.chmod(mode)
@@ -129,8 +128,6 @@ def _check_program(tmp_path: Path, data: bytes, newline: str, mode: int, target:
     assert new.startswith(BOM) == data.startswith(BOM)
     old_text, new_text = _decode(data), _decode(new)
     ast.parse(new_text)
-    if not exact_end and newline == "\r" and old_text.endswith("\r") and not new_text.endswith("\r"):
-        new_text += "\r"  # known rewrite bug (issue 13): pinned by the strict xfail test below
     if newline != "\n":
         assert "\n" not in new_text.replace("\r\n", "") if newline == "\r\n" else "\n" not in new_text
     # Lines no edit and no import change touches are kept byte for byte (newline included).
@@ -179,8 +176,6 @@ def test_every_idiom_alone(target: Target, tmp_path: Path) -> None:
         _check_program(case, idiom.replace("\n", newline).encode(), newline, 0o644, target)
 
 
-@pytest.mark.xfail(strict=True, reason="rewrite bug (issue 13, engineer rewrite): a CR-only file loses its "
-                                       "final \\r when an import is rewritten; found by this harness")
 def test_a_cr_only_file_keeps_its_final_newline_when_an_import_changes(tmp_path: Path) -> None:
     data = b'import torch.cuda as tc\r\rtc.synchronize()\rBACKEND = "nccl"\r'
-    _check_program(tmp_path, data, "\r", 0o644, Target.ACCELERATOR, exact_end=True)
+    _check_program(tmp_path, data, "\r", 0o644, Target.ACCELERATOR)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.pipeline import baseline
 from neuron_migrate.errors import ConfigError
 from neuron_migrate.findings import Finding
+from neuron_migrate.pipeline import baseline
 
 
 def _roundtrip(findings: list[Finding], tmp_path: Path) -> baseline.Baseline:

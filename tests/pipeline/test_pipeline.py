@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.pipeline import baseline
 from neuron_migrate.config import PerFileIgnore, Settings
 from neuron_migrate.errors import NeuronMigrateError
 from neuron_migrate.findings import Finding, Severity
-from neuron_migrate.pipeline.gitdiff import ChangedLines
+from neuron_migrate.pipeline import baseline
 from neuron_migrate.pipeline.finalize import build_report
+from neuron_migrate.pipeline.gitdiff import ChangedLines
 from neuron_migrate.ruleset.model import RulePack
 from neuron_migrate.scan.result import Directive, FileResult, ScanResult
 

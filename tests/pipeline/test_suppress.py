@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from neuron_migrate.findings import Finding
+from neuron_migrate.pipeline.suppress import apply_directives
 from neuron_migrate.ruleset.model import RulePack
 from neuron_migrate.scan.result import Directive
-from neuron_migrate.pipeline.suppress import apply_directives
 
 
 def test_code_on_the_flagged_line(make_finding: Callable[..., Finding], mini_pack: RulePack) -> None:

@@ -232,6 +232,21 @@ def test_a_program_that_raised_did_not_complete(project: Path) -> None:
     assert "| check of the rewritten program | did not complete (exit 0) in 1.2 s |" in render_markdown_record(rec)
 
 
+def test_what_the_record_counts_follows_the_rules_flags(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Whether a finding ends the run, and which recompile findings are hotspots, is rules/nm9-runtime.yaml's.
+    import dataclasses
+
+    from neuron_migrate.record import build
+    from neuron_migrate.ruleset.load import load_pack
+
+    crash = _runtime("NM912", "RuntimeError: boom", 5, {"type": "RuntimeError"})
+    rec = _record(project, check=FakeCheck([*FALLBACKS, crash]))
+    pack = load_pack()
+    rules = {code: dataclasses.replace(r, ends_run=False) if code == "NM912" else r for code, r in pack.rules.items()}
+    monkeypatch.setattr(build, "_pack", lambda: dataclasses.replace(pack, rules=rules))
+    assert build.headline(rec)["check_completed"] is True
+
+
 class _StrictParser(HTMLParser):
     """Checks nesting and collects every attribute and the text of <style>."""
 
@@ -549,3 +564,28 @@ def test_cli_diff_bad_input_exits_2_naming_the_file(base: dict[str, Any], tmp_pa
         assert result.exit_code == 2
         assert f"neuron-migrate: error: {bad}: {message}" in result.stderr
     assert _cli("diff", str(good), str(good), "--format", "html").exit_code == 2
+
+
+def test_diff_shows_values_read_back_that_moved(base: dict[str, Any]) -> None:
+    """`extras.check.values` (the losses and metrics a program logged) are in the record; after an
+    update, diff lists the lines whose last value moved beyond tolerance, not the steady ones."""
+    values = {"train.py:4": {"reads": 3, "first": 2.5, "last": 0.75},
+              "train.py:9": {"reads": 1, "first": [1.0, 2.0], "last": [1.0, 2.0]},
+              "train.py:12": {"reads": 2, "first": "nan", "last": "nan"}}
+
+    def put(v: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+        return lambda r: r["check"]["report"]["extras"]["check"].__setitem__("values", copy.deepcopy(v))
+
+    old = _with(base, put(values))
+    same = _with(base, put({**values, "train.py:4": {"reads": 3, "first": 2.5, "last": 0.75 * (1 + 1e-6)}}))
+    d = compare(old, same)
+    assert d.values_compared == 3 and not d.values_moved and not d.regression
+    moved = _with(base, put({**values, "train.py:4": {"reads": 3, "first": 2.5, "last": 0.8},
+                             "train.py:12": {"reads": 3, "first": "nan", "last": 1.0}}))
+    d = compare(old, moved)
+    assert [(c.key, c.old, c.new) for c in d.values_moved] == [
+        ("train.py:4", 0.75, 0.8), ("train.py:12 (reads 2 -> 3)", "nan", 1.0)]
+    assert not d.regression  # check --parity is the gate for numerics
+    text = render_text(d)
+    assert "Values read back that moved (of 3 lines): 2\n  train.py:4: last 0.75 -> 0.8" in text
+    assert "| train.py:4 | 0.75 | 0.8 |" in render_markdown(d)

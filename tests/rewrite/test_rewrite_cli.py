@@ -167,3 +167,16 @@ def test_after_apply_the_remaining_list_comes_from_a_fresh_scan(tmp_path: Path) 
     assert code == 0
     assert 'default="neuron"' in (tmp_path / "train.py").read_text()
     assert [f["code"] for f in json.loads(out)["findings"]] == []
+
+
+def test_read_only_files_need_write_read_only(project: Path) -> None:
+    (project / "train.py").chmod(0o444)
+    code, _, err = _run(str(project), "--apply", "--no-cache", "--fail-on", "never")
+    assert code == 0, err
+    assert "train.py: read-only (pass --write-read-only to write it anyway)" in err
+    assert (project / "train.py").read_text() == SOURCE
+    code, _, err = _run(str(project), "--apply", "--write-read-only", "--no-cache", "--fail-on", "never")
+    assert code == 0 and "Changed 1 file" in err, err
+    assert 'device="neuron"' in (project / "train.py").read_text()
+    assert (project / "train.py").stat().st_mode & 0o777 == 0o444
+    assert "--write-read-only" in CliRunner().invoke(app, ["rewrite", "--help"], env={"COLUMNS": "200"}).stdout

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from neuron_migrate.api import rewrite_paths
 from neuron_migrate.config import Settings
 from neuron_migrate.findings import Target
-from neuron_migrate.api import rewrite_paths
 from neuron_migrate.rewrite.engine import FileStatus, RewriteResult
 
 FIXTURES = Path(__file__).parent / "fixtures"

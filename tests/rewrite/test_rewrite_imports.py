@@ -43,7 +43,7 @@ def test_one_name_of_several_is_removed_and_comments_survive() -> None:
     )
 
 
-def test_comment_above_a_removed_line_moves_to_the_next_statement() -> None:
+def test_comment_above_a_removed_line_stays_where_it_was() -> None:
     src = "import torch\n# autocast for speed\nfrom torch.cuda.amp import autocast\nwith autocast():\n    pass\n"
     out = _autocast(src)
     assert "# autocast for speed\n" in out
@@ -121,3 +121,47 @@ def test_bad_add_imports_entry_skips_the_file() -> None:
     f = finding(src, "'cuda'", "'neuron'", add=("x = 1",))
     result = apply_fixes_to_source(src, [f], Target.NEURON, unsafe=False)
     assert result.new_source == src and "not an import" in result.error
+
+
+# Removal is spliced into the original text: every character outside the removed import stays
+# (libcst's regenerated module dropped a form feed and the blank lines above a removed import, and
+# a CR-only file's final newline).
+TC = "torch.cuda"
+
+
+def _removed(src: str, entries: tuple[str, ...] = (TC,)) -> str:
+    return remove_unused_imports(src, list(entries))
+
+
+def test_form_feed_and_blank_lines_above_a_removed_import_stay() -> None:
+    src = "import os\n\x0c\n\nimport torch.cuda as tc\nx = os\n"
+    assert _removed(src) == "import os\n\x0c\n\nx = os\n"
+
+
+def test_a_cr_only_file_keeps_its_final_newline() -> None:
+    src = 'import torch.cuda as tc\r\rx = 1\rBACKEND = "nccl"\r'
+    assert _removed(src) == '\rx = 1\rBACKEND = "nccl"\r'
+
+
+def test_a_crlf_file_with_non_ascii_keeps_every_other_byte() -> None:
+    src = 'é = "ü"\r\nimport os, torch.cuda as tc  # ß\r\n\x0c\r\nx = os\r\n'
+    assert _removed(src) == 'é = "ü"\r\nimport os  # ß\r\n\x0c\r\nx = os\r\n'
+
+
+def test_statements_sharing_a_line_lose_only_the_import_and_its_semicolon() -> None:
+    assert _removed("import torch.cuda as tc; import os\nx = os\n") == "import os\nx = os\n"
+    assert _removed("import os; import torch.cuda as tc\nx = os\n") == "import os\nx = os\n"
+    assert _removed("y = 1; import torch.cuda as tc; z = 2  # c\n") == "y = 1; z = 2  # c\n"
+
+
+def test_an_emptied_block_gets_pass_where_the_import_was() -> None:
+    assert _removed("if x:\n    import torch.cuda as tc  # c\ny = 1\n") == "if x:\n    pass  # c\ny = 1\n"
+    assert _removed("if x: import torch.cuda as tc\ny = 1\n") == "if x: pass\ny = 1\n"
+    assert _removed("import torch.cuda as tc\n") == ""  # a module may be empty
+
+
+def test_names_leave_a_parenthesised_import_with_their_commas() -> None:
+    src = "from torch import (\n    cuda,  # c\n    nn,\n)\nx = nn\n"
+    assert _removed(src) == "from torch import (\n    nn,\n)\nx = nn\n"
+    src = "from torch import (\n    nn,\n    cuda,\n)\nx = nn\n"
+    assert _removed(src) == "from torch import (\n    nn,\n)\nx = nn\n"

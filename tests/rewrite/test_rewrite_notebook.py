@@ -91,8 +91,8 @@ SAMPLE = Path(__file__).parents[2] / "sample_projects" / "notebook"
 
 @pytest.mark.skipif(not any(SAMPLE.glob("*.ipynb")), reason="no sample notebook")
 def test_sample_notebook_end_to_end_keeps_everything_but_sources(tmp_path: Path) -> None:
-    from neuron_migrate.config import Settings
     from neuron_migrate.api import rewrite_paths
+    from neuron_migrate.config import Settings
     from neuron_migrate.rewrite.notebook import _source_spans
 
     (original,) = SAMPLE.glob("*.ipynb")

@@ -89,6 +89,8 @@ def test_yaml_syntax_error_names_the_file_and_line(tmp_path):
          "match.arguments[0]", "keyword"),
         ("    references: [https://example.com/docs]\n", "    references: [see the wiki]\n", "references[0]",
          "not a URL"),
+        ("    severity: warning\n", "    severity: warning\n    ends_run: true\n", "ends_run", "only NM9xx"),
+        ("    severity: warning\n", "    severity: warning\n    hotspot: true\n", "hotspot", "only NM9xx"),
         ("      valid:\n        - |\n          import ourlib\n          ourlib.cpu_helper()\n", "", "examples",
          "at least one"),
     ],
@@ -182,3 +184,19 @@ def test_cli_reads_extra_rules_from_the_environment(tmp_path, monkeypatch):
     result = runner.invoke(app, ["rules"])
     assert result.exit_code == 2
     assert "field 'severity'" in result.stderr
+
+
+def test_the_runtime_rules_say_which_end_the_run_and_which_are_hotspots():
+    pack = load_pack()
+    assert pack.ending_codes() == {"NM910", "NM912", "NM913"}  # mismatch error, exception, timeout
+    assert pack.hotspot_codes("recompile") == {"NM903"}
+    assert pack.hotspot_codes("fallback") == frozenset()
+
+
+def test_runtime_flags_are_booleans():
+    text = (Path(__file__).resolve().parents[2] / "rules" / "nm9-runtime.yaml").read_text(encoding="utf-8")
+    assert "  ends_run: true" in text
+    with pytest.raises(RulePackError) as info:
+        parse_rule_file("nm9-runtime.yaml", text.replace("  ends_run: true", "  ends_run: sometimes", 1).encode(),
+                        fixers=None, family_from_name=True)
+    assert info.value.field == "ends_run" and "true or false" in info.value.problem

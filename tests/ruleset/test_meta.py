@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from neuron_migrate.findings import FixClass, Target
-from neuron_migrate.ruleset.docs import DOCS_PATH, render_pack
+from neuron_migrate.findings import FixClass
+from neuron_migrate.ruleset.docs import CHECK_DOCS_PATH, DOCS_PATH, render_check_doc, render_pack, render_runtime
 from neuron_migrate.ruleset.load import known_fixers, load_pack
 from neuron_migrate.ruleset.location import rules_dir
 from neuron_migrate.ruleset.model import FAMILIES, FixKind
@@ -86,7 +86,7 @@ def test_fix_declarations_are_consistent(rule):
 def test_named_fixers_exist_in_the_registry():
     named = {f.value for r in RULES for f in r.fix.targets.values() if f.kind is FixKind.FIXER}
     assert named == {"accelerator_device_string", "cuda_method", "is_cuda_attribute", "amp_autocast", "amp_autocast_device",
-                     "amp_grad_scaler", "compile_backend"}
+                     "amp_grad_scaler", "compile_backend", "accelerator_manual_seed"}
     known = known_fixers()
     assert named <= known, f"rules name fixers the registry lacks: {sorted(named - known)}"
 
@@ -131,6 +131,16 @@ def test_docs_rules_md_is_up_to_date():
     assert DOCS_PATH.read_text(encoding="utf-8") == render_pack(PACK), (
         "docs/rules.md is stale: run `python -m neuron_migrate.ruleset.docs`"
     )
+
+
+def test_docs_check_md_says_what_each_runtime_finding_means():
+    text = CHECK_DOCS_PATH.read_text(encoding="utf-8")
+    assert text == render_check_doc(PACK, text), (
+        "docs/check.md's runtime findings are stale: run `python -m neuron_migrate.ruleset.docs`")
+    section = render_runtime(PACK)
+    for rule in PACK.rules.values():
+        if rule.code.startswith("NM9"):
+            assert f"[**{rule.code}**]" in section and rule.title in section
 
 
 def test_docs_check_mode_reports_freshness():

@@ -329,6 +329,7 @@ def test_device_types_listed_as_data_are_device_string_findings() -> None:
         """)
     found = {(f.span.line, f.span.col, f.code): f for f in analyze_source(code, "case.py", PACK)}
     assert set(found) == {(3, 32, "NM101"), (5, 29, "NM101"), (5, 37, "NM402"), (6, 18, "NM101")}
-    # A listed entry gets a `"neuron"` entry beside it; a table key is not renamed (no fix).
+    # A listed entry gets a `"neuron"` entry beside it; a table key is not renamed: the table gets
+    # a `"neuron"` key (mapped to the neuron backend, issue 13).
     assert [fix.title for fix in found[3, 32, "NM101"].fixes] == ['Add a "neuron" entry beside the CUDA one'] * 2
-    assert found[5, 29, "NM101"].fixes == ()
+    assert [e.replacement for fix in found[5, 29, "NM101"].fixes for e in fix.edits] == [', "neuron": "neuron"'] * 2

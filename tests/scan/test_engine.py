@@ -12,11 +12,11 @@ import pytest
 from neuron_migrate.findings import Edit, Finding, Fix, FixClass, Severity, Span, Target
 from neuron_migrate.ruleset.load import load_pack
 from neuron_migrate.scan import analyze, engine
-from neuron_migrate.scan.cache import CACHE_DIR_NAME, ENV_CACHE_DIR
+from neuron_migrate.scan.cache import CACHE_DIR_NAME, ENV_CACHE_DIR, FINDING_ROW, FIX_ROW, valid_finding_row
 from neuron_migrate.scan.directives import find_directives
 from neuron_migrate.scan.prefilter import build_prefilter
 from neuron_migrate.scan.result import Directive, ScanResult
-from neuron_migrate.scan.rows import finding_to_row, row_to_finding
+from neuron_migrate.scan.rows import _CONVERT, FINDING_FIELDS, FIX_FIELDS, finding_to_row, row_to_finding
 
 CUDA = "import torch\n\ntorch.cuda.synchronize()\nx = torch.cuda.device_count()\n"
 PLAIN = "import os\n\nprint(os.getcwd())\n"
@@ -300,11 +300,22 @@ def test_rows_round_trip_every_field():
         fixes=(Fix(Target.NEURON, FixClass.UNSAFE, "t", (Edit(span, "r"),), ("import torch",), ("torch.cuda",)),),
         cell=7, statement_line=2, details={"k": [1, "v"]},
     )
-    assert row_to_finding(finding_to_row(finding), "a/b.py") == finding
-    # A new Finding field must be added to the rows (and FORMAT bumped in scan/cache.py).
-    assert [f.name for f in dataclasses.fields(Finding)] == [
-        "code", "severity", "fix_class", "category", "path", "span", "message", "source_line", "symbol",
-        "fixes", "cell", "statement_line", "details", "fingerprint"]
+    row = finding_to_row(finding)
+    assert row_to_finding(row, "a/b.py") == finding
+    # The row is the dataclass's fields in order, each a plain value the cache validates.
+    assert len(row) == len(FINDING_FIELDS) and row[FINDING_FIELDS.index("span")] == (3, 4, 5, 6)
+    assert valid_finding_row(row) and valid_finding_row(finding_to_row(dataclasses.replace(finding, fixes=(), details={})))
+
+
+def test_rows_follow_the_dataclass_fields():
+    # Rows are derived from the fields: a field that is not a str, an int or None needs a converter.
+    plain = {"str", "int", "int | None"}
+    for cls, convert, layout in ((Finding, _CONVERT[Finding], FINDING_FIELDS), (Fix, _CONVERT[Fix], FIX_FIELDS)):
+        names = [f.name for f in dataclasses.fields(cls) if f.name != "path"]
+        assert list(layout) == names
+        assert [f.name for f in dataclasses.fields(cls) if f.name not in convert and f.type not in plain] in ([], ["path"])
+    # The cache's validators unpack the same layouts; its key names them, so a new field is a miss.
+    assert (FINDING_ROW, FIX_ROW) == (FINDING_FIELDS, FIX_FIELDS)
 
 
 def test_ipython_lines_are_blanked_in_place():

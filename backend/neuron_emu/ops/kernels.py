@@ -3,6 +3,7 @@ recording kernel per op the real backend implements."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +18,6 @@ from neuron_emu.runtime.storage import to_cpu, to_neuron
 
 Kernel = Callable[..., Any]
 _BACKEND = "neuron"
-_ALLOWED_FORMATS = (None, torch.contiguous_format, torch.preserve_format)
 _COPIES = frozenset({"aten::copy_", "aten::_to_copy", "aten::clone"})
 
 
@@ -31,8 +31,13 @@ def _new(cpu: torch.Tensor, index: int) -> torch.Tensor:
     return n
 
 
+@functools.cache
+def _allowed_formats() -> tuple[Any, ...]:
+    return (None, *(getattr(torch, name) for name in table().memory_formats))  # rules/ops.yaml
+
+
 def check_memory_format(memory_format: Any) -> None:
-    if memory_format not in _ALLOWED_FORMATS:
+    if memory_format not in _allowed_formats():
         raise RuntimeError(table().memory_format_message)
 
 

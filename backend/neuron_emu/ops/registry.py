@@ -10,90 +10,30 @@ autograd); ops this torch does not have are skipped.
 from __future__ import annotations
 
 import functools
-import importlib.util
-import re
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch._ops import OpOverload
 
+from neuron_migrate.ruleset.ops import OpTable, load_ops
+
 _has = torch._C._dispatch_has_kernel_for_dispatch_key
 
 
-class Table:
-    """The parts of ops.yaml the emulator uses."""
-
-    __slots__ = ("memory_format_message", "native", "silent_views", "source")
-
-    def __init__(self, source: dict[str, Any], native: tuple[str, ...], silent_views: frozenset[str],
-                 memory_format_message: str) -> None:
-        self.source = source
-        self.native = native
-        self.silent_views = silent_views
-        self.memory_format_message = memory_format_message
-
-
-def table_path() -> Path:
-    """ops.yaml as installed (package data neuron_migrate.rules), else from the repository."""
-    try:
-        spec = importlib.util.find_spec("neuron_migrate.rules")
-    except (ImportError, ValueError):
-        spec = None
-    for loc in (spec.submodule_search_locations or []) if spec else []:
-        candidate = Path(loc) / "ops.yaml"
-        if candidate.is_file():
-            return candidate
-    return Path(__file__).resolve().parents[3] / "rules" / "ops.yaml"
-
-
-def _section(text: str, key: str) -> str | None:
-    m = re.search(rf"^{key}:\n((?:[ -].*\n?)*)", text, re.MULTILINE)
-    return m.group(1) if m else None
-
-
-def parse_fast(text: str) -> Table | None:
-    """Read the generated layout with a few regexes (PyYAML would add ~0.1 s to activation).
-
-    Returns None when the text does not have the generated layout; the caller then uses PyYAML.
-    """
-    native, views, source, formats = (_section(text, k) for k in ("native", "silent_views", "source", "memory_formats"))
-    if not (native and views and source and formats):
-        return None
-    msg = re.search(r"^  message: (.+)$", formats, re.MULTILINE)
-    if msg is None:
-        return None
-    source = source.replace("\n    ", " ")  # folded continuation lines
-    src = {k: v.strip().strip("'\"") for k, v in re.findall(r"^  (\w+): (.+)$", source, re.MULTILINE)}
-    return Table(
-        source=src,
-        native=tuple(re.findall(r"^- name: (\S+)$", native, re.MULTILINE)),
-        silent_views=frozenset(re.findall(r"^- (\S+)$", views, re.MULTILINE)),
-        memory_format_message=msg.group(1).strip(),
-    )
-
-
-def parse_yaml(text: str) -> Table:
-    import yaml
-
-    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    return Table(
-        source={k: str(v) for k, v in (data.get("source") or {}).items()},
-        native=tuple(e["name"] for e in data["native"]),
-        silent_views=frozenset(data.get("silent_views") or ()),
-        memory_format_message=data["memory_formats"]["message"],
-    )
+def table() -> OpTable:
+    """rules/ops.yaml, read by the tool's one typed reader (neuron_migrate.ruleset.ops)."""
+    return load_ops()
 
 
 @functools.cache
-def table() -> Table:
-    text = table_path().read_text(encoding="utf-8")
-    return parse_fast(text) or parse_yaml(text)
+def downcast() -> dict[torch.dtype, torch.dtype]:
+    """64-bit dtype -> the one the device computes in (the table's `dtype_downcast`)."""
+    return {getattr(torch, wide): getattr(torch, narrow) for wide, narrow in table().dtype_downcast.items()}
 
 
 def table_source() -> dict[str, Any]:
     try:
-        return table().source
+        return dict(table().source)
     except Exception:  # noqa: BLE001 - the record must still be written
         return {}
 

@@ -61,7 +61,7 @@ def _storage_resize_(self: Any, size: int) -> Any:
     if keep:
         fresh[:keep].copy_(to_cpu(torch.empty(0, dtype=torch.uint8, device=self.device).set_(self))[:keep])
     holder = to_neuron(fresh, index)
-    memory.track(holder, index, size)
+    memory.resized(self, index, size)
     # _swap_data_ptr_ swaps memory and size, but only with an empty storage or one of equal size.
     if old:
         self._swap_data_ptr_(to_neuron(torch.empty(0, dtype=torch.uint8), index).untyped_storage())

@@ -35,7 +35,13 @@ backend's in `$NEURON_MIGRATE_RECORD_DIR`:
                                                 # the tests that failed
       "device_use": {"module_calls": {"neuron": int, "cpu": int},  # module calls from user lines
                      "first_cpu_call": null | Site + {"module": str},
-                     "library_devices": {"accelerate": str}}   # the device a library chose
+                     "library_devices": {"accelerate": str}},  # the device a library chose
+      "dynamo_sites": {"recompiles": [Site|null], "recompile_limit": [Site|null]},
+                                # the user line running at each of the backend record's dynamo
+                                # recompiles and recompile-limit hits, in its order
+      "partial": bool,          # a checkpoint written while the program ran (exit status "running")
+      "last_site": null | Frame,  # a checkpoint's: the innermost user line running when it was written
+      "seal": str               # the final record only: check.probe.seal, proof the child reached its end
     }                       # the pass of its call site each compile happened in (check.passes;
                             # under --pytest, every test's stamps merged: passes.merge_stamps;
                             # per signature: its pass, slot, the first pass of the line's run,
@@ -44,13 +50,19 @@ backend's in `$NEURON_MIGRATE_RECORD_DIR`:
     neuron_emu.record.
 
 A `started-<pid>` file marks the moment user code begins (the runner's timeout counts from there).
-The SIGTERM handler writes both records before the process dies, so a timeout still reports.
+The SIGTERM handler writes both records before the process dies, so a timeout still reports. So
+that a process that dies without running any Python (a segfault, `os._exit`, SIGKILL by the OOM
+killer) still leaves what it recorded, the child writes checkpoints of both records (`partial`) when
+user code starts and then about every CHECKPOINT_S from the pass tracker's line events (in the main
+thread: no second thread races the program or a fork), and faulthandler writes the Python stack of a
+fatal signal to `fault-<pid>.txt`. Only the record written at the normal end carries the run's seal.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import signal
 import sys
@@ -61,13 +73,15 @@ from types import CodeType, FrameType
 from typing import Any
 
 from neuron_migrate.check import notebook
-from neuron_migrate.check.probe import frames, observe, reads
+from neuron_migrate.check.probe import frames, observe, reads, seal
 
 FORMAT = "neuron-migrate-check-child"
 REFERENCE_ENV = "NEURON_MIGRATE_PARITY_REFERENCE"  # "1": the CPU reference run of check --parity
 VERSION = 1
 EXIT_START_ERROR = 3  # the runner reads `start_error`; the code only keeps shells informed
 MODES = ("path", "module", "pytest")
+CHECKPOINT_S = 1.0  # the least time between two checkpoints; more when writing one takes long
+CHECKPOINT_COST = 20  # a checkpoint may take at most 1/20 of the run
 
 
 def _rank() -> str:
@@ -95,9 +109,13 @@ class _State:
         self.tracker: Any = None  # passes.PassTracker while a script or module runs
         self.started = 0.0
         self.directory = os.environ.get("NEURON_MIGRATE_RECORD_DIR")
+        self.nonce: str | None = None
+        self.fault_file: Any = None  # kept open for faulthandler
+        self.ticking: Any = None  # under --pytest: the tracker of the test that called checkpoint()
 
-    def write(self) -> None:
-        if not self.directory:
+    def write(self, *, final: bool = True) -> None:
+        """The child record: at the end (`final`, sealed), or a checkpoint while the program runs."""
+        if not self.directory or os.getpid() != self.data["pid"]:  # a forked worker is not the child
             return
         if self.started:
             self.data["wall_s"] = round(time.perf_counter() - self.started, 3)
@@ -115,10 +133,68 @@ class _State:
             self.data["compile_passes"] = passes.merge_stamps(pytest_plugin.COMPLETED_PASSES or [])
             self.data["pytest"] = dict(pytest_plugin.CHECK_RUN or {})
         self.data["device_use"]["library_devices"] = _library_devices()
+        self.data["dynamo_sites"] = {k: list(v) for k, v in _DYNAMO_SITES.sites.items()}
+        extra: dict[str, Any] = {"partial": not final}
+        if not final:
+            extra.update(exit={"status": "running", "code": 0}, last_site=self.last_site())
+        data = json.loads(json.dumps({**self.data, **extra}, default=str))  # as the parent will read it
+        if final and self.nonce is not None:
+            data[seal.FIELD] = seal.seal(data, self.nonce)
         path = Path(self.directory) / record_name("neuron-check")
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=1, default=str), encoding="utf-8")
+        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
         os.replace(tmp, path)
+
+    def last_site(self) -> dict[str, Any] | None:
+        tracker = self.tracker or self.ticking
+        cur = tracker.current if tracker is not None else None
+        if cur is None:
+            return None
+        line = cur.frame.f_lineno
+        return frames.describe([(cur.frame, line)])[0]
+
+    def checkpoint(self, tracker: Any = None) -> None:
+        """Both records as they are now (`partial`); the next one after CHECKPOINT_S or more (from
+        `tracker`'s line events: the script's, or under --pytest the running test's)."""
+        if os.getpid() != self.data["pid"]:  # a forked worker: its records are not the child's
+            return
+        self.ticking = tracker
+        began = time.monotonic()
+        try:
+            self.write(final=False)
+            if self.directory:
+                import neuron_emu
+
+                neuron_emu.write_record(Path(self.directory) / record_name("neuron-emu"))
+        except Exception:  # noqa: BLE001 - a failed checkpoint must not disturb the program
+            pass
+        now = time.monotonic()
+        tracker = tracker or self.tracker
+        if tracker is not None:
+            tracker.tick_at = now + max(CHECKPOINT_S, CHECKPOINT_COST * (now - began))
+
+
+def _watch_faults(state: _State) -> None:
+    """faulthandler writes the stack of a fatal signal (segfault, abort) where the runner finds it."""
+    import faulthandler
+
+    try:
+        state.fault_file = open(Path(state.directory or ".", f"fault-{os.getpid()}.txt"), "w", encoding="utf-8")
+    except OSError:
+        return
+    faulthandler.enable(file=state.fault_file, all_threads=False)
+
+
+def _unwatch_faults(state: _State) -> None:
+    """The program ended normally: no fatal signal to report, no empty file left in the records."""
+    import faulthandler
+
+    if state.fault_file is None:
+        return
+    faulthandler.disable()
+    state.fault_file.close()
+    Path(state.fault_file.name).unlink(missing_ok=True)
+    state.fault_file = None
 
 
 def _library_devices() -> dict[str, str]:
@@ -180,13 +256,43 @@ def _resolve(state: _State, mode: str, target: str) -> None:
 
 def _activate() -> None:
     os.environ["NEURON_MIGRATE_EMULATE"] = "1"  # for the program's own subprocesses (DataLoader workers)
-    import neuron_emu
     import torch  # noqa: F401 - the `torch.backends` entry point activates when asked
+
+    import neuron_emu
 
     if not neuron_emu.is_active():
         neuron_emu.activate()
+    _DYNAMO_SITES.install()
     if os.environ.get(REFERENCE_ENV) == "1":
         _reference_autocast()
+
+
+class _DynamoSites(logging.Handler):
+    """The user line that was running when Dynamo logged each recompile and recompile-limit hit,
+    in the order the backend records them: Dynamo names the function it recompiled, which for a
+    compiled `nn.Sequential` or a library's module is torch's own wrapper (external_utils.py)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.sites: dict[str, list[dict[str, Any] | None]] = {"recompiles": [], "recompile_limit": []}
+
+    def install(self) -> None:
+        logging.getLogger("torch._dynamo.guards.__recompiles").addHandler(self)
+        logging.getLogger("torch._dynamo").addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            if record.name.endswith("__recompiles"):
+                self.sites["recompiles"].append(frames.user_site(sys._getframe()))
+            elif record.name.startswith("torch._dynamo") and (
+                    "hit config.recompile_limit" in (message := record.getMessage())
+                    or "hit config.cache_size_limit" in message):
+                self.sites["recompile_limit"].append(frames.user_site(sys._getframe()))
+        except Exception:  # noqa: BLE001 - never break the program's compile
+            pass
+
+
+_DYNAMO_SITES = _DynamoSites()
 
 
 def _reference_autocast() -> None:
@@ -241,7 +347,7 @@ def _run_notebook(filename: str) -> None:
     saved = sys.modules["__main__"]
     sys.modules["__main__"] = main
     try:
-        exec(code, main.__dict__)  # noqa: S102 - running the user's notebook is the point
+        exec(code, main.__dict__)
     finally:
         sys.modules["__main__"] = saved
 
@@ -256,14 +362,16 @@ def _run(state: _State, mode: str, target: str, args: list[str]) -> int:
 
         pytest_plugin.COMPLETED_PASSES = []  # the plugin keeps each test's stamps for our record
         pytest_plugin.CHECK_RUN = {"allowed": {}, "failed": []}
+        pytest_plugin.ON_TICK = state.checkpoint
         return int(pytest.main(_pytest_args(args)))
     import neuron_emu
-
     from neuron_migrate.check.probe.passes import PassTracker
 
     sys.argv = [target, *args]
     with neuron_emu.recording() as recorder:
         state.tracker = PassTracker(recorder)
+        state.tracker.on_tick = state.checkpoint
+        state.tracker.tick_at = time.monotonic() + CHECKPOINT_S
         state.tracker.start()
         try:
             if mode == "module":
@@ -307,6 +415,7 @@ def main(argv: list[str]) -> int:
     mode = argv[0]
     target, args = (argv[1], argv[2:]) if mode != "pytest" else ("pytest", argv[1:])
     state = _State(mode, target)
+    state.nonce = seal.read_nonce(sole_reader="RANK" not in os.environ)
     try:
         _resolve(state, mode, target)
         _activate()
@@ -318,6 +427,8 @@ def main(argv: list[str]) -> int:
     reads.install(state.reads)
     signal.signal(signal.SIGTERM, _on_sigterm(state))
     if state.directory:
+        _watch_faults(state)
+        state.checkpoint()
         Path(state.directory, f"started-{os.getpid()}").touch()
     state.started = time.perf_counter()
     code = 0
@@ -341,6 +452,7 @@ def main(argv: list[str]) -> int:
               + "".join(traceback.format_exception_only(exc)), end="", file=sys.stderr)
     finally:
         state.write()
+        _unwatch_faults(state)
     return code
 
 

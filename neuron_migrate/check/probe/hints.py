@@ -52,10 +52,10 @@ def _statement(filename: str, line: int) -> ast.AST | None:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    best = None
+    best: ast.stmt | None = None
     for node in ast.walk(tree):
-        covers = isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno)
-        if covers and (best is None or node.lineno >= best.lineno):
+        if (isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno)
+                and (best is None or node.lineno >= best.lineno)):
             best = node
     return best
 
@@ -137,7 +137,7 @@ def _creation(frame: FrameType, name: str) -> dict[str, Any] | None:
     except (SyntaxError, ValueError):
         return None
     first, last = code.co_firstlineno, frame.f_lineno
-    found = None
+    found: dict[str, Any] | None = None
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Assign, ast.AnnAssign)) or not (first <= node.lineno <= last):
             continue

@@ -24,8 +24,11 @@ per user line.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+import time
+from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any
 
@@ -80,6 +83,9 @@ class PassTracker:
         self._tensor = torch.Tensor
         self._previous: Any = None
         self._monitor: monitor.Monitor | None = None  # events from sys.monitoring, else sys.settrace
+        # the child's checkpoint (child.py): called from a line event once `tick_at` (monotonic) passed
+        self.on_tick: Callable[[], None] | None = None
+        self.tick_at = math.inf
 
     def context(self, parent: _FrameTracer | None, frame: FrameType) -> int:
         """A small id for (the caller's context, the call instruction, this code, the module whose
@@ -302,7 +308,7 @@ def merge_stamps(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     for entries in runs:
         top_pass = top_slot = 0
         for entry in entries:
-            shifted = {k: [n + pass_base if n > 0 else 0 for n in entry[k]]
+            shifted: dict[str, list[int]] = {k: [n + pass_base if n > 0 else 0 for n in entry[k]]
                        for k in ("passes", "runs", "last_runs", "call_first_passes") if k in entry}
             out.append({**entry, **shifted, "slots": [slot + slot_base for slot in entry["slots"]]})
             top_pass = max([top_pass, *entry["passes"]])
@@ -362,6 +368,9 @@ class _FrameTracer:
         if t.recorder.compiles != t._seen_compiles:
             t.stamp()
         if event == "line":
+            if t.on_tick is not None and time.monotonic() >= t.tick_at:
+                t.tick_at = math.inf  # set again by the checkpoint
+                t.on_tick()
             if frame.f_lasti <= self.last:
                 self.seen = set()
                 self.run_pass = {}

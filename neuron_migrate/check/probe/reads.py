@@ -114,8 +114,9 @@ def install(reads: Reads) -> None:
     ACTIVE = reads
     if not first:
         return
-    import neuron_emu.record as emu_record
     import torch
+
+    import neuron_emu.record as emu_record
 
     neuron = torch.device("neuron").type
     depth = [0]  # the backend's `.item()` reads its CPU copy with `.item()` again: count the outer call

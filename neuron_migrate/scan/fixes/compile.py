@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from neuron_migrate.findings import Edit, Span, Target  # noqa: F401 (Span: fixer signature)
+from neuron_migrate.findings import Edit, Span, Target
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
 from neuron_migrate.scan.fixes.syntax import ordered_arguments
 from neuron_migrate.scan.matchers.site import Site

@@ -24,7 +24,7 @@ from neuron_migrate.scan.fixes.registry import FIXERS
 from neuron_migrate.scan.fixes.syntax import block_of
 from neuron_migrate.scan.matchers.site import Site
 
-__all__ = ["FixContext", "fixes_for", "remove_statement_edit", "removed_import"]
+__all__ = ["FixContext", "fixes_for", "remove_statement_edits", "removed_import"]
 
 
 def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix, ...]:
@@ -55,9 +55,9 @@ def _compute(tf: TargetFix, site: Site, span: Span, ctx: FixContext, target: Tar
     if kind is FixKind.RENAME:
         return _rename(tf.value, site, span, ctx)
     if site.kind == "device_strings" and kind in (FixKind.DEVICE_STRING, FixKind.FIXER):
-        from neuron_migrate.scan.fixes.data import container_of, entry_fix
+        from neuron_migrate.scan.fixes.data import entry_fix, is_data
 
-        if site.data or container_of(site, ctx) is not None:  # a listed device type is data: add, never rename
+        if is_data(site):  # a listed device type or a table key is data: add, never rename
             return entry_fix(site, ctx)
     if kind is FixKind.DEVICE_STRING:
         if site.literal is None:
@@ -72,8 +72,8 @@ def _compute(tf: TargetFix, site: Site, span: Span, ctx: FixContext, target: Tar
         edit = remove_argument_edit(site.call, site.arg, ctx)
         return FixResult("Remove the argument", (edit,))
     if kind is FixKind.REMOVE_STATEMENT:
-        edit = remove_statement_edit(site, ctx, target)
-        return FixResult("Remove the statement", (edit,)) if edit is not None else None
+        edits = remove_statement_edits(site, ctx, target)
+        return FixResult("Remove the statement", edits) if edits is not None else None
     if kind is FixKind.FIXER:
         return FIXERS[tf.value](site, span, ctx, target)
     assert_never(kind)
@@ -115,7 +115,8 @@ def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
 
 def remove_argument_edit(call: ast.Call, arg: ast.AST, ctx: FixContext) -> Edit:
     """Delete one argument with the comma that separates it from its neighbour."""
-    ordered = sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
+    args: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+    ordered = sorted(args, key=lambda a: (a.lineno, a.col_offset))
     i = next(i for i, a in enumerate(ordered) if a is arg)
     own = ctx.span(arg)
     if i + 1 < len(ordered):
@@ -127,9 +128,9 @@ def remove_argument_edit(call: ast.Call, arg: ast.AST, ctx: FixContext) -> Edit:
     return Edit(own, "")
 
 
-def remove_statement_edit(site: Site, ctx: FixContext, target: Target) -> Edit | None:
+def remove_statement_edits(site: Site, ctx: FixContext, target: Target) -> tuple[Edit, ...] | None:
     stmt = site.stmt
-    return _remove_edit(stmt, ctx, target) if isinstance(stmt, ast.stmt) else None
+    return _remove_edits(stmt, ctx, target) if isinstance(stmt, ast.stmt) else None
 
 
 def _emptied_guard(ctx: FixContext, block: list[ast.stmt]) -> ast.If | None:
@@ -157,17 +158,58 @@ def _questions_only(test: ast.AST, ctx: FixContext) -> bool:
     return True
 
 
-def _remove_edit(stmt: ast.stmt, ctx: FixContext, target: Target) -> Edit | None:
+_NEEDS_NO_PARENS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Compare, ast.Constant)
+
+
+def _inverted_guard(ctx: FixContext, block: list[ast.stmt]) -> tuple[Edit, ...] | None:
+    """`if <test>:` whose whole body `block` goes, with an `else:` block: `if not <test>:` followed
+    by the else block, instead of `if <test>: pass` (`if not <test>:` loses its `not`). Only for
+    the plain layout: the header, the body, `else:` and the else block each on their own lines."""
+    node = next((n for n in ast.walk(ctx.tree) if n.__class__ is ast.If and n.body is block), None)
+    if node is None or not node.orelse:  # type: ignore[attr-defined]
+        return None
+    test, orelse = node.test, node.orelse  # type: ignore[attr-defined]
+    header = ctx.lines.line(node.lineno)
+    keyword = "elif" if header.startswith("elif", node.col_offset) else "if"
+    other = orelse[0]
+    if other.__class__ is ast.If and ctx.lines.line(other.lineno).startswith("elif", other.col_offset):
+        return None  # `if a: pass / elif b: ...`: no one-condition form
+    between = [ctx.lines.line(n).strip() for n in range(block[-1].end_lineno + 1, other.lineno)]  # type: ignore[operator]
+    elses = [t for t in between if t and not t.startswith("#")]
+    plain = elses[0].split("#")[0].replace(" ", "") == "else:" if len(elses) == 1 else False
+    if not plain or block[0].lineno <= (test.end_lineno or test.lineno) or not header.startswith(keyword, node.col_offset):
+        return None
+    t = ctx.span(test)
+    start = Span(node.lineno, ctx.span(node).col, t.line, t.col)  # the keyword up to the test
+    drop = Edit(Span(block[0].lineno, 0, other.lineno, 0), "")  # the body and the `else:` line
+    if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:  # type: ignore[attr-defined]
+        operand = ctx.span(test.operand)  # type: ignore[attr-defined]
+        return (Edit(Span(start.line, start.col, operand.line, operand.col), f"{keyword} "), drop)
+    if test.__class__ in _NEEDS_NO_PARENS:
+        return (Edit(start, f"{keyword} not "), drop)
+    close = Edit(Span(t.end_line, t.end_col, t.end_line, t.end_col), ")")
+    return (Edit(start, f"{keyword} not ("), close, drop)
+
+
+def _remove_edits(stmt: ast.stmt, ctx: FixContext, target: Target) -> tuple[Edit, ...] | None:
     block = block_of(ctx.tree, stmt)
     if block is None:
         return None
-    own = ctx.span(stmt)
     removed = ctx.removed.get(target.value, set())
     if all(id(s) in removed for s in block):
         guard = _emptied_guard(ctx, block)
         if guard is not None:  # every statement of the guarded block goes: the guard goes too
             removed.add(id(guard))
-            return _remove_edit(guard, ctx, target)
+            return _remove_edits(guard, ctx, target)
+        inverted = _inverted_guard(ctx, block)
+        if inverted is not None:  # every statement of it shares these edits: they apply once
+            return inverted
+    edit = _remove_edit(stmt, block, ctx, removed)
+    return (edit,) if edit is not None else None
+
+
+def _remove_edit(stmt: ast.stmt, block: list[ast.stmt], ctx: FixContext, removed: set[int]) -> Edit | None:
+    own = ctx.span(stmt)
     if all(id(s) in removed for s in block) and block[0] is stmt or len(block) == 1:
         return Edit(own, "pass")  # the block must keep a statement
     i = next(i for i, s in enumerate(block) if s is stmt)

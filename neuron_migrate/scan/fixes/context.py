@@ -34,11 +34,6 @@ class FixContext:
     # all removed keeps a `pass` (see `remove_statement`).
     removed: dict[str, set[int]] = field(default_factory=dict)
     _bindings: Counter[str] | None = None
-    # Child id -> parent, filled one statement at a time: a file's sites often sit in one huge
-    # statement (a module-level table of thousands of entries), which must be walked once, not
-    # once per site.
-    _parents: dict[int, ast.AST] = field(default_factory=dict)
-    _indexed: set[int] = field(default_factory=set)
 
     def rebound(self, name: str) -> bool:
         """Whether module-level code binds `name` more than once (see `bindings`)."""
@@ -47,21 +42,6 @@ class FixContext:
 
             self._bindings = module_bindings(self.tree)
         return self._bindings[name] > 1
-
-    def parent(self, root: ast.AST, node: ast.AST) -> ast.AST | None:
-        """The node holding `node` inside `root` (the site's statement); None when `node` is not
-        under `root` (a literal a variable stands for sits elsewhere)."""
-        parents = self._parents
-        if id(root) not in self._indexed:
-            self._indexed.add(id(root))
-            for parent in ast.walk(root):
-                for child in ast.iter_child_nodes(parent):
-                    parents[id(child)] = parent
-        found = parents.get(id(node))
-        up = found
-        while up is not None and up is not root:  # another statement's index may know it
-            up = parents.get(id(up))
-        return found if up is root else None
 
     def span(self, node: ast.AST) -> Span:
         return self.lines.span(node)

@@ -1,29 +1,55 @@
-"""Device types listed as data: `device.type in ("cuda", "xpu")`, `SUPPORTED = ["cuda", "cpu"]`.
+"""Device types listed as data: `device.type in ("cuda", "xpu")`, `SUPPORTED = ["cuda", "cpu"]`,
+and tables keyed by device type: `{"xpu": "ccl", "cuda": "nccl"}.get(dev_type, "gloo")`,
+`map_location={"cuda:1": "cuda:0"}`.
 
 Renaming the entry would drop CUDA from the list (a program that also runs on GPUs changes
 meaning); the fix adds a `"neuron"` entry beside the CUDA one instead, for both targets (the
 accelerator target keeps the CUDA entry too, so the literal name is what it needs).
+
+A table key gets `"neuron": <what Neuron needs where CUDA had the value>`: a process-group backend
+`"nccl"` becomes `"neuron"` (TorchNeuron's backend), a CUDA device string its `neuron` form. Other
+plain values (numbers, `torch.float16`, a string that names nothing CUDA) are copied, but only as
+an unsafe fix: that Neuron wants what CUDA wants there is an assumption. A value that is code or
+names something CUDA-specific (`"cudnn"`, `torch.cuda.Stream`) has no automatic fix.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 
+from neuron_migrate.findings import Edit, Span
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
+from neuron_migrate.scan.fixes.syntax import parent_of
 from neuron_migrate.scan.matchers.site import Site
 
 _CONTAINERS = (ast.Tuple, ast.List, ast.Set)
 
 
-def container_of(site: Site, ctx: FixContext) -> ast.AST | None:
+def container_of(site: Site) -> ast.AST | None:
     """The tuple, list or set literal the matched string is an entry of."""
     literal = site.literal
     if literal is None or literal.__class__ is not ast.Constant:
         return None
-    parent = ctx.parent(site.stmt, literal)
+    parent = parent_of(site.stmt, literal)
     if parent.__class__ in _CONTAINERS and any(e is literal for e in parent.elts):  # type: ignore[union-attr]
         return parent
     return None
+
+
+def table_of(site: Site) -> ast.Dict | None:
+    """The dict literal the matched string is a key of."""
+    literal = site.literal
+    if literal is None or literal.__class__ is not ast.Constant:
+        return None
+    parent = parent_of(site.stmt, literal)
+    if parent.__class__ is ast.Dict and any(k is literal for k in parent.keys):  # type: ignore[union-attr]
+        return parent  # type: ignore[return-value]
+    return None
+
+
+def is_data(site: Site) -> bool:
+    return site.data or container_of(site) is not None or table_of(site) is not None
 
 
 def neuron_entry(value: str, token: str) -> str:
@@ -35,33 +61,108 @@ def has_neuron_entry(container: ast.AST, literal: ast.AST, token: str) -> bool:
     return any(e.__class__ is ast.Constant and e.value == want for e in container.elts)  # type: ignore[attr-defined]
 
 
-def entry_fix(site: Site, ctx: FixContext) -> FixResult | None:
-    """`("cuda", "xpu")` -> `("cuda", "neuron", "xpu")`, spelled with the entry's own quotes."""
-    container = container_of(site, ctx)
-    if container is None or not site.literal.value.startswith(site.token):  # type: ignore[union-attr]
-        return None
-    text = ctx.text(site.literal)  # type: ignore[arg-type]
-    parts = ctx.string_parts(site.literal)  # type: ignore[arg-type]
-    if parts is None or "\n" in text:
+def _spelled_like(ctx: FixContext, literal: ast.AST, new: str) -> str | None:
+    """`new` written as a string literal with `literal`'s own prefix and quotes."""
+    parts = ctx.string_parts(literal)
+    if parts is None or "\n" in ctx.text(literal):
         return None
     _span, prefix, quote = parts
-    body = text[len(prefix) + len(quote) : len(text) - len(quote)]
-    if not body.startswith(site.token):
+    return f"{prefix}{quote}{new}{quote}"
+
+
+def entry_fix(site: Site, ctx: FixContext) -> FixResult | None:
+    """`("cuda", "xpu")` -> `("cuda", "neuron", "xpu")`, spelled with the entry's own quotes."""
+    literal = site.literal
+    if literal is None or not literal.value.startswith(site.token):  # type: ignore[attr-defined]
         return None
-    entry = f"{prefix}{quote}{neuron_entry(body, site.token)}{quote}"
-    return FixResult('Add a "neuron" entry beside the CUDA one', (ctx.insert_after(site.literal, f", {entry}"),))  # type: ignore[arg-type]
+    table = table_of(site)
+    if table is not None:
+        return _table_entry(site, table, ctx)
+    if container_of(site) is None:
+        return None
+    entry = _spelled_like(ctx, literal, neuron_entry(literal.value, site.token))  # type: ignore[attr-defined]
+    if entry is None:
+        return None
+    return FixResult('Add a "neuron" entry beside the CUDA one', (ctx.insert_after(literal, f", {entry}"),))
 
 
-def already_listed(site: Site, ctx: FixContext) -> bool:
-    """The entry's container (or the table it keys) lists the `neuron` form too: nothing left to
-    port (and reporting it would make the fix add the entry again on every run)."""
-    container = container_of(site, ctx)
+# A value naming any of these is CUDA-specific: what Neuron needs instead is for a person to say.
+_CUDA_WORDS = re.compile(r"cuda|nccl|cudnn|cublas|cufft|nvidia|nvml|triton|tensorrt|apex", re.IGNORECASE)
+_DEVICE_STRING = re.compile(r"^[a-z]+(?::\d+)?$")
+
+
+def _neuron_value(value: ast.AST, ctx: FixContext, token: str) -> tuple[str, bool] | None:
+    """(the value the `neuron` entry maps to, whether that is only a copy), or None if unknown."""
+    if value.__class__ is ast.Constant:
+        v = value.value  # type: ignore[attr-defined]
+        if isinstance(v, str):
+            if v == "nccl":  # the process-group backend: TorchNeuron's is "neuron"
+                new = _spelled_like(ctx, value, "neuron")
+                return (new, False) if new is not None else None
+            if v.startswith(token) and _DEVICE_STRING.match(v):  # "cuda:0" -> "neuron:0"
+                new = _spelled_like(ctx, value, neuron_entry(v, token))
+                return (new, False) if new is not None else None
+            if _CUDA_WORDS.search(v):
+                return None
+        elif v.__class__ not in (int, float, bool) and v is not None:
+            return None
+    else:
+        dotted = value
+        while dotted.__class__ is ast.Attribute:
+            dotted = dotted.value  # type: ignore[attr-defined]
+        if dotted.__class__ is not ast.Name or dotted.id not in ctx.aliases.names:  # type: ignore[attr-defined]
+            return None  # only a name the file imports (`torch.float16`), never code
+        if ctx.aliases.root(dotted.id) != "torch" and not (ctx.aliases.root(dotted.id) or "").startswith("torch."):  # type: ignore[attr-defined]
+            return None
+    text = ctx.text(value)
+    if "\n" in text or _CUDA_WORDS.search(text):
+        return None
+    return text, True
+
+
+def _table_entry(site: Site, table: ast.Dict, ctx: FixContext) -> FixResult | None:
+    """`{"xpu": "ccl", "cuda": "nccl"}` -> `{"xpu": "ccl", "cuda": "nccl", "neuron": "neuron"}`; in a
+    dict written one entry per line, the new entry gets its own line."""
+    literal = site.literal
+    i = next(i for i, k in enumerate(table.keys) if k is literal)
+    value = table.values[i]
+    key = _spelled_like(ctx, literal, neuron_entry(literal.value, site.token))  # type: ignore[arg-type,union-attr]
+    found = _neuron_value(value, ctx, site.token)
+    if key is None or found is None:
+        return None
+    new, copied = found
+    k_span, v_span = ctx.span(literal), ctx.span(value)  # type: ignore[arg-type]
+    own_line = ctx.lines.line(k_span.line)
+    after = ctx.lines.line(v_span.end_line)[v_span.end_col :]
+    indent = own_line[: k_span.col]
+    if not indent.strip() and after.strip() == ",":  # one entry per line, a comma after each
+        line_end = v_span.end_col + len(after)
+        edit = Edit(Span(v_span.end_line, line_end, v_span.end_line, line_end), f"\n{indent}{key}: {new},")
+    else:
+        edit = ctx.insert_after(value, f", {key}: {new}")
+    title = 'Add a "neuron" entry beside the CUDA one' + (" (a copy of the CUDA value)" if copied else "")
+    return FixResult(title, (edit,), unsafe=copied)
+
+
+def already_listed(site: Site) -> bool:
+    """The entry's container (or the table it keys, or the table whose value it is) lists the
+    `neuron` form too: nothing left to port (and reporting it would make the fix add the entry
+    again on every run)."""
+    container = container_of(site)
     if container is not None:
         return has_neuron_entry(container, site.literal, site.token)  # type: ignore[arg-type]
-    if not site.data or site.literal is None:
+    if site.literal is None:
         return False
-    table = ctx.parent(site.stmt, site.literal)
+    table = parent_of(site.stmt, site.literal)
     if table.__class__ is not ast.Dict:
         return False
-    want = neuron_entry(site.literal.value, site.token)  # type: ignore[attr-defined]
-    return any(k.__class__ is ast.Constant and k.value == want for k in table.keys)  # type: ignore[attr-defined]
+    keys = table.keys  # type: ignore[attr-defined]
+    if any(k is site.literal for k in keys):
+        want = neuron_entry(site.literal.value, site.token)  # type: ignore[attr-defined]
+        return any(k.__class__ is ast.Constant and k.value == want for k in keys)
+    # `"nccl"` under `"cuda"` in a table that has its `"neuron"` entry: CUDA's own value, ported.
+    key = next((k for k, v in zip(keys, table.values, strict=True) if v is site.literal), None)  # type: ignore[attr-defined]
+    if key.__class__ is not ast.Constant or not isinstance(key.value, str):  # type: ignore[union-attr]
+        return False
+    kind, colon, index = key.value.partition(":")  # type: ignore[union-attr]
+    return kind == "cuda" and any(k.__class__ is ast.Constant and k.value == f"neuron{colon}{index}" for k in keys)

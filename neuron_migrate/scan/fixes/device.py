@@ -8,7 +8,7 @@ import ast
 from neuron_migrate.findings import Edit, Span, Target
 from neuron_migrate.scan.fixes.bindings import evidently_torch
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
-from neuron_migrate.scan.fixes.syntax import comparison_needs_parens
+from neuron_migrate.scan.fixes.syntax import comparison_needs_parens, parent_of
 from neuron_migrate.scan.matchers.site import Site
 
 ACCELERATOR = "torch.accelerator.current_accelerator"
@@ -69,11 +69,23 @@ def accelerator_string_edit(
     return Edit(span, f"{f_prefix}{quote}{{{expr}}}{escaped}"), add
 
 
+_STRING_TESTS = frozenset({"startswith", "endswith"})
+
+
+def compared(root: ast.AST, literal: ast.AST) -> bool:
+    """The string is what a device type is compared with: an operand of a comparison, or the
+    argument of `str.startswith`/`endswith` (`device.startswith("cuda")`)."""
+    parent = parent_of(root, literal)
+    if parent.__class__ is ast.Compare:
+        return True
+    return (parent.__class__ is ast.Call and parent.func.__class__ is ast.Attribute  # type: ignore[union-attr]
+            and parent.func.attr in _STRING_TESTS and any(a is literal for a in parent.args))  # type: ignore[union-attr]
+
+
 def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
     if site.literal is None:
         return None
-    compared = ctx.parent(site.stmt, site.literal).__class__ is ast.Compare
-    hit = accelerator_string_edit(ctx, site.literal, site.token, compared=compared)
+    hit = accelerator_string_edit(ctx, site.literal, site.token, compared=compared(site.stmt, site.literal))
     if hit is None:
         return None
     edit, add = hit
@@ -88,14 +100,12 @@ def _index_text(ctx: FixContext, node: ast.AST) -> str | None:
 def _quote_inside(site: Site, node: ast.AST, ctx: FixContext) -> str:
     """The quote a string written at `node` may use: inside an f-string (`f"{x.cuda()}"`), the
     other one than the f-string's (Python 3.11 cannot nest the same quote)."""
-    outermost = None
-    parent = ctx.parent(site.stmt, node)
-    while parent is not None:
-        if parent.__class__ is ast.JoinedStr:
-            outermost = parent
-        parent = ctx.parent(site.stmt, parent)
-    parts = ctx.string_parts(outermost) if outermost is not None else None
-    return _other(parts[2]) if parts is not None else '"'
+    for outer in ast.walk(site.stmt):
+        if outer.__class__ is ast.JoinedStr and any(n is node for n in ast.walk(outer)):
+            parts = ctx.string_parts(outer)
+            if parts is not None:
+                return _other(parts[2])
+    return '"'
 
 
 def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:

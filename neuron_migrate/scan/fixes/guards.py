@@ -8,6 +8,14 @@ CUDA-only, the program that worked now crashes. So a fix inside a guard's test i
 every finding in what it guards is fixed as well; otherwise the guard and its block stay as they
 are and the guard's finding becomes the one manual finding that says why.
 
+A guard may be held in a variable: `use_cuda = torch.cuda.is_available()` then `if use_cuda:`,
+or `args.cuda = not args.no_cuda and torch.cuda.is_available()` then `if args.cuda:`. When a test
+uses a name as a truth value (or compares it with a number: `n_gpu > 1`), the values assigned to
+that name (in the test's scope, else at module level; an attribute chain anywhere in the file)
+are part of the guard's test too (`Guard.feeds`). A name compared with a string (`device ==
+"cuda"`) holds a device, not a condition: moving it does not send the program into CUDA-only code
+as long as the comparison itself stays.
+
 `settle` applies the rule to the fixes scan computes (a finding with no fix for a target blocks
 it); `blocked` applies it again at rewrite time to the fixes one run will actually apply (an
 unsafe fix without `--unsafe-fixes`, or one skipped for an overlap, blocks it too).
@@ -18,7 +26,6 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
@@ -33,7 +40,8 @@ class Guard:
     tests: tuple[Span, ...]  # the condition(s) whose rewrite changes which path runs
     region: Span  # everything the guard decides, tests included
     kind: str  # "if", "while", "ternary", "assert", "and"
-    message: Span | None = None  # an assert's message, when it is one plain one-line string
+    message: Span | None = None  # what it says when it fails: an assert's message, an `if`'s lone raise's
+    feeds: tuple[Span, ...] = ()  # values assigned to the names the test uses as conditions
 
 
 def _start(s: Span) -> tuple[int, int]:
@@ -48,69 +56,168 @@ def inside(inner: Span, outer: Span) -> bool:
     return _start(outer) <= _start(inner) and _end(inner) <= _end(outer)
 
 
-def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None) -> list[Guard]:
-    """Every guard of the tree, innermost (smallest region) first. With `near` (sorted line
-    numbers), only the guards whose test spans one of those lines: a guard matters only when a
-    finding with a fix sits in its test, and building every guard of a large file costs more than
-    the rest of its analysis."""
-
-    def wanted(first: ast.AST, last: ast.AST) -> bool:
-        if near is None:
-            return True
-        i = bisect.bisect_left(near, first.lineno)  # type: ignore[attr-defined]
-        return i < len(near) and near[i] <= (last.end_lineno or last.lineno)  # type: ignore[attr-defined]
-
+def guards_in(tree: ast.AST, lines: LineIndex) -> list[Guard]:
+    """Every guard of the tree, innermost (smallest region) first."""
     out: list[Guard] = []
-    for node in ast.walk(tree) if near is None else _around(tree, near):
-        cls = node.__class__
-        if cls is ast.If or cls is ast.While:
-            if wanted(node.test, node.test):  # type: ignore[attr-defined]
-                out.append(Guard((lines.span(node.test),), lines.span(node), "if" if cls is ast.If else "while"))  # type: ignore[attr-defined]
-        elif cls is ast.IfExp:
-            if wanted(node.test, node.test):  # type: ignore[attr-defined]
-                out.append(Guard((lines.span(node.test),), lines.span(node), "ternary"))  # type: ignore[attr-defined]
-        elif cls is ast.BoolOp and node.op.__class__ is ast.And:  # type: ignore[attr-defined]
-            values = node.values  # type: ignore[attr-defined]
-            if wanted(values[0], values[-2]):
-                out.append(Guard(tuple(lines.span(v) for v in values[:-1]), lines.span(node), "and"))
-        for field in _BLOCKS:
-            block = getattr(node, field, None)
-            if block.__class__ is list:
-                _asserts(block, lines, out, wanted)
-        for holder in getattr(node, "handlers", None) or getattr(node, "cases", None) or ():
-            _asserts(holder.body, lines, out, wanted)
+    chains: dict[str, list[ast.AST]] = {}  # `args.cuda = ...`: attribute chains, file-wide
+    module: dict[str, list[ast.AST]] = {}
+    found: list[tuple[Guard, list[ast.AST]]] = []
+    scoped: list[tuple[list[tuple[Guard, list[ast.AST]]], dict[str, list[ast.AST]]]] = []
+    for scope, nodes in _scopes(tree):
+        names: dict[str, list[ast.AST]] = module if scope is tree else {}
+        found = []
+        scoped.append((found, names))
+        args = getattr(scope, "args", None)
+        if args is not None:  # a parameter shadows the module's name: it is not the module's value
+            for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+                if a is not None:
+                    names[a.arg] = []
+        for node in (scope, *nodes):  # the scope's own body may hold asserts
+            cls = node.__class__
+            if cls is ast.If or cls is ast.While:
+                message = _raised_message(node, lines) if cls is ast.If else None  # type: ignore[arg-type]
+                found.append((Guard((lines.span(node.test),), lines.span(node), "if" if cls is ast.If else "while",  # type: ignore[attr-defined]
+                                    message), [node.test]))  # type: ignore[attr-defined]
+            elif cls is ast.IfExp:
+                found.append((Guard((lines.span(node.test),), lines.span(node), "ternary"), [node.test]))  # type: ignore[attr-defined]
+            elif cls is ast.BoolOp and node.op.__class__ is ast.And:  # type: ignore[attr-defined]
+                values = node.values[:-1]  # type: ignore[attr-defined]
+                found.append((Guard(tuple(lines.span(v) for v in values), lines.span(node), "and"), values))
+            elif cls is ast.Assign or (cls is ast.AnnAssign and node.value is not None):  # type: ignore[attr-defined]
+                for target in node.targets if cls is ast.Assign else [node.target]:  # type: ignore[attr-defined]
+                    key = _dotted(target)
+                    if key is not None:
+                        (chains if "." in key else names).setdefault(key, []).append(node.value)  # type: ignore[attr-defined]
+            for field in _BLOCKS:
+                block = getattr(node, field, None)
+                if block.__class__ is list:
+                    _asserts(block, lines, found)
+            for holder in getattr(node, "handlers", None) or getattr(node, "cases", None) or ():
+                _asserts(holder.body, lines, found)
+    for found, names in scoped:  # every assignment is known: feed each guard its conditions' values
+        for guard, tests in found:
+            feeds = _feeds(tests, names, module, chains)
+            out.append(replace(guard, feeds=tuple(lines.span(v) for v in feeds)) if feeds else guard)
     out.sort(key=lambda g: (g.region.end_line - g.region.line, g.region.end_col - g.region.col))
     return out
 
 
-def _around(tree: ast.AST, near: Sequence[int]) -> Iterator[ast.AST]:
-    """The nodes whose lines hold one of `near` (and those without a position): every guard
-    with such a line in its test is among them, and the rest of a large tree is never visited.
-    Breadth first, as `ast.walk`."""
-    todo = deque([tree])
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _scopes(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.AST]]]:
+    """(scope, the nodes that belong to it): the module, then each function, lambda and class, whose
+    own nodes are not its parent's (a function's defaults and decorators are the parent's)."""
+    todo = [tree]
     while todo:
-        node = todo.popleft()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            first = getattr(child, "lineno", None)
-            if first is not None:
-                i = bisect.bisect_left(near, first)
-                if i == len(near) or near[i] > (child.end_lineno or first):  # type: ignore[attr-defined]
-                    continue
-            todo.append(child)
+        scope = todo.pop()
+        own: list[ast.AST] = []
+        stack = list(ast.iter_child_nodes(scope)) if scope is tree else _inner(scope)
+        while stack:
+            node = stack.pop()
+            if node.__class__ in _SCOPES:
+                todo.append(node)
+                stack += _outer(node)
+                continue
+            own.append(node)
+            stack += ast.iter_child_nodes(node)
+        yield scope, own
 
 
-def _asserts(block: list[ast.stmt], lines: LineIndex, out: list[Guard], wanted: Callable[[ast.AST, ast.AST], bool]) -> None:
-    for i, stmt in enumerate(block):
-        if stmt.__class__ is ast.Assert and wanted(stmt.test, stmt.test):  # type: ignore[attr-defined]
+def _outer(node: ast.AST) -> list[ast.AST]:
+    """The parts of a function, lambda or class evaluated in the enclosing scope."""
+    out: list[ast.AST] = [*getattr(node, "decorator_list", ()), *getattr(node, "bases", ()),
+                          *(k.value for k in getattr(node, "keywords", ()))]
+    args = getattr(node, "args", None)
+    if args is not None and args.__class__ is ast.arguments:
+        out += [d for d in (*args.defaults, *args.kw_defaults) if d is not None]
+    return out
+
+
+def _inner(node: ast.AST) -> list[ast.AST]:
+    body = node.body  # type: ignore[attr-defined]
+    return [body] if body.__class__ is not list else list(body)
+
+
+def _dotted(node: ast.AST) -> str | None:
+    """`use_cuda`, `args.cuda`, `self.use_gpu`: a name or an attribute chain on a name."""
+    parts: list[str] = []
+    while node.__class__ is ast.Attribute:
+        parts.append(node.attr)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    if node.__class__ is not ast.Name:
+        return None
+    parts.append(node.id)  # type: ignore[attr-defined]
+    return ".".join(reversed(parts))
+
+
+def _conditions(test: ast.AST) -> Iterator[str]:
+    """The names a test uses as conditions: as a truth value (`if use_cuda`, `not args.cuda`,
+    `a and b`) or compared with a number (`n_gpu > 1`), never with a string or inside a call."""
+    cls = test.__class__
+    if cls is ast.Name or cls is ast.Attribute:
+        key = _dotted(test)
+        if key is not None:
+            yield key
+    elif cls is ast.UnaryOp and test.op.__class__ is ast.Not:  # type: ignore[attr-defined]
+        yield from _conditions(test.operand)  # type: ignore[attr-defined]
+    elif cls is ast.BoolOp:
+        for v in test.values:  # type: ignore[attr-defined]
+            yield from _conditions(v)
+    elif cls is ast.Compare:
+        operands = [test.left, *test.comparators]  # type: ignore[attr-defined]
+        if all(o.__class__ is not ast.Constant or o.value.__class__ in (int, float, bool)  # type: ignore[attr-defined]
+               or o.value is None for o in operands):  # type: ignore[attr-defined]
+            for o in operands:
+                if o.__class__ is not ast.Constant:
+                    yield from _conditions(o)
+
+
+def _feeds(tests: Iterable[ast.AST], names: dict[str, list[ast.AST]], module: dict[str, list[ast.AST]],
+           chains: dict[str, list[ast.AST]]) -> list[ast.AST]:
+    """The values assigned to the conditions of `tests`, and to the conditions of those values
+    (`use_gpu = use_cuda and not args.cpu`)."""
+    out: list[ast.AST] = []
+    seen: set[str] = set()
+    todo = list(tests)
+    while todo:
+        for key in _conditions(todo.pop()):
+            if key in seen:
+                continue
+            seen.add(key)
+            values = chains.get(key, []) if "." in key else names[key] if key in names else module.get(key, [])
+            out += values
+            todo += values
+    return out
+
+
+def _asserts(block: list[ast.stmt], lines: LineIndex, out: list[tuple[Guard, list[ast.AST]]]) -> None:
+    for stmt in block:
+        if stmt.__class__ is ast.Assert:
             test = lines.span(stmt.test)  # type: ignore[attr-defined]
             own, last = lines.span(stmt), lines.span(block[-1])
-            msg = stmt.msg  # type: ignore[attr-defined]
-            message = None
-            if msg is not None and msg.__class__ is ast.Constant and isinstance(msg.value, str):
-                span = lines.span(msg)
-                message = span if span.line == span.end_line else None
-            out.append(Guard((test,), Span(own.line, own.col, last.end_line, last.end_col), "assert", message))
+            message = _message(stmt.msg, lines)  # type: ignore[attr-defined]
+            out.append((Guard((test,), Span(own.line, own.col, last.end_line, last.end_col), "assert", message),
+                        [stmt.test]))  # type: ignore[attr-defined]
+
+
+def _message(msg: ast.AST | None, lines: LineIndex) -> Span | None:
+    """The span of a message that is one string or f-string on one line."""
+    if msg is None or not (msg.__class__ is ast.JoinedStr or (msg.__class__ is ast.Constant and isinstance(msg.value, str))):  # type: ignore[attr-defined]
+        return None
+    span = lines.span(msg)
+    return span if span.line == span.end_line else None
+
+
+def _raised_message(node: ast.If, lines: LineIndex) -> Span | None:
+    """`if not torch.cuda.is_available(): raise RuntimeError("CUDA is required")`: the message."""
+    body = node.body
+    if len(body) != 1 or body[0].__class__ is not ast.Raise:
+        return None
+    exc = body[0].exc  # type: ignore[attr-defined]
+    if exc.__class__ is not ast.Call or not exc.args:  # type: ignore[union-attr]
+        return None
+    return _message(exc.args[0], lines)  # type: ignore[union-attr]
 
 
 class _Index:
@@ -136,6 +243,20 @@ def _matters(f: Finding, target: Target) -> bool:
     return f.severity is not Severity.INFO or (fix is not None and bool(fix.edits))
 
 
+def _region(index: _Index, guard: Guard) -> list[Finding]:
+    """The findings the guard decides, and those in the values that feed its test."""
+    region = index.within(guard.region)
+    if not guard.feeds:
+        return region
+    ids = {id(f) for f in region}
+    for span in guard.feeds:
+        for f in index.within(span):
+            if id(f) not in ids:
+                ids.add(id(f))
+                region.append(f)
+    return region
+
+
 @dataclass(frozen=True, slots=True)
 class Block:
     """One guard that must stay: the findings whose fix it withholds, and the finding that is why."""
@@ -159,7 +280,7 @@ def blocked(
     def is_fixed(f: Finding) -> bool:
         return id(f) not in withheld and fixed(f)
 
-    regions = [(g, index.within(g.region)) for g in guards]
+    regions = [(g, _region(index, g)) for g in guards]
     regions = [(g, r) for g, r in regions if r]
     done: set[int] = set()
     changed = True
@@ -168,7 +289,7 @@ def blocked(
         for i, (guard, region) in enumerate(regions):
             if i in done:
                 continue
-            tests = [f for f in region if any(inside(f.span, t) for t in guard.tests)]
+            tests = [f for f in region if any(inside(f.span, t) for t in (*guard.tests, *guard.feeds))]
             moving = [f for f in tests if is_fixed(f)]
             if not moving:
                 continue
@@ -197,7 +318,7 @@ def reason(block: Block) -> str:
 def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets: Iterable[Target]) -> list[Finding]:
     """Scan-time guard rule: drop each target's fixes inside a guard that cannot move whole, and
     make the guard's finding say why. A finding left with no fix at all becomes manual."""
-    guards = guards_in(tree, lines, sorted({n for f in findings if f.fixes for n in range(f.span.line, f.span.end_line + 1)}))
+    guards = guards_in(tree, lines)
     if not guards:
         return list(findings)
     dropped: dict[int, set[Target]] = {}
@@ -222,7 +343,7 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
                     note = f"it is guarded by the condition at line {block.guard.tests[0].line}, which stays as it is"
                     if note not in notes.setdefault(id(f), []):
                         notes[id(f)].append(note)
-    words = _retell_asserts(findings, guards, lines)
+    words = _retell_messages(findings, guards, lines)
     if not dropped and not words:
         return list(findings)
     out: list[Finding] = []
@@ -249,23 +370,46 @@ _CUDA_WORD = re.compile(r"\bCUDA\b")
 _SAYS = {Target.NEURON: "Neuron", Target.ACCELERATOR: "an accelerator"}
 
 
-def _retell_asserts(findings: Sequence[Finding], guards: Sequence[Guard], lines: LineIndex) -> dict[int, tuple[Edit, ...]]:
-    """`assert torch.cuda.is_available(), "CUDA is required"`: when the assert moves, its message
-    stops saying CUDA (the word inside the string only). Per finding of an assert's test (the
-    first one carries them), the word's edits: `Edit.replacement` is filled in per target."""
+def _retell_messages(findings: Sequence[Finding], guards: Sequence[Guard], lines: LineIndex) -> dict[int, tuple[Edit, ...]]:
+    """`assert torch.cuda.is_available(), "CUDA is required"`, `if not torch.cuda.is_available():
+    raise RuntimeError(f"CUDA is required ({why})")`: when the guard moves, its message stops
+    saying CUDA (the word in the string's text only, never inside an f-string's `{...}`). Per
+    finding of the guard's test (the first one carries them), the word's edits:
+    `Edit.replacement` is filled in per target."""
     out: dict[int, tuple[Edit, ...]] = {}
     index = _Index(findings)
     for guard in guards:
         if guard.message is None:
             continue
         m_span = guard.message
-        text = lines.line(m_span.line)[m_span.col : m_span.end_col]
+        text = _outside_braces(lines.line(m_span.line)[m_span.col : m_span.end_col])
         words = [Edit(Span(m_span.line, m_span.col + m.start(), m_span.line, m_span.col + m.end()), "")
                  for m in _CUDA_WORD.finditer(text)]
         carrier = next((f for f in index.within(guard.tests[0]) if f.fixes), None)
         if words and carrier is not None:
             out[id(carrier)] = tuple(words)
     return out
+
+
+def _outside_braces(text: str) -> str:
+    """An f-string's source with its replacement fields blanked (`{{` and `}}` are text)."""
+    if "{" not in text:
+        return text
+    out = list(text)
+    depth = i = 0
+    while i < len(text):
+        c = text[i]
+        if depth == 0 and c in "{}" and text[i + 1 : i + 2] == c:
+            i += 2
+            continue
+        if c == "{":
+            depth += 1
+        if depth:
+            out[i] = " "
+        if c == "}" and depth:
+            depth -= 1
+        i += 1
+    return "".join(out)
 
 
 def _share_removals(findings: Sequence[Finding], guards: Sequence[Guard], targets: Sequence[Target]) -> list[Finding]:

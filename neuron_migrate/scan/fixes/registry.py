@@ -25,6 +25,7 @@ _LOCATIONS: dict[str, str] = {
     "amp_autocast_device": "amp",
     "amp_grad_scaler": "amp",
     "compile_backend": "compile",
+    "accelerator_manual_seed": "seed",
 }
 
 class _Fixers(Mapping[str, "Fixer"]):

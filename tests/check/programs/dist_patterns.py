@@ -35,6 +35,14 @@ try:
     out["other_device"] = "accepted"
 except RuntimeError as exc:
     out["other_device"] = str(exc)
+try:  # an explicit index other than the process's own: TorchNeuron's allocation on it fails
+    torch.ones(2).to(f"neuron:{(local_rank + 1) % world}")
+    out["explicit_other"] = "accepted"
+except RuntimeError as exc:
+    out["explicit_other"] = str(exc)
+stream, event = torch.Stream("neuron"), torch.neuron.Event()
+event.record()
+out["streams"] = [str(stream.device), str(torch.accelerator.current_stream().device), str(event.device)]
 
 
 def mlp() -> nn.Module:

@@ -18,9 +18,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from neuron_migrate.api import rewrite_paths
 from neuron_migrate.config import Settings
 from neuron_migrate.findings import Target
-from neuron_migrate.api import rewrite_paths
 from neuron_migrate.rewrite.engine import FileStatus
 
 HERE = Path(__file__).parent

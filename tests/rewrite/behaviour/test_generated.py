@@ -24,8 +24,9 @@ EXTRAS = (
     'if torch.cuda.is_available():\n    cap = torch.cuda.get_device_capability()\n    print("cap", cap)\n',
     'flag = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8\nprint("flag", flag)\n',
     'name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"\nprint("name", name)\n',
-    # `if device.startswith("cuda"): ...` is left out: on the accelerator target a compared device
-    # string becomes the cpu-fallback form (strict xfail in test_rewrite_meaning.py).
+    'if device.startswith("cuda"):\n    torch.backends.cudnn.benchmark = True\n    print("bench on")\n',
+    'ok = device.split(":")[0] in ("cuda", "cpu")\nprint("listed", ok)\n',
+    'use_cuda = torch.cuda.is_available()\nif use_cuda:\n    major, _ = torch.cuda.get_device_capability()\n    print("major", major)\n',
     'if "cuda" in device:\n    props = torch.cuda.get_device_properties(0)\n    print("mem", props.total_memory)\n',
     'def on_gpu(t):\n    return t.device.type == "cuda"\nprint("on gpu", on_gpu(torch.ones(1)))\n',
     ("def check():\n    assert torch.cuda.is_available(), \"CUDA needed\"\n    return torch.cuda.get_device_name(0)\n"
