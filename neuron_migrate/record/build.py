@@ -59,7 +59,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -316,7 +316,7 @@ def build_record(
         "check": check,
         "settings": effective_settings(settings, pack),
     }
-    record["headline"] = headline(record)
+    record["headline"] = headline(record).to_dict()
     return record
 
 
@@ -511,31 +511,66 @@ def check_values(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {str(k): dict(v) for k, v in values.items() if isinstance(v, Mapping)}
 
 
-def headline(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The numbers a reader wants first."""
+@dataclass(frozen=True, slots=True)
+class CheckHeadline:
+    """The headline of the check of the rewritten program (when `report --run` ran one)."""
+
+    check_completed: bool  # a report, exit 0 or 1, and no finding of a rule that `ends_run`
+    check_exit_code: int | None  # of `neuron-migrate check`; None: it did not start
+    fallback_ops: int  # distinct ops that fell back to the CPU
+    host_syncs: int  # host-sync findings
+    recompile_hotspots: int  # call sites that kept compiling
+    runtime_findings: int  # every NM9xx finding
+
+
+@dataclass(frozen=True, slots=True)
+class Headline:
+    """The numbers a reader wants first (the record's `headline`; its JSON is these fields, flat,
+    the check's only when checked)."""
+
+    sites: int  # scan findings
+    errors: int
+    files_with_findings: int
+    files_scanned: int
+    auto_fixable: int  # for the record's target
+    auto_fixable_safe: int
+    auto_fixable_share: float  # 4 places
+    fixed_by_rewrite: int
+    needs_person: int  # findings a scan of the rewritten copy reports
+    rewrite_idempotent: bool
+    check: CheckHeadline | None
+
+    @property
+    def checked(self) -> bool:
+        return self.check is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "check"}
+        out["checked"] = self.checked
+        if self.check is not None:
+            out.update((f.name, getattr(self.check, f.name)) for f in fields(self.check))
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Headline:
+        """A loaded record's headline (KeyError when a field is missing: `validate` reports it)."""
+        check = CheckHeadline(**{f.name: d[f.name] for f in fields(CheckHeadline)}) if d.get("checked") else None
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name != "check"}, check=check)
+
+
+def headline(record: Mapping[str, Any]) -> Headline:
+    """The numbers a reader wants first, from the record's scan, rewrite and check."""
     from neuron_migrate.emit.summary import summarize
     from neuron_migrate.findings import Target
 
     summary = summarize(Report.from_dict(record["scan"]), Target(record["target"]))
     check = record.get("check")
-    out: dict[str, Any] = {
-        "sites": summary.total,
-        "errors": dict(summary.by_severity)[Severity.ERROR],
-        "files_with_findings": summary.files_with_findings,
-        "files_scanned": summary.files_scanned,
-        "auto_fixable": summary.fixable,
-        "auto_fixable_safe": summary.fixable_safe,
-        "auto_fixable_share": round(summary.fixable_share, 4),
-        "fixed_by_rewrite": len(record["rewrite"]["fixed"]),
-        "needs_person": len(record["rewrite"]["remaining"]),
-        "rewrite_idempotent": bool(record["rewrite"]["idempotent"]),
-        "checked": check is not None,
-    }
+    checked = None
     if check is not None:
         runtime = check_findings(record)
         pack = _pack()
         ending, host_syncs = pack.ending_codes(), pack.codes_of_kind(HOST_SYNC_KIND)
-        out.update(
+        checked = CheckHeadline(
             check_completed=check.get("report") is not None and check.get("exit_code") in (0, 1)
             and not any(f.code in ending for f in runtime),
             check_exit_code=check.get("exit_code"),
@@ -544,7 +579,19 @@ def headline(record: Mapping[str, Any]) -> dict[str, Any]:
             recompile_hotspots=len(recompile_sites(record)),
             runtime_findings=len(runtime),
         )
-    return out
+    return Headline(
+        sites=summary.total,
+        errors=dict(summary.by_severity)[Severity.ERROR],
+        files_with_findings=summary.files_with_findings,
+        files_scanned=summary.files_scanned,
+        auto_fixable=summary.fixable,
+        auto_fixable_safe=summary.fixable_safe,
+        auto_fixable_share=round(summary.fixable_share, 4),
+        fixed_by_rewrite=len(record["rewrite"]["fixed"]),
+        needs_person=len(record["rewrite"]["remaining"]),
+        rewrite_idempotent=bool(record["rewrite"]["idempotent"]),
+        check=checked,
+    )
 
 
 @dataclass(frozen=True, slots=True)

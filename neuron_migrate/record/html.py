@@ -12,7 +12,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from neuron_migrate.record import charts, views
-from neuron_migrate.record.build import by_code, by_file, check_extras, remaining_findings, runtime_by_code
+from neuron_migrate.record.build import Headline, by_code, by_file, check_extras, remaining_findings, runtime_by_code
 
 if TYPE_CHECKING:
     from neuron_migrate.ruleset.model import RulePack
@@ -82,18 +82,18 @@ def _card(value: Any, label: str, tone: str = "") -> str:
 
 
 def _cards(record: Mapping[str, Any]) -> str:
-    h = record["headline"]
+    h = Headline.from_dict(record["headline"])
     cards = [
-        _card(h["sites"], "CUDA-specific sites"),
-        _card(views.pct(h["auto_fixable_share"]), f"auto-fixable ({h['auto_fixable']})"),
-        _card(h["fixed_by_rewrite"], "fixed by rewrite", "good"),
-        _card(h["needs_person"], "left for a person", "bad" if h["needs_person"] else "good"),
+        _card(h.sites, "CUDA-specific sites"),
+        _card(views.pct(h.auto_fixable_share), f"auto-fixable ({h.auto_fixable})"),
+        _card(h.fixed_by_rewrite, "fixed by rewrite", "good"),
+        _card(h.needs_person, "left for a person", "bad" if h.needs_person else "good"),
     ]
-    if h.get("checked"):
+    if (c := h.check) is not None:
         cards += [
-            _card("yes" if h["check_completed"] else "no", "check completed", "good" if h["check_completed"] else "bad"),
-            _card(h["fallback_ops"], "CPU fallback ops", "bad" if h["fallback_ops"] else "good"),
-            _card(h["recompile_hotspots"], "recompile hotspots", "bad" if h["recompile_hotspots"] else "good"),
+            _card("yes" if c.check_completed else "no", "check completed", "good" if c.check_completed else "bad"),
+            _card(c.fallback_ops, "CPU fallback ops", "bad" if c.fallback_ops else "good"),
+            _card(c.recompile_hotspots, "recompile hotspots", "bad" if c.recompile_hotspots else "good"),
         ]
     return f'<div class="cards">{"".join(cards)}</div>'
 

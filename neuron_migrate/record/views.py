@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from neuron_migrate.record.build import check_extras, fallback_ops, recompile_sites
+from neuron_migrate.record.build import Headline, check_extras, fallback_ops, recompile_sites
 
 
 def pct(share: float) -> str:
@@ -36,26 +36,26 @@ def provenance(record: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def headline_rows(record: Mapping[str, Any]) -> list[tuple[str, str]]:
-    h = record["headline"]
+    h = Headline.from_dict(record["headline"])
     rows = [
         ("CUDA-specific sites found",
-         f"{h['sites']} ({h['errors']} errors) in {h['files_with_findings']} of {h['files_scanned']} files"),
+         f"{h.sites} ({h.errors} errors) in {h.files_with_findings} of {h.files_scanned} files"),
         (f"Auto-fixable for target {record['target']}",
-         (f"{h['auto_fixable']} of {h['sites']} ({pct(h['auto_fixable_share'])}): "
-          f"{h['auto_fixable_safe']} safe, {h['auto_fixable'] - h['auto_fixable_safe']} unsafe")),
-        ("Fixed by the rewrite", str(h["fixed_by_rewrite"])),
-        ("Left for a person (after rewrite)", str(h["needs_person"])),
-        ("Rewrite idempotent (second run changes nothing)", yes_no(h["rewrite_idempotent"])),
+         (f"{h.auto_fixable} of {h.sites} ({pct(h.auto_fixable_share)}): "
+          f"{h.auto_fixable_safe} safe, {h.auto_fixable - h.auto_fixable_safe} unsafe")),
+        ("Fixed by the rewrite", str(h.fixed_by_rewrite)),
+        ("Left for a person (after rewrite)", str(h.needs_person)),
+        ("Rewrite idempotent (second run changes nothing)", yes_no(h.rewrite_idempotent)),
     ]
-    if h.get("checked"):
+    if h.check is not None:
         check = record["check"]
-        state = "completed" if h["check_completed"] else "did not complete"
+        state = "completed" if h.check.check_completed else "did not complete"
         rows += [
             ("check of the rewritten program",
              f"{state} (exit {check['exit_code']}) in {check['duration_s']:.1f} s"),
-            ("CPU fallback ops", str(h["fallback_ops"])),
-            ("Recompile hotspots (call sites)", str(h["recompile_hotspots"])),
-            ("Host synchronisations", str(h["host_syncs"])),
+            ("CPU fallback ops", str(h.check.fallback_ops)),
+            ("Recompile hotspots (call sites)", str(h.check.recompile_hotspots)),
+            ("Host synchronisations", str(h.check.host_syncs)),
         ]
     else:
         rows.append(("check of the rewritten program", "not run (use --run SCRIPT)"))

@@ -27,6 +27,7 @@ from neuron_migrate.record.build import (
     RECORD_KIND,
     RECORD_SCHEMA_VERSION,
     CheckOutcome,
+    Headline,
     RecordError,
     RunSpec,
     build_record,
@@ -182,7 +183,8 @@ def test_json_round_trip(project: Path, tmp_path: Path) -> None:
     path.write_text(dumps(rec), encoding="utf-8")
     loaded = load_record(path)
     assert loaded == json.loads(json.dumps(rec))
-    assert headline(loaded) == rec["headline"]
+    assert headline(loaded).to_dict() == rec["headline"]
+    assert Headline.from_dict(rec["headline"]) == headline(loaded)
     assert Report.from_dict(loaded["scan"]).to_dict() == rec["scan"]
     assert Report.from_dict(loaded["check"]["report"]).to_dict() == rec["check"]["report"]
 
@@ -244,7 +246,7 @@ def test_what_the_record_counts_follows_the_rules_flags(project: Path, monkeypat
     pack = load_pack()
     rules = {code: dataclasses.replace(r, ends_run=False) if code == "NM912" else r for code, r in pack.rules.items()}
     monkeypatch.setattr(build, "_pack", lambda: dataclasses.replace(pack, rules=rules))
-    assert build.headline(rec)["check_completed"] is True
+    assert (check := build.headline(rec).check) is not None and check.check_completed is True
 
 
 class _StrictParser(HTMLParser):
@@ -349,7 +351,7 @@ def base(project: Path) -> dict[str, Any]:
 def _with(rec: dict[str, Any], edit: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
     new = copy.deepcopy(rec)
     edit(new)
-    new["headline"] = headline(new)
+    new["headline"] = headline(new).to_dict()
     return new
 
 
