@@ -1074,7 +1074,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
                   if site.kind != "tokens" and not code.startswith(_NOT_CUDA_FAMILY)}
     findings: list[Finding] = []
     for (code, span), (rule, site) in spans.items():
-        if site.kind == "device_strings" and (span in argument_spans or already_listed(site, ctx)):
+        if site.kind == "device_strings" and (span in argument_spans or already_listed(site)):
             continue
         if site.kind == "tokens":
             if span.line in seen_lines:

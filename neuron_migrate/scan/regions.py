@@ -40,6 +40,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 from neuron_migrate.scan.prefilter import WORD_STR, Token, occurrences
@@ -227,7 +228,7 @@ class RegionGate:
                 others[t] = _holding(code, t, regions, starts)
             else:
                 if probe not in probed:
-                    probed[probe] = _holding(lowered, _Need(probe, False, False, False), regions, starts)  # type: ignore[arg-type]
+                    probed[probe] = _spread(partial(lowered.find, probe), regions, starts)
                 others[t] = probed[probe]
         met = [req for req, words, rest in self._split if words <= present and all(any(others[t]) for t in rest)]
         if any(all(t.value for t in req) for req in met):
@@ -481,31 +482,41 @@ def _region_at(regions: list[Region], starts: list[int], pos: int) -> int:
     return i if i >= 0 and pos < regions[i].end else -1
 
 
-def _holding(code: str | bytes, token: _Need, regions: list[Region], starts: list[int]) -> tuple[set[int], bool]:
-    """The indexes of the regions holding `token` (with its word bounds; `code` is bytes only for
-    a token without any), and whether the text outside them does. Once a region (or the context)
-    is known to hold it, the search jumps past that region (to the next region): a word such as
-    `cuda` occurs thousands of times in a file."""
+def _holding(code: str, token: _Need, regions: list[Region], starts: list[int]) -> tuple[set[int], bool]:
+    """The indexes of the regions holding `token` (with its word bounds), and whether the text
+    outside them does."""
     text, left, right = token.text, token.left, token.right
     n, end = len(text), len(code)
+
+    def find(pos: int) -> int:
+        i = code.find(text, pos)
+        while i >= 0 and not ((not left or i == 0 or code[i - 1] not in WORD_STR) and (
+                not right or i + n == end or code[i + n] not in WORD_STR)):
+            i = code.find(text, i + 1)
+        return i
+
+    return _spread(find, regions, starts)
+
+
+def _spread(find: Callable[[int], int], regions: list[Region], starts: list[int]) -> tuple[set[int], bool]:
+    """The regions holding an occurrence `find(pos)` (the first at or after `pos`, or -1) finds,
+    and whether one lies outside them. Once a region (or the context) is known to hold one, the
+    search jumps past that region (to the next region): a word such as `cuda` occurs thousands of
+    times in a file."""
     found: set[int] = set()
     outside = False
-    i = code.find(text)
+    i = find(0)
     while i >= 0:
-        if (not left or i == 0 or code[i - 1] not in WORD_STR) and (
-                not right or i + n == end or code[i + n] not in WORD_STR):
-            k = _region_at(regions, starts, i)
-            if k >= 0:
-                found.add(k)
-                i = code.find(text, regions[k].end)
-                continue
-            outside = True
-            nxt = bisect.bisect_right(starts, i)
-            if nxt == len(starts):
-                break
-            i = code.find(text, starts[nxt])
+        k = _region_at(regions, starts, i)
+        if k >= 0:
+            found.add(k)
+            i = find(regions[k].end)
             continue
-        i = code.find(text, i + 1)
+        outside = True
+        nxt = bisect.bisect_right(starts, i)
+        if nxt == len(starts):
+            break
+        i = find(starts[nxt])
     return found, outside
 
 
