@@ -1083,10 +1083,14 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
         symbol = site.symbol or _symbol(site, lines)
         fixes = fixes_for(rule, site, span, ctx) if rule.fix.fix_class in (FixClass.SAFE, FixClass.UNSAFE) else ()
         fix_class = rule.fix.fix_class
+        message = rule.render_message(symbol)
         if fixes and fix_class is FixClass.SAFE and all(f.applicability is FixClass.UNSAFE for f in fixes):
             fix_class = FixClass.UNSAFE  # this site's fix relies on what it cannot see (fixes.bindings)
         elif not fixes and site.data and fix_class in (FixClass.SAFE, FixClass.UNSAFE):
-            fix_class = FixClass.MANUAL  # a table key whose `neuron` value has no automatic answer (fixes.data)
+            from neuron_migrate.scan.fixes.data import NO_ENTRY
+
+            fix_class = FixClass.MANUAL  # a table key whose `neuron` value has no automatic answer
+            message = f"{message}; {NO_ENTRY}"
         findings.append(
             Finding(
                 code=code,
@@ -1095,7 +1099,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
                 category=rule.category,
                 path=path,
                 span=span,
-                message=rule.render_message(symbol),
+                message=message,
                 source_line=lines.line(span.line),
                 symbol=symbol,
                 fixes=fixes,
