@@ -1,6 +1,11 @@
 """Dry-run rewrite of the installed torch package tree, against a scan alone.
 
     python benchmarks/bench_rewrite.py [--target neuron|accelerator] [--unsafe-fixes] [--jobs N] [--full-libcst]
+    python benchmarks/bench_rewrite.py --many-fixes N
+
+`--many-fixes N` instead times applying the fixes of one generated file with N fixes (half of
+its lines carry two overlapping fixes, `@torch.compile(mode="max-autotune")`) against one with
+N/8, and prints the ratio: about 8 when the cost grows linearly with the fixes, 64 if quadratic.
 
 Prints: files scanned; the cold scan's time (no cache, all cores); the rewrite stage's time on
 the scan's findings (fixes applied in memory, nothing written); how many files had a fix to apply
@@ -52,6 +57,40 @@ def _parse_times(files: list[Path]) -> tuple[float, float, int]:
     return ast_s, cst_s, failed
 
 
+def _many_fixes_source(n: int) -> str:
+    """About `n` applicable fixes (with --unsafe-fixes): `.cuda()` calls and compile decorators
+    whose two fixes overlap (one is applied, one skipped)."""
+    parts = ["import torch\n"]
+    for i in range(n // 3):
+        parts.append(f"x{i} = torch.ones(1).cuda()\n\n\n@torch.compile(mode=\"max-autotune\")\ndef f{i}(x):\n    return x\n")
+    return "".join(parts)
+
+
+def _time_many_fixes(n: int) -> tuple[int, int, float]:
+    """(fixes to apply, fixes applied, seconds to apply them) for the generated file of `n` fixes."""
+    from neuron_migrate.rewrite.apply import applicable_fix, apply_fixes_to_source
+    from neuron_migrate.ruleset.load import load_pack
+    from neuron_migrate.scan.analyze import analyze_source
+
+    source = _many_fixes_source(n)
+    findings = analyze_source(source, "many.py", load_pack())
+    fixable = sum(1 for f in findings if applicable_fix(f, Target.NEURON, unsafe=True))
+    t0 = time.perf_counter()
+    result = apply_fixes_to_source(source, findings, Target.NEURON, unsafe=True)
+    return fixable, len(result.applied), time.perf_counter() - t0
+
+
+def many_fixes(n: int) -> None:
+    small_n = max(n // 8, 1)
+    _time_many_fixes(small_n)  # warm up: imports, libcst's parser tables
+    small = _time_many_fixes(small_n)
+    large = _time_many_fixes(n)
+    for label, (fixable, applied, seconds) in (("small", small), ("large", large)):
+        print(f"{label}: {fixable} fixes to apply, {applied} applied (the rest overlap), {seconds:.2f} s")
+    print(f"large/small: {large[0] / small[0]:.1f}x the fixes, {large[2] / max(small[2], 1e-9):.1f}x the time "
+          "(linear: about the same factor; quadratic: its square)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", choices=[t.value for t in Target], default="neuron")
@@ -59,7 +98,11 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=None, help="rewrite worker processes (default: all cores; "
                         "with 1, libcst parses are counted)")
     parser.add_argument("--full-libcst", action="store_true", help="also time libcst on every file (slow)")
+    parser.add_argument("--many-fixes", type=int, metavar="N", help="time one file with N fixes against N/8 instead")
     args = parser.parse_args()
+    if args.many_fixes:
+        many_fixes(args.many_fixes)
+        return
     target = Target(args.target)
     root = torch_tree()
 

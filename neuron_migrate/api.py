@@ -27,7 +27,7 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from neuron_migrate.check.runner import Program
     from neuron_migrate.config import Settings
-    from neuron_migrate.findings import Report, Target
+    from neuron_migrate.findings import Finding, Report, Target
     from neuron_migrate.rewrite.engine import RewriteResult
     from neuron_migrate.ruleset.model import RulePack
     from neuron_migrate.scan.result import ScanResult
@@ -171,6 +171,32 @@ def scan_text(
 # --- rewrite --------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Rescan:
+    """What `scan` reports on one file's rewritten text, kept in memory: its analysis, inline
+    suppressions and the pipeline of `settings` (selection, per-file ignores, baseline, diff
+    filter). `rewrite` plans another round of fixes from it (engine.rewrite_text)."""
+
+    root: str
+    settings: Settings
+
+    def __reduce__(self) -> tuple[type[Rescan], tuple[str, Settings]]:
+        # Worker processes get it pickled; a read-only mapping (MappingProxyType) cannot be.
+        plain = replace(self.settings, severity=dict(self.settings.severity), sources=dict(self.settings.sources))
+        return Rescan, (self.root, plain)
+
+    def __call__(self, path: str, text: str) -> list[Finding]:
+        from neuron_migrate.pipeline.finalize import finalize
+        from neuron_migrate.pipeline.suppress import apply_directives
+        from neuron_migrate.ruleset.load import load_pack
+        from neuron_migrate.scan.analyze import analyze_source
+        from neuron_migrate.scan.directives import find_directives
+
+        pack = load_pack(self.settings.extra_rules)
+        kept = apply_directives(path, analyze_source(text, path, pack), find_directives(text), pack).kept
+        return list(finalize("scan", self.root, kept, self.settings, pack).findings)
+
+
 def rewrite_paths(
     paths: Sequence[Path],
     settings: Settings,
@@ -203,6 +229,7 @@ def rewrite_paths(
     outcomes = rewrite_findings(
         Path(scanned.root), report.findings, target=target, unsafe=unsafe, apply=apply, allow_dirty=allow_dirty,
         jobs=jobs, progress=fix_progress, patch_root=root, write_read_only=write_read_only,
+        rescan=Rescan(scanned.root, settings),
     )
     rescanned = None
     if apply and any(o.status is FileStatus.CHANGED for o in outcomes):

@@ -11,6 +11,7 @@ fix applies.
 from __future__ import annotations
 
 import ast
+import bisect
 import itertools
 import re
 from collections.abc import Iterable, Sequence
@@ -19,6 +20,9 @@ from dataclasses import dataclass
 from neuron_migrate.findings import Finding, Fix, FixClass, Target
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+OVERLAPS = "overlaps the fix for"  # how a skip for an overlap starts (another round may apply it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +104,33 @@ def _overlaps(a: tuple[int, int, str], b: tuple[int, int, str]) -> bool:
     return a[0] == b[0] and (a[0] == a[1] or b[0] == b[1])
 
 
+class _Taken:
+    """The edits of the fixes accepted so far, sorted by position. They never overlap one another,
+    so their ends rise with their starts and a new edit is compared with its neighbours only:
+    overlap checks cost O(log n) per edit, not a scan of every accepted fix."""
+
+    def __init__(self) -> None:
+        self._spans: list[tuple[int, int, str]] = []
+        self._owners: list[_Planned] = []
+
+    def add(self, planned: _Planned) -> None:
+        for span in planned.spans:
+            i = bisect.bisect_right(self._spans, span)
+            self._spans.insert(i, span)
+            self._owners.insert(i, planned)
+
+    def clash(self, span: tuple[int, int, str]) -> _Planned | None:
+        start, end, _ = span
+        i = bisect.bisect_left(self._spans, (start,))
+        if i and _overlaps(self._spans[i - 1], span):  # the one before may reach past `start`
+            return self._owners[i - 1]
+        while i < len(self._spans) and (self._spans[i][0] < end or self._spans[i][0] == start):
+            if _overlaps(self._spans[i], span):
+                return self._owners[i]
+            i += 1
+        return None
+
+
 def _plan(
     source: str, findings: Sequence[Finding], target: Target, unsafe: bool
 ) -> tuple[list[_Planned], list[SkippedFix]]:
@@ -140,15 +171,15 @@ def _plan(
 
     candidates.sort(key=lambda p: (p.first, p.finding.code))
     accepted: list[_Planned] = []
+    taken = _Taken()
     for cand in candidates:
-        clash = next(
-            (a for a in accepted if any(_overlaps(x, y) for x in cand.spans for y in a.spans)), None
-        )
+        clash = next((c for c in map(taken.clash, cand.spans) if c is not None), None)
         if clash is None:
             accepted.append(cand)
+            taken.add(cand)
         else:
             where = f"{clash.finding.span.line}:{clash.finding.span.col + 1}"
-            skipped.append(SkippedFix(cand.finding, f"overlaps the fix for {clash.finding.code} at {where}"))
+            skipped.append(SkippedFix(cand.finding, f"{OVERLAPS} {clash.finding.code} at {where}"))
     if accepted:
         accepted, held = _hold_guards(source, findings, accepted, target)
         skipped += held

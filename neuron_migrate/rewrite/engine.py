@@ -8,6 +8,7 @@ that file's outcome; the run goes on.
 
 from __future__ import annotations
 
+import bisect
 import concurrent.futures as cf
 import difflib
 import multiprocessing
@@ -164,10 +165,17 @@ def is_notebook(path: str) -> bool:
     return path.endswith(".ipynb")
 
 
+Rescan = Callable[[str, str], Sequence[Finding]]  # (path, text) -> what scan reports on that text
+
+_ROUNDS = 4  # rounds of fixing one file in memory (fixes skipped for an overlap get the next)
+
+
 def rewrite_text(text: str, path: str, findings: Sequence[Finding], target: Target, *, unsafe: bool,
-                 label: str | None = None) -> TextResult:
+                 label: str | None = None, rescan: Rescan | None = None) -> TextResult:
     """Rewrite decoded text of a Python file or notebook (`path` picks which; the diff names
-    `label`, by default `path`)."""
+    `label`, by default `path`). With `rescan`, fixes skipped because they overlap an applied one
+    are planned again on the rewritten text, until none is left (or `_ROUNDS`): one run does what
+    running `rewrite` again would (`@torch.compile(mode="max-autotune")` gets both its fixes)."""
     label = path if label is None else label
     if is_notebook(path):
         from neuron_migrate.rewrite.notebook import rewrite_notebook
@@ -178,8 +186,93 @@ def rewrite_text(text: str, path: str, findings: Sequence[Finding], target: Targ
     from neuron_migrate.rewrite.apply import apply_fixes_to_source
 
     result = apply_fixes_to_source(text, findings, target, unsafe=unsafe)
-    return TextResult(result.new_source, _diff(text, result.new_source, label), result.applied, result.skipped,
-                      result.error)
+    if result.error:
+        return TextResult(text, "", result.applied, result.skipped, result.error)
+    new_text, applied, skipped = result.new_source, list(result.applied), list(result.skipped)
+    if rescan is not None:
+        new_text = _more_rounds(text, new_text, path, applied, skipped, target, unsafe, rescan)
+    return TextResult(new_text, _diff(text, new_text, label), tuple(applied), tuple(skipped))
+
+
+def _more_rounds(original: str, text: str, path: str, applied: list[Finding], skipped: list[SkippedFix],
+                 target: Target, unsafe: bool, rescan: Rescan) -> str:
+    """Fix `text` (rewritten from `original`) again while a fix skipped for an overlap waits.
+
+    `applied` and `skipped` are about `original`'s findings and are updated in place: a waiting
+    finding whose code is fixed (or skipped for a new reason) on the lines it moved to takes that
+    outcome; a fix applied to no waiting finding (code a fix wrote) is added as it is."""
+    from neuron_migrate.rewrite.apply import OVERLAPS, apply_fixes_to_source
+
+    moved = _LineMap(original, text)
+    waiting = {id(s.finding): (s, moved(s.finding.span.line, s.finding.span.line + 1))
+               for s in skipped if s.reason.startswith(OVERLAPS)}
+    for _ in range(_ROUNDS - 1):
+        if not waiting:
+            break
+        try:
+            findings = rescan(path, text)
+        except Exception:  # noqa: BLE001 - a failed extra round must not cost the rounds already done
+            break
+        result = apply_fixes_to_source(text, findings, target, unsafe=unsafe)
+        if result.error or not result.applied:
+            break
+        index: dict[tuple[str, int], list[int]] = defaultdict(list)
+        for key, (s, (first, stop)) in waiting.items():
+            for line in range(first, stop):
+                index[s.finding.code, line].append(key)
+        for found in result.applied:
+            old = _take(waiting, index, found)
+            if old is not None:
+                skipped.remove(old)
+            applied.append(found if old is None else old.finding)
+        for again in result.skipped:
+            old = _take(waiting, index, again.finding)
+            if old is not None and not again.reason.startswith(OVERLAPS):
+                skipped[skipped.index(old)] = SkippedFix(old.finding, again.reason)
+            elif old is not None:
+                waiting[id(old.finding)] = (old, (again.finding.span.line, again.finding.span.line + 1))
+        moved = _LineMap(text, result.new_source)
+        waiting = {k: (s, moved(*lines)) for k, (s, lines) in waiting.items()}
+        text = result.new_source
+    return text
+
+
+def _take(waiting: dict[int, tuple[SkippedFix, tuple[int, int]]], index: dict[tuple[str, int], list[int]],
+          found: Finding) -> SkippedFix | None:
+    """The waiting skip `found` (a finding of the rewritten text) stands for: same code, on the
+    lines the skipped one moved to. It stops waiting."""
+    keys = [k for k in index.get((found.code, found.span.line), ()) if k in waiting]
+    return waiting.pop(keys[0])[0] if keys else None
+
+
+class _LineMap:
+    """Where lines of `old` went in `new` (1-based line numbers; a range maps to a range)."""
+
+    def __init__(self, old: str, new: str) -> None:
+        from neuron_migrate.rewrite.apply import line_starts
+
+        def lines(text: str) -> list[str]:
+            starts = line_starts(text)
+            return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
+
+        self._ops = [op for op in difflib.SequenceMatcher(a=lines(old), b=lines(new), autojunk=False).get_opcodes()
+                     if op[0] != "insert"]
+        self._starts = [op[1] for op in self._ops]
+
+    def __call__(self, start: int, stop: int) -> tuple[int, int]:
+        """The lines of `new`, [first, stop), that lines [start, stop) of `old` became."""
+        lo_line, hi_line = start - 1, stop - 1  # 0-based
+        first, last = -1, -1
+        i = max(bisect.bisect_right(self._starts, lo_line) - 1, 0)
+        while i < len(self._ops) and self._ops[i][1] < hi_line:
+            tag, i1, i2, j1, j2 = self._ops[i]
+            lo, hi = max(i1, lo_line), min(i2, hi_line)
+            if lo < hi:
+                a, b = (j1 + lo - i1, j1 + hi - i1) if tag == "equal" or i2 - i1 == j2 - j1 else (j1, j2)
+                first = a if first < 0 else min(first, a)
+                last = max(last, b)
+            i += 1
+        return (first + 1, last + 1) if 0 <= first < last else (start, start)
 
 
 # --- layer 2: files -------------------------------------------------------------------------------
@@ -201,6 +294,7 @@ class _Work:
     target: Target
     unsafe: bool
     patch_root: Path | None  # what the diff's paths are relative to (None: see patch_label)
+    rescan: Rescan | None  # scans rewritten text for further rounds (see rewrite_text)
 
 
 def _plan_file(work: _Work) -> FileOutcome | _Pending:
@@ -212,7 +306,7 @@ def _plan_file(work: _Work) -> FileOutcome | _Pending:
         original = real.read_bytes()
         decoded = files.decode_json(original) if is_notebook(rel) else files.decode_python(original)
         result = rewrite_text(decoded.text, rel, findings, target, unsafe=unsafe,
-                              label=patch_label(real, root, work.patch_root))
+                              label=patch_label(real, root, work.patch_root), rescan=work.rescan)
         if result.error:
             return FileOutcome(rel, FileStatus.SKIPPED, result.error, skipped=result.skipped)
         if not result.applied or result.new_text == decoded.text:
@@ -281,8 +375,10 @@ def rewrite_findings(
     progress: Callable[[int, int], None] | None = None,
     patch_root: Path | None = None,
     write_read_only: bool = False,
+    rescan: Rescan | None = None,
 ) -> tuple[FileOutcome, ...]:
     """Apply the fixes of `findings` (paths relative to `root`); only files with an applicable fix.
+    `rescan` (picklable: it may run in worker processes) lets a file take further rounds of fixes.
     A file reached by several paths (an in-root symlink and its target) is planned once, under
     its own path when the scan saw it, else under the first; the others say where it went."""
     by_path: dict[str, list[Finding]] = defaultdict(list)
@@ -298,12 +394,14 @@ def rewrite_findings(
     for real, rels in by_real.items():
         own = [rel for rel in rels if os.path.join(root_real, rel) == real]
         primary[real] = (own or rels)[0]
-    work = [_Work(root, rel, by_path[rel], target, unsafe, patch_root) for rel in fixable
+    work = [_Work(root, rel, by_path[rel], target, unsafe, patch_root, rescan) for rel in fixable
             if primary[os.path.realpath(root / rel)] == rel]
     planned: list[FileOutcome | _Pending] = _plan_all(work, jobs, progress)
     for real, rels in by_real.items():
         reason = f"the same file as {primary[real]}, rewritten under that path"
-        planned += [FileOutcome(rel, FileStatus.UNCHANGED, reason) for rel in rels if rel != primary[real]]
+        planned += [FileOutcome(rel, FileStatus.UNCHANGED, reason, skipped=tuple(
+            SkippedFix(f, reason) for f in by_path[rel] if applicable_fix(f, target, unsafe=unsafe)))
+            for rel in rels if rel != primary[real]]
     planned.sort(key=lambda p: (p.outcome if isinstance(p, _Pending) else p).path)
     if not apply:
         return tuple(p.outcome if isinstance(p, _Pending) else p for p in planned)

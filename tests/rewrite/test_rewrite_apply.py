@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rewrite_helpers import finding, span_of
 
 from neuron_migrate.findings import Edit, FixClass, Target
@@ -159,3 +161,33 @@ def test_each_fixed_file_is_parsed_once_with_libcst(monkeypatch) -> None:  # typ
     result = apply_fixes_to_source(src, fs, Target.NEURON, unsafe=False)
     assert result.new_source == "import torch\n\nwith torch.autocast('neuron'):\n    x.to('neuron')\n"
     assert len(calls) == 1
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 4), st.sampled_from(["", "n", "neuron"])),
+                         min_size=1, max_size=3), min_size=1, max_size=25))
+def test_overlap_detection_by_neighbours_matches_comparing_every_pair(fixes: list[list[tuple[int, int, str]]]) -> None:
+    """The sorted-span check (linear-ish, issue 13) keeps exactly the fixes the pairwise one kept:
+    in position order, a fix whose edits touch no accepted fix's edits."""
+    from neuron_migrate.findings import Finding, Fix, Severity, Span
+    from neuron_migrate.rewrite.apply import _overlaps
+
+    src = "x" * 50 + "\n"
+    found = []
+    for n, edits in enumerate(fixes):
+        spans = sorted({(start, min(start + length, 50), text) for start, length, text in edits})
+        fix = Fix(Target.NEURON, FixClass.SAFE, "t", tuple(Edit(Span(1, s, 1, e), r) for s, e, r in spans))
+        found.append(Finding(code=f"NM{100 + n}", severity=Severity.WARNING, fix_class=FixClass.SAFE,
+                             category="device", path="m.py", span=Span(1, spans[0][0], 1, spans[0][1]),
+                             message="m", fixes=(fix,)))
+    result = apply_fixes_to_source(src, found, Target.NEURON, unsafe=False)
+    own = {f.code: sorted((e.span.col, e.span.end_col, e.replacement) for e in f.fixes[0].edits) for f in found}
+    candidates = [f for f in found if not any(_overlaps(a, b) for a, b in zip(own[f.code], own[f.code][1:]))]
+    candidates.sort(key=lambda f: (own[f.code][0][0], f.code))
+    accepted: list[Finding] = []
+    for f in candidates:
+        if not any(_overlaps(x, y) for a in accepted for x in own[f.code] for y in own[a.code]):
+            accepted.append(f)
+    if result.error:  # the spliced text did not parse: nothing applied
+        return
+    assert sorted(f.code for f in result.applied) == sorted(f.code for f in accepted)

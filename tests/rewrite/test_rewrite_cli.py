@@ -180,3 +180,45 @@ def test_read_only_files_need_write_read_only(project: Path) -> None:
     assert 'device="neuron"' in (project / "train.py").read_text()
     assert (project / "train.py").stat().st_mode & 0o777 == 0o444
     assert "--write-read-only" in CliRunner().invoke(app, ["rewrite", "--help"], env={"COLUMNS": "200"}).stdout
+
+
+COMPILED = 'import torch\n\n\n@torch.compile(mode="max-autotune")\ndef f(x):\n    return x\n'
+
+
+def test_fixes_skipped_for_an_overlap_are_applied_in_the_same_run(tmp_path: Path) -> None:
+    """NM501 inserts `backend=` where NM503 removes `mode=`: a second run was needed, and the
+    dirty-tree guard then refused it. One run now converges (issue 13)."""
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "m.py").write_text(COMPILED)
+    subprocess.run(["git", "add", "m.py"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false",
+                    "commit", "-qm", "init"], cwd=tmp_path, check=True)
+    code, out, err = _run(str(tmp_path), "--unsafe-fixes", "--no-cache", "--fail-on", "never")
+    assert '+@torch.compile(backend="neuron")\n' in out
+    assert "m.py: NM501, NM503" in err and "overlaps" not in err
+    code, _, err = _run(str(tmp_path), "--apply", "--unsafe-fixes", "--no-cache", "--fail-on", "never")
+    assert code == 0, err
+    assert (tmp_path / "m.py").read_text() == COMPILED.replace('mode="max-autotune"', 'backend="neuron"')
+    code, out, err = _run(str(tmp_path), "--unsafe-fixes", "--no-cache", "--fail-on", "never")
+    assert out == "" and "Nothing to change" in err
+
+
+def test_a_later_round_keeps_to_suppressions_and_selection(tmp_path: Path) -> None:
+    kept = "x = torch.ones(1).cuda()  # neuron-migrate: ignore[NM102]\ny = torch.ones(1).to('cuda')\n"
+    (tmp_path / "m.py").write_text(COMPILED + kept)
+    code, _, err = _run(str(tmp_path), "--apply", "--unsafe-fixes", "--no-cache", "--fail-on", "never",
+                        "--ignore", "NM101")
+    assert code == 0, err
+    assert (tmp_path / "m.py").read_text() == COMPILED.replace('mode="max-autotune"', 'backend="neuron"') + kept
+
+
+def test_later_rounds_run_in_worker_processes_too(tmp_path: Path) -> None:
+    from neuron_migrate import api
+
+    for i in range(9):  # enough files for the process pool
+        (tmp_path / f"m{i}.py").write_text(COMPILED)
+    result = api.rewrite([tmp_path], overrides={"unsafe-fixes": True}, use_cache=False, jobs=2)
+    assert len(result.files) == 9
+    for outcome in result.files:
+        assert '+@torch.compile(backend="neuron")\n' in outcome.diff, outcome.reason
+        assert sorted(f.code for f in outcome.applied) == ["NM501", "NM503"]

@@ -208,6 +208,7 @@ def test_a_file_reached_through_a_link_and_its_own_path_is_planned_once(tmp_path
     assert diffs[0].diff.count("+x = torch.ones(1).to('neuron')") == 1
     others = [o for o in dry.files if o.path != "pkg/real.py"]
     assert len(others) == 1 and all(o.status is FileStatus.UNCHANGED and "pkg/real.py" in o.reason for o in others)
+    assert [s.reason for s in others[0].skipped] == [others[0].reason]  # what the summary says of its findings
     applied = api.rewrite([tmp_path], apply=True, use_cache=False, jobs=1)
     assert [o.path for o in applied.files if o.status is FileStatus.CHANGED] == ["pkg/real.py"]
     assert (tmp_path / "pkg" / "real.py").read_bytes() == data.replace(b"'cuda'", b"'neuron'")

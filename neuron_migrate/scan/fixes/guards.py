@@ -11,8 +11,8 @@ are and the guard's finding becomes the one manual finding that says why.
 A guard may be held in a variable: `use_cuda = torch.cuda.is_available()` then `if use_cuda:`,
 or `args.cuda = not args.no_cuda and torch.cuda.is_available()` then `if args.cuda:`. When a test
 uses a name as a truth value (or compares it with a number: `n_gpu > 1`), the values assigned to
-that name (in the test's scope, else at module level; an attribute chain anywhere in the file)
-are part of the guard's test too (`Guard.feeds`). A name compared with a string (`device ==
+that name (in the innermost scope around the test that binds it; an attribute chain anywhere in
+the file) are part of the guard's test too (`Guard.feeds`). A name compared with a string (`device ==
 "cuda"`) holds a device, not a condition: moving it does not send the program into CUDA-only code
 as long as the comparison itself stays.
 
@@ -60,13 +60,18 @@ def guards_in(tree: ast.AST, lines: LineIndex) -> list[Guard]:
     """Every guard of the tree, innermost (smallest region) first."""
     out: list[Guard] = []
     chains: dict[str, list[ast.AST]] = {}  # `args.cuda = ...`: attribute chains, file-wide
-    module: dict[str, list[ast.AST]] = {}
     found: list[tuple[Guard, list[ast.AST]]] = []
-    scoped: list[tuple[list[tuple[Guard, list[ast.AST]]], dict[str, list[ast.AST]]]] = []
-    for scope, nodes in _scopes(tree):
-        names: dict[str, list[ast.AST]] = module if scope is tree else {}
+    # per scope: the names it binds, then those of the functions around it and the module's
+    visible: dict[int, list[dict[str, list[ast.AST]]]] = {}
+    scoped: list[tuple[list[tuple[Guard, list[ast.AST]]], list[dict[str, list[ast.AST]]]]] = []
+    for scope, nodes, parent in _scopes(tree):
+        names: dict[str, list[ast.AST]] = {}
+        outer = visible.get(id(parent), []) if parent is not None else []
+        if parent is not None and parent.__class__ is ast.ClassDef:
+            outer = outer[1:]  # a class body's names are not seen from its methods
+        visible[id(scope)] = [names, *outer]
         found = []
-        scoped.append((found, names))
+        scoped.append((found, visible[id(scope)]))
         args = getattr(scope, "args", None)
         if args is not None:  # a parameter shadows the module's name: it is not the module's value
             for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
@@ -94,9 +99,9 @@ def guards_in(tree: ast.AST, lines: LineIndex) -> list[Guard]:
                     _asserts(block, lines, found)
             for holder in getattr(node, "handlers", None) or getattr(node, "cases", None) or ():
                 _asserts(holder.body, lines, found)
-    for found, names in scoped:  # every assignment is known: feed each guard its conditions' values
+    for found, scopes in scoped:  # every assignment is known: feed each guard its conditions' values
         for guard, tests in found:
-            feeds = _feeds(tests, names, module, chains)
+            feeds = _feeds(tests, scopes, chains)
             out.append(replace(guard, feeds=tuple(lines.span(v) for v in feeds)) if feeds else guard)
     out.sort(key=lambda g: (g.region.end_line - g.region.line, g.region.end_col - g.region.col))
     return out
@@ -105,23 +110,24 @@ def guards_in(tree: ast.AST, lines: LineIndex) -> list[Guard]:
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-def _scopes(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.AST]]]:
-    """(scope, the nodes that belong to it): the module, then each function, lambda and class, whose
-    own nodes are not its parent's (a function's defaults and decorators are the parent's)."""
-    todo = [tree]
+def _scopes(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.AST], ast.AST | None]]:
+    """(scope, the nodes that belong to it, the scope around it): the module, then each function,
+    lambda and class (after the scope around it), whose own nodes are not its parent's (a
+    function's defaults and decorators are the parent's)."""
+    todo: list[tuple[ast.AST, ast.AST | None]] = [(tree, None)]
     while todo:
-        scope = todo.pop()
+        scope, parent = todo.pop()
         own: list[ast.AST] = []
         stack = list(ast.iter_child_nodes(scope)) if scope is tree else _inner(scope)
         while stack:
             node = stack.pop()
             if node.__class__ in _SCOPES:
-                todo.append(node)
+                todo.append((node, scope))
                 stack += _outer(node)
                 continue
             own.append(node)
             stack += ast.iter_child_nodes(node)
-        yield scope, own
+        yield scope, own, parent
 
 
 def _outer(node: ast.AST) -> list[ast.AST]:
@@ -173,10 +179,10 @@ def _conditions(test: ast.AST) -> Iterator[str]:
                     yield from _conditions(o)
 
 
-def _feeds(tests: Iterable[ast.AST], names: dict[str, list[ast.AST]], module: dict[str, list[ast.AST]],
+def _feeds(tests: Iterable[ast.AST], scopes: Sequence[dict[str, list[ast.AST]]],
            chains: dict[str, list[ast.AST]]) -> list[ast.AST]:
-    """The values assigned to the conditions of `tests`, and to the conditions of those values
-    (`use_gpu = use_cuda and not args.cpu`)."""
+    """The values assigned to the conditions of `tests` (a name in the innermost scope that binds
+    it), and to the conditions of those values (`use_gpu = use_cuda and not args.cpu`)."""
     out: list[ast.AST] = []
     seen: set[str] = set()
     todo = list(tests)
@@ -185,7 +191,7 @@ def _feeds(tests: Iterable[ast.AST], names: dict[str, list[ast.AST]], module: di
             if key in seen:
                 continue
             seen.add(key)
-            values = chains.get(key, []) if "." in key else names[key] if key in names else module.get(key, [])
+            values = chains.get(key, []) if "." in key else next((n[key] for n in scopes if key in n), [])
             out += values
             todo += values
     return out
