@@ -76,6 +76,10 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
         visible[id(scope)] = [names, *outer]
         found = []
         scoped.append((found, visible[id(scope)]))
+        if parent is not None and scope.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and not _has_parameters(scope):
+            # `def use_gpu(): return torch.cuda.is_available()`: a condition where `use_gpu()` is one
+            returns = [n.value for n in nodes if n.__class__ is ast.Return and n.value is not None]  # type: ignore[attr-defined]
+            visible[id(parent)][0].setdefault(f"{scope.name}()", []).extend(returns)  # type: ignore[attr-defined]
         args = getattr(scope, "args", None)
         if args is not None:  # a parameter shadows the module's name: it is not the module's value
             for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
@@ -130,6 +134,11 @@ def _and_chain(node: ast.AST, values: list[ast.AST], lines: LineIndex) -> Guard:
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
+def _has_parameters(node: ast.AST) -> bool:
+    args = node.args  # type: ignore[attr-defined]
+    return bool(args.posonlyargs or args.args or args.kwonlyargs or args.vararg or args.kwarg)
+
+
 def _scopes(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.AST], ast.AST | None]]:
     """(scope, the nodes that belong to it, the scope around it): the module, then each function,
     lambda and class (after the scope around it), whose own nodes are not its parent's (a
@@ -179,12 +188,15 @@ def _dotted(node: ast.AST) -> str | None:
 
 def _conditions(test: ast.AST) -> Iterator[str]:
     """The names a test uses as conditions: as a truth value (`if use_cuda`, `not args.cuda`,
-    `a and b`) or compared with a number (`n_gpu > 1`), never with a string or inside a call."""
+    `a and b`, `use_gpu()` for a function of no arguments) or compared with a number (`n_gpu > 1`),
+    never with a string or as an argument."""
     cls = test.__class__
     if cls is ast.Name or cls is ast.Attribute:
         key = _dotted(test)
         if key is not None:
             yield key
+    elif cls is ast.Call and test.func.__class__ is ast.Name and not test.args and not test.keywords:  # type: ignore[attr-defined]
+        yield f"{test.func.id}()"  # type: ignore[attr-defined]
     elif cls is ast.UnaryOp and test.op.__class__ is ast.Not:  # type: ignore[attr-defined]
         yield from _conditions(test.operand)  # type: ignore[attr-defined]
     elif cls is ast.BoolOp:
