@@ -75,6 +75,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from neuron_emu import _torch_private
+
 if TYPE_CHECKING:
     from neuron_emu.ops.cpu import OpInfo
 
@@ -82,7 +84,7 @@ SCHEMA_VERSION = 1
 Site = tuple[str, int, str, "str | None"]
 _NO_SITE: Site = ("<unknown>", 0, "", None)
 _Tensor = torch.Tensor
-_current_node = torch._C._current_autograd_node
+_current_node = _torch_private.current_autograd_node
 
 
 class Recorder:
