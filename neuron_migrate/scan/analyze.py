@@ -58,8 +58,8 @@ class CompiledPack:
     tokens: TokenTable
     implicit_roots: frozenset[str]
     device_words: tuple[str, ...]  # a file without any of these has no device-string match
-    env_words: tuple[str, ...]  # ... without any of these, no env-var match
-    token_words: tuple[str, ...]  # ... without any of these, no `tokens` match
+    env_words: tuple[str, ...]  # ... without any of these (lower case, in the lowered text), no env-var match
+    token_words: tuple[str, ...]  # ... likewise, no `tokens` match
     regions: RegionGate  # which functions of a large file need parsing
     fix_roots: frozenset[str]  # top-level modules a fix may write (and have to import)
 
@@ -93,8 +93,8 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         tokens=TokenTable(rules),
         implicit_roots=frozenset(r for r in roots if r.isidentifier()) | _ALWAYS_IMPLICIT,
         device_words=_words([t for t, _, _ in devices.types]),
-        env_words=_words([literal_prefix(p) for p, _, _ in env.patterns]),
-        token_words=first_words(rules),
+        env_words=tuple(dict.fromkeys(w.lower() for w in _words([literal_prefix(p) for p, _, _ in env.patterns]))),
+        token_words=tuple(dict.fromkeys(w.lower() for w in first_words(rules))),
         regions=RegionGate(pattern_requirements(pack), pattern_values(pack),
                            {name.rpartition(".")[0] for name in qualified.exact}),
         fix_roots=frozenset({"torch"} | {tf.value.partition(".")[0] for r in rules for tf in r.fix.targets.values()
@@ -134,8 +134,11 @@ class _Walker:
         self.cp = cp
         # Matchers whose words the file does not contain cannot match: leave them out of the walk.
         self.devices_on = any(t in source for t in cp.device_words)
-        self.env_on = any(t in source for t in cp.env_words)
-        self.tokens = cp.tokens if any(t in source for t in cp.token_words) else None
+        # One lowered copy and a test per word, not one per case form of it (a superset: the
+        # matchers decide).
+        lowered = source.lower()
+        self.env_on = any(t in lowered for t in cp.env_words)
+        self.tokens = cp.tokens if any(t in lowered for t in cp.token_words) else None
         self.silent: set[int] = set()  # ids of string literals that are messages, not code
         self.aliases = AliasTable(cp.implicit_roots)
         self.sites: list[tuple[Rule, Site]] = []
@@ -195,7 +198,14 @@ class _Walker:
         if value.__class__ is not ast.Attribute or self.tokens is None:
             return
         qn = self.resolve(value)
-        if qn is not None and (self.cp.qualified.best(qn, []) is not None or self.tokens.name(qn.replace(".", "_"))):
+        if qn is None:
+            return
+        best = self.cp.qualified.best(qn, [])
+        # A rule's name that is no CUDA API (`torch._inductor.config.x`, a compile setting) makes
+        # no CUDA alias: its uses are no CUDA references.
+        cuda_rule = best is not None and any(r.category not in _NOT_CUDA_CATEGORIES and not r.code.startswith(_NOT_CUDA_FAMILY)
+                                             for r in best[2])
+        if cuda_rule or self.tokens.name(qn.replace(".", "_")):
             self.assigned[name] = qn
 
     @staticmethod
@@ -1024,6 +1034,7 @@ def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
 # --- findings -----------------------------------------------------------------------------------
 
 _NOT_CUDA_FAMILY = "NM8"
+_NOT_CUDA_CATEGORIES = frozenset({"compile"})
 
 
 def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None = None) -> list[Finding]:
@@ -1037,7 +1048,8 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
     parsed = parse_m.parse(source, path, cp.regions if cell is None else None)
     walker = _walk(cp, parsed.tree, source)
     tree = parsed.tree
-    if parsed.sparse is not None and not parse_m.complete(parsed.sparse, walker.aliases, cp.regions, cp.fix_roots):
+    if parsed.sparse is not None and not parse_m.complete(parsed.sparse, walker.aliases, cp.regions, cp.fix_roots,
+                                                          walker.assigned):
         tree = parse_m.parse_whole(source, path)
         walker = _walk(cp, tree, source)
     if not walker.sites:

@@ -247,7 +247,9 @@ def test_a_guard_held_in_a_variable_stays_with_its_cuda_only_block() -> None:
                  ("class M:\n    def __init__(self):\n        self.gpu = torch.cuda.is_available()\n"
                   "    def f(self):\n        assert self.gpu\n        return torch.cuda.get_device_capability()\n"),
                  ("def main():\n    use_cuda = torch.cuda.is_available()\n    def step():\n        if use_cuda:\n"
-                  "            return torch.cuda.get_device_capability()\n    return step\n")):
+                  "            return torch.cuda.get_device_capability()\n    return step\n"),
+                 ("def use_gpu():\n    return torch.cuda.is_available()\n"
+                  "if not use_gpu():\n    pass\nelse:\n    cap = torch.cuda.get_device_capability()\n")):
         held = "import torch\n" + held
         assert fixed(held, unsafe=True) == held, held
 
