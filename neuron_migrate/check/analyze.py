@@ -69,12 +69,6 @@ from neuron_migrate.findings import Finding, Span
 from neuron_migrate.ruleset.model import RulePack
 from neuron_migrate.ruleset.ops import OpTable, load_ops
 
-# Ops whose output shape depends on data, or that read a value back: host work by nature, kept
-# apart from missing kernels even when they also fall back.
-DATA_DEPENDENT = re.compile(
-    r"^aten::(_local_scalar_dense|nonzero|masked_select|unique|_unique|unique_consecutive|"
-    r"unique_dim|repeat_interleave\.Tensor|histc)(\.|$)"
-)
 ITEM_OP = "aten::_local_scalar_dense"
 HOST_SYNC = "host_sync"  # the record's op kind for a device->host value read; neither device nor fallback
 NARROWED_FLOAT = "float64"
@@ -92,8 +86,11 @@ def _op_table() -> OpTable | None:
 
 
 def is_host_work(op: str) -> bool:
+    """An op whose output shape depends on data or that reads a value back, or a native kernel
+    that syncs the host (both from rules/ops.yaml): host work by nature, kept apart from missing
+    kernels even when it also falls back."""
     table = _op_table()
-    return bool(DATA_DEPENDENT.match(op)) or (table is not None and op in table.host_sync_ops)
+    return table is not None and (table.is_data_dependent(op) or op in table.host_sync_ops)
 
 
 @dataclass
