@@ -63,7 +63,7 @@ from neuron_migrate.check.records import (
     merge,
     site_key,
 )
-from neuron_migrate.check.run_record import DynamoRecompile, Mismatch
+from neuron_migrate.check.run_record import ChildException, ChildRecord, DynamoRecompile, Mismatch
 from neuron_migrate.check.summary import OpsSummary, RunSummary
 from neuron_migrate.errors import RulePackError
 from neuron_migrate.findings import Finding, Span
@@ -173,23 +173,23 @@ def _shapes(inputs: Any) -> str:
 
 
 # -- ops ---------------------------------------------------------------------------------------
-def _host_reads(ctx: _Ctx, children: list[dict[str, Any]]) -> int | None:
+def _host_reads(ctx: _Ctx, children: list[ChildRecord]) -> int | None:
     """NM902 per user line that read device values back (`loss.item()` every step, a metric's
     `.tolist()`), from the child records; the number of `.item()`-like reads they account for
     (None: records without per-line reads)."""
     sites: dict[tuple[str, int], dict[str, Any]] = {}
     known = False
     for c in children:
-        if "host_reads" not in c:
+        if c.host_reads is None:
             continue
         known = True
-        for r in c.get("host_reads") or ():
-            entry = sites.setdefault(site_key(r["site"]), {"site": r["site"], "count": 0, "kinds": {}, "ranks": set()})
-            entry["count"] += int(r["count"])
-            for k, n in (r.get("kinds") or {}).items():
-                entry["kinds"][k] = entry["kinds"].get(k, 0) + int(n)
-            if isinstance(c.get("rank"), int):
-                entry["ranks"].add(c["rank"])
+        for r in c.host_reads:
+            entry = sites.setdefault(site_key(r.site), {"site": r.site, "count": 0, "kinds": {}, "ranks": set()})
+            entry["count"] += r.count
+            for k, n in r.kinds.items():
+                entry["kinds"][k] = entry["kinds"].get(k, 0) + n
+            if c.rank is not None:
+                entry["ranks"].add(c.rank)
     if not known:
         return None
     scalar = 0
@@ -443,19 +443,19 @@ def _compiled_symbol(ctx: _Ctx, entry: DynamoRecompile) -> str:
     return _statement_symbol(ctx, entry.site, function) if entry.moved else function
 
 
-def _dynamo(ctx: _Ctx, m: Merged, children: list[dict[str, Any]]) -> dict[str, int]:
+def _dynamo(ctx: _Ctx, m: Merged, children: list[ChildRecord]) -> dict[str, int]:
     totals = {"graphs": 0, "graph_breaks": 0, "recompiles": 0, "recompile_limit": 0}
     breaks: dict[tuple[str, tuple[str, int]], dict[str, Any]] = {}
-    seen_by_child = {(c.get("rank"), c.get("pid")): c.get("dynamo_sites") or {} for c in children}
+    seen_by_child = {(c.rank, c.pid): c for c in children}
     for (rank, d), pid in zip(m.dynamo, m.dynamo_pids, strict=True):
-        user = seen_by_child.get((rank, pid), {})
+        user = seen_by_child.get((rank, pid))
         totals["graphs"] += d.graphs
         for b in d.graph_breaks:
             key = (b.reason, site_key(b.site))
             entry = breaks.setdefault(key, {"reason": key[0], "site": b.site, "count": 0})
             entry["count"] += b.count
-        recompiles = _user_sites(d.recompiles, list(user.get("recompiles") or ()))
-        for r in _user_sites(d.recompile_limit, list(user.get("recompile_limit") or ())):
+        recompiles = _user_sites(d.recompiles, list(user.dynamo_recompiles) if user else [])
+        for r in _user_sites(d.recompile_limit, list(user.dynamo_recompile_limit) if user else []):
             totals["recompile_limit"] += 1
             attempt = _limit_attempt(recompiles, r)
             guards = _guard_failures(str(attempt.reason or "")) if attempt else []
@@ -503,24 +503,24 @@ def _limit_attempt(recompiles: list[DynamoRecompile], limit: DynamoRecompile) ->
 
 
 # -- placement and dtype -----------------------------------------------------------------------
-def _placement(ctx: _Ctx, m: Merged, children: Iterable[dict[str, Any]]) -> None:
+def _placement(ctx: _Ctx, m: Merged, children: Iterable[ChildRecord]) -> None:
     children = list(children)
     params: dict[str, dict[str, Any]] = {}
     transfers: dict[tuple[str, int], dict[str, Any]] = {}
     copies: dict[tuple[str, int], dict[str, Any]] = {}  # per line: copies of content copied before
     for c in children:
-        for cp in c.get("copies") or ():
-            e = copies.setdefault(site_key(cp["site"]), {"repeated": 0, "count": 0})
-            e["repeated"] += int(cp.get("repeated", 0))
-            e["count"] += int(cp.get("count", 0))
-        for p in c.get("cpu_params", ()):
-            entry = params.setdefault(p["symbol"], {**p, "calls": 0})
-            entry["calls"] += int(p["calls"])
-        for t in c.get("module_transfers", ()):
-            e = transfers.setdefault(site_key(t["site"]), {"site": t["site"], "calls": 0, "ranks": set()})
-            e["calls"] = max(e["calls"], int(t["calls"]))  # per process: one move per rank is one move
-            if isinstance(c.get("rank"), int):
-                e["ranks"].add(c["rank"])
+        for cp in c.copies:
+            e = copies.setdefault(site_key(cp.site), {"repeated": 0, "count": 0})
+            e["repeated"] += cp.repeated
+            e["count"] += cp.count
+        for param in c.cpu_params:
+            entry = params.setdefault(param.symbol, {**param.written, "calls": 0})
+            entry["calls"] += param.calls
+        for site, calls in c.module_transfers:
+            e = transfers.setdefault(site_key(site), {"site": site, "calls": 0, "ranks": set()})
+            e["calls"] = max(e["calls"], calls)  # per process: one move per rank is one move
+            if c.rank is not None:
+                e["ranks"].add(c.rank)
     for symbol, p in sorted(params.items()):
         ctx.add("NM907", p["site"], symbol, p,
                 f"{p['kind']} {p['dtype']}{p['shape']}, seen in {p['calls']} forward call"
@@ -599,7 +599,7 @@ def _pre_init(ctx: _Ctx, m: Merged) -> None:
 _DEVICE_MAP = re.compile(r"""\bdevice_map\s*=""")
 
 
-def _device_unused(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], ended_early: bool) -> None:
+def _device_unused(ctx: _Ctx, m: Merged, children: list[ChildRecord], ended_early: bool) -> None:
     """A run in which no op ran on the device, or the user's modules all ran on the CPU, passed
     for clean before: say so, with the likely cause."""
     if ended_early or not children:
@@ -609,11 +609,10 @@ def _device_unused(ctx: _Ctx, m: Merged, children: list[dict[str, Any]], ended_e
     first_cpu: dict[str, Any] | None = None
     chosen: dict[str, str] = {}
     for c in children:
-        use = c.get("device_use") or {}
-        for k in calls:
-            calls[k] += int((use.get("module_calls") or {}).get(k, 0))
-        first_cpu = first_cpu or use.get("first_cpu_call")
-        chosen.update(use.get("library_devices") or {})
+        calls["neuron"] += c.device_use.neuron_calls
+        calls["cpu"] += c.device_use.cpu_calls
+        first_cpu = first_cpu or c.device_use.first_cpu_call
+        chosen.update(c.device_use.library_devices)
     if device_ops and not (calls["cpu"] and not calls["neuron"]):
         return
     details: dict[str, Any] = {"device_ops": device_ops, "module_calls": calls, "first_cpu_call": first_cpu,
@@ -683,61 +682,61 @@ def _fmt(x: Any) -> str:
 
 
 # -- the program's end -------------------------------------------------------------------------
-def _outcome(ctx: _Ctx, m: Merged, records: Records, children: list[dict[str, Any]],
+def _outcome(ctx: _Ctx, m: Merged, records: Records, children: list[ChildRecord],
              timeout: dict[str, Any] | None, crash: dict[str, Any] | None) -> None:
     seen: set[tuple[str, str]] = set()
     for c in children:
-        rank = c.get("rank")
-        exc = c.get("exception")
+        rank = c.rank
+        exc = c.exception
         if exc:
-            key = (exc["type"], exc["message"])
+            key = (exc.type, exc.message)
             if key in seen:
                 continue  # the same error on every rank: one finding
             seen.add(key)
-            frames = exc.get("frames") or []
-            site = frames[-1] if frames else None
-            details = {**exc, "ranks": sorted(r for ch in children if (r := ch.get("rank")) is not None
-                                              and (ch.get("exception") or {}).get("message") == exc["message"])}
-            recorded = _recorded_mismatch(m, c.get("pid"), exc)
-            hint = _with_record(exc.get("mismatch"), recorded)
+            site = exc.frames[-1] if exc.frames else None
+            details = {**exc.written, "ranks": sorted(r for ch in children if (r := ch.rank) is not None
+                                                      and ch.exception and ch.exception.message == exc.message)}
+            recorded = _recorded_mismatch(m, c.pid, exc)
+            hint = _with_record(exc.mismatch, recorded)
             if hint:
                 details["mismatch"] = hint
                 ctx.add("NM910", site or (recorded.site if recorded else None), _mismatch_symbol(hint), details,
                         hint.get("hint", ""))
             else:
-                first = exc["message"].strip().splitlines()[0] if exc["message"].strip() else ""
-                ctx.add("NM912", site, f"{exc['type']}: {first}" if first else exc["type"], details)
-        elif c.get("exit", {}).get("status") == "exit":
-            code = c["exit"]["code"]
-            failed = list((c.get("pytest") or {}).get("failed") or [])
-            symbol = f"pytest exit code {code}" if c.get("mode") == "pytest" else f"SystemExit({code})"
+                first = exc.message.strip().splitlines()[0] if exc.message.strip() else ""
+                ctx.add("NM912", site, f"{exc.type}: {first}" if first else exc.type, details)
+        elif c.exit is not None and c.exit.status == "exit":
+            code = c.exit.code
+            failed = list(c.pytest_failed)
+            symbol = f"pytest exit code {code}" if c.mode == "pytest" else f"SystemExit({code})"
             if failed:
                 symbol += f": {len(failed)} failed test{'s' if len(failed) != 1 else ''}: " + ", ".join(failed[:5]) + (
                     ", …" if len(failed) > 5 else "")
             ctx.add("NM912", None, symbol, {"exit_code": code, "rank": rank, "failed_tests": failed})
     if not children:
-        for rank, exc in m.exceptions:  # records written without the child (e.g. --from-records)
-            if exc.argument_device:  # the backend's own mismatch: no live frames, no cause
-                hint = _with_record(None, Mismatch.from_dict(exc.written))
-                ctx.add("NM910", exc.site, _mismatch_symbol(hint), {**exc.written, "rank": rank, "mismatch": hint},
-                        hint["hint"])
+        for rank, emu_exc in m.exceptions:  # records written without the child (e.g. --from-records)
+            if emu_exc.argument_device:  # the backend's own mismatch: no live frames, no cause
+                hint = _with_record(None, Mismatch.from_dict(emu_exc.written))
+                ctx.add("NM910", emu_exc.site, _mismatch_symbol(hint),
+                        {**emu_exc.written, "rank": rank, "mismatch": hint}, hint["hint"])
                 continue
-            ctx.add("NM912", exc.site, f"{exc.type}: {exc.message.splitlines()[0] if exc.message else ''}",
-                    {**exc.written, "rank": rank})
+            ctx.add("NM912", emu_exc.site,
+                    f"{emu_exc.type}: {emu_exc.message.splitlines()[0] if emu_exc.message else ''}",
+                    {**emu_exc.written, "rank": rank})
     if timeout is None and not seen:
         _crash(ctx, records, children, crash)
     if timeout is not None:
-        where = next((c["terminated"]["frames"] for c in children if c.get("terminated")), [])
+        where = next((list(c.terminated_frames) for c in children if c.terminated_frames is not None), [])
         site = where[-1] if where else None
         ctx.add("NM913", site, f"{timeout['seconds']:g} s", {**timeout, "frames": where},
                 "stopped here" if site else "no record of where it was")
 
 
-def _crash(ctx: _Ctx, records: Records, children: list[dict[str, Any]], crash: dict[str, Any] | None) -> None:
+def _crash(ctx: _Ctx, records: Records, children: list[ChildRecord], crash: dict[str, Any] | None) -> None:
     """NM912 for a process that started and never reached its end (a fatal signal, `os._exit`, the
     OOM killer's SIGKILL, a record it replaced): the signal or exit code, and the last user line
     known: faulthandler's stack of a fatal signal, else the line its last checkpoint saw running."""
-    partial = [c for c in children if c.get("partial")]
+    partial = [c for c in children if c.partial]
     if crash is None and not partial:
         return
     info: dict[str, Any] = dict(crash or {})
@@ -747,11 +746,11 @@ def _crash(ctx: _Ctx, records: Records, children: list[dict[str, Any]], crash: d
             known = "fault"
             break
     if site is None:
-        checkpoints = [c["last_site"] for c in partial if c.get("last_site")]
+        checkpoints = [c.last_site for c in partial if c.last_site]
         if checkpoints:
             site, known = checkpoints[-1], "checkpoint"
     info.update(last_site=site, last_site_from=known, processes=info.get("processes") or
-                sorted(c["pid"] for c in partial if isinstance(c.get("pid"), int)))
+                sorted(c.pid for c in partial if c.pid is not None))
     code = info.get("returncode")
     if info.get("signal"):
         symbol = f"a fatal signal ({info['signal']})"
@@ -827,25 +826,24 @@ def _survivors(ctx: _Ctx, survivors: list[dict[str, Any]]) -> None:
             f"{names}{more}: still running when the program ended; check ended them")
 
 
-def _exit_entry(child: dict[str, Any], crash: dict[str, Any] | None) -> dict[str, Any]:
+def _exit_entry(child: ChildRecord, crash: dict[str, Any] | None) -> dict[str, Any]:
     """A process's exit for the summary; one that left only a checkpoint died (the code or signal
     is the program's when known)."""
-    if not child.get("partial"):
-        return {"rank": child.get("rank"), **child.get("exit", {})}
+    if not child.partial:
+        return {"rank": child.rank, **(child.exit.written if child.exit else {})}
     crash = crash or {}
     code = crash.get("returncode")
-    return {"rank": child.get("rank"), "status": "died", "code": code if isinstance(code, int) else None,
+    return {"rank": child.rank, "status": "died", "code": code if isinstance(code, int) else None,
             **({"signal": crash["signal"]} if crash.get("signal") else {})}
 
 
-def _recorded_mismatch(m: Merged, pid: Any, exc: dict[str, Any]) -> Mismatch | None:
+def _recorded_mismatch(m: Merged, pid: int | None, exc: ChildException) -> Mismatch | None:
     """The backend's record of the mismatch that `exc` (the child's uncaught exception) is: same
     process, same message; None if the process's last mismatch was another (caught) one."""
     recorded = m.mismatches.get(pid)
-    if recorded is None or recorded.message != exc.get("message"):
+    if recorded is None or recorded.message != exc.message:
         return None
-    frames = exc.get("frames") or []
-    if frames and recorded.site and site_key(recorded.site) != site_key(frames[-1]):
+    if exc.frames and recorded.site and site_key(recorded.site) != site_key(exc.frames[-1]):
         return None
     return recorded
 
@@ -897,20 +895,20 @@ def analyze(
     """Findings (raw: selection, baseline and gate come later) and the run summary."""
     m = merge(records)
     children = list(records.child)
-    target_file = fallback_file or next((c.get("target_file") for c in children if c.get("target_file")), None)
+    target_file = fallback_file or next((c.target_file for c in children if c.target_file), None)
     ctx = _Ctx(pack, root.resolve(), target_file)
     marked: dict[str, int] = {}
     for c in children:
-        for op, n in ((c.get("pytest") or {}).get("allowed") or {}).items():
-            marked[op] = marked.get(op, 0) + int(n)
+        for op, n in c.pytest_allowed.items():
+            marked[op] = marked.get(op, 0) + n
     allowed = _ops(ctx, m, set(allow_ops), _host_reads(ctx, children), marked)
     recompiles = _recompiles(ctx, m)
     dyn = _dynamo(ctx, m, children)
     _placement(ctx, m, children)
     narrowed = _downcasts(ctx, m)
     _pre_init(ctx, m)
-    ended_early = bool(timeout or crash or records.invalid or any(c.get("exception") or c.get("start_error") or
-                                               c.get("exit", {}).get("status") not in (None, "ok") for c in children))
+    ended_early = bool(timeout or crash or records.invalid or any(
+        c.exception or c.start_error or (c.exit.status if c.exit else None) not in (None, "ok") for c in children))
     _device_unused(ctx, m, children, ended_early)
     _outcome(ctx, m, records, children, timeout, crash)
     _records_left_out(ctx, records)
@@ -923,7 +921,7 @@ def analyze(
     host_syncs = {o.name: o.count for o in m.ops.values() if o.kind == HOST_SYNC}
     table = _op_table()
     host_compute = {o.name: o.count for o in m.ops.values() if table is not None and o.name in table.host_compute}
-    uncaught = {*(e["message"] for c in children if (e := c.get("exception") or {}).get("message")),
+    uncaught = {*(c.exception.message for c in children if c.exception and c.exception.message),
                 *(e.message for _, e in m.exceptions if e.message)}
     # a mismatch the program caught (a try/except falling back to another path) ran no finding
     caught = [{k: getattr(mm, k) for k in ("op", "argument", "argument_device", "device", "site")}
@@ -949,7 +947,7 @@ def analyze(
         narrowed_64bit=narrowed,
         caught_device_mismatches=caught,
         allowed_ops=allowed,
-        wall_s=max((float(c.get("wall_s", 0.0)) for c in children), default=0.0),
+        wall_s=max((c.wall_s for c in children), default=0.0),
         exit=[_exit_entry(c, crash) for c in children],
         problems=problems,
         values=check_parity.summarize(records, ctx.relative),

@@ -21,7 +21,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from neuron_migrate.check.records import Records, rank_of
+from neuron_migrate.check.records import Records
+from neuron_migrate.check.run_record import Read
 
 # The emulator's numerics switches (the backend's 64-bit narrowing, neuron_emu.narrowing) and the
 # child's reference mode (autocast on `neuron` off).
@@ -64,19 +65,11 @@ class Exclusion:
             or os.path.basename(file) == self.file
 
 
-Read = tuple[str, int, str, list[Any]]  # file, line, kind, numbers
-
-
 def reads_by_rank(records: Records) -> dict[int | None, list[Read]]:
     out: dict[int | None, list[Read]] = {}
     for c in records.child:
-        values = c.get("values")
-        if not isinstance(values, dict):
-            continue
-        kept = values.get("kept") or []
-        out.setdefault(rank_of(c), []).extend(
-            (str(r[0]), int(r[1]), str(r[2]), list(r[3])) for r in kept
-            if isinstance(r, list) and len(r) == 4 and isinstance(r[3], list))
+        if c.values is not None:
+            out.setdefault(c.rank, []).extend(c.values)
     return out
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from neuron_migrate.check.run_record import Dynamo, EmuException, EmuRecord, Mismatch, PreInit, Site
+from neuron_migrate.check.run_record import ChildRecord, Dynamo, EmuException, EmuRecord, Mismatch, PreInit, Site
 from neuron_migrate.errors import NeuronMigrateError
 
 EMU_PREFIX = "neuron-emu-"
@@ -35,7 +35,7 @@ class Invalid:
 @dataclass(frozen=True, slots=True)
 class Records:
     emu: tuple[EmuRecord, ...]  # backend records, ordered by (rank, pid)
-    child: tuple[dict[str, Any], ...]  # child records, same order
+    child: tuple[ChildRecord, ...]  # child records, same order
     problems: tuple[str, ...] = ()  # unreadable files, named in the report
     invalid: tuple[Invalid, ...] = ()  # malformed or unsealed records, left out
     started: tuple[int, ...] = ()  # pids whose user code started (`started-<pid>` markers)
@@ -64,7 +64,7 @@ def load_dir(directory: Path, nonce: str | None = None) -> Records:
     if not directory.is_dir():
         raise NeuronMigrateError(f"{directory}: no such records directory")
     emu: list[EmuRecord] = []
-    child: list[dict[str, Any]] = []
+    child: list[ChildRecord] = []
     problems: list[str] = []
     invalid: list[Invalid] = []
     started: list[int] = []
@@ -103,17 +103,11 @@ def load_dir(directory: Path, nonce: str | None = None) -> Records:
             invalid.append(Invalid(name, "not sealed by this run's check (written by the program, left from "
                                          "another run, or changed after the run)", forged=True))
         else:
-            child.append(data)
+            child.append(ChildRecord.from_dict(data))
     problems.extend(f"{i.file}: {i.reason}" for i in invalid)
     emu.sort(key=lambda r: _rank_key(r.rank, r.pid))
-    child.sort(key=lambda r: _rank_key(r.get("rank"), r.get("pid")))
+    child.sort(key=lambda r: _rank_key(r.rank, r.pid))
     return Records(tuple(emu), tuple(child), tuple(problems), tuple(invalid), tuple(sorted(started)), faults)
-
-
-def rank_of(rec: dict[str, Any]) -> int | None:
-    """A child record's rank."""
-    rank = rec.get("rank")
-    return rank if isinstance(rank, int) else None
 
 
 def site_key(site: Site | None) -> tuple[str, int]:
@@ -231,22 +225,19 @@ def merge(records: Records) -> Merged:
         if rec.device_mismatch is not None:
             m.mismatches[rec.pid] = rec.device_mismatch
     for child in records.child:
-        for entry in child.get("compile_passes", ()):
-            cs = m.compile_sites.get((*site_key(entry["site"]), entry["op"]))
+        for passes in child.compile_passes:
+            cs = m.compile_sites.get((*site_key(passes.site), passes.op))
             if cs is None:
                 continue
-            sigs = entry.get("signatures", ())
-            stamps = zip(sigs, entry.get("passes", ()), entry.get("slots", ()), strict=False)
-            extra = [entry.get(k) for k in ("runs", "last_runs", "calls", "frame_calls", "in_module",
-                                            "call_first_passes", "line_last_calls")]
-            repeats = (list(zip(*extra, strict=False)) if all(isinstance(x, list) and len(x) == len(sigs)
-                                                             for x in extra) else [])
+            sigs = passes.signatures
+            stamps = zip(sigs, passes.passes, passes.slots, strict=False)
+            extra = [x for x in (passes.runs, passes.last_runs, passes.calls, passes.frame_calls, passes.in_module,
+                                 passes.call_first_passes, passes.line_last_calls) if x is not None and len(x) == len(sigs)]
+            repeats = [Repeat(*r) for r in zip(*extra, strict=True)] if len(extra) == 7 else []  # all seven known
             for i, (sig, n, slot) in enumerate(stamps):
                 key = _sig_key(sig)
-                if int(n) > 0 and key in cs.signatures and key not in cs.passes:
-                    cs.passes[key] = (int(n), int(slot))
+                if n > 0 and key in cs.signatures and key not in cs.passes:
+                    cs.passes[key] = (n, slot)
                     if repeats:
-                        r = repeats[i]
-                        cs.repeats[key] = Repeat(int(r[0]), int(r[1]), int(r[2]), int(r[3]), bool(r[4]),
-                                                 int(r[5]), int(r[6]))
+                        cs.repeats[key] = repeats[i]
     return m

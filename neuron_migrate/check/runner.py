@@ -265,10 +265,10 @@ def run_program(
     if not isinstance(returncode, int):
         returncode = proc.returncode
     survivors = [s for s in status.get("survivors") or () if isinstance(s, dict)]
-    start_errors = [c["start_error"] for c in records.child if c.get("start_error")]
+    start_errors = [c.start_error for c in records.child if c.start_error]
     if start_errors and not records.emu:
         first = start_errors[0]
-        raise NeuronMigrateError(f"could not start {program.describe()}: {first['type']}: {first['message']}")
+        raise NeuronMigrateError(f"could not start {program.describe()}: {first[0]}: {first[1]}")
     if (timed_out is None and not records.emu and not records.child and not records.started
             and not records.invalid and returncode != 0):
         raise NeuronMigrateError(
@@ -276,7 +276,7 @@ def run_program(
             "before its code started"
         )
     crash = None
-    ended = {c.get("pid") for c in records.child if not c.get("partial")}
+    ended = {c.pid for c in records.child if not c.partial}
     unfinished = [pid for pid in records.started if pid not in ended]
     if timed_out is None and (returncode < 0 or unfinished):
         crash = {"returncode": returncode,

@@ -11,6 +11,7 @@ import pytest
 
 from neuron_migrate.check.parity import Exclusion, compare, device_env
 from neuron_migrate.check.records import Records
+from neuron_migrate.check.run_record import ChildRecord
 from tests.check.conftest import PROGRAMS, check_program
 
 pytestmark = pytest.mark.slow
@@ -72,7 +73,7 @@ def test_float32_work_matches_and_the_values_go_into_the_report(tmp_path: Path) 
 
 
 def _records(values: list[list]) -> Records:
-    return Records((), ({"rank": None, "values": {"kept": values, "dropped": 0}},))
+    return Records((), (ChildRecord.from_dict({"rank": None, "values": {"kept": values, "dropped": 0}}),))
 
 
 def test_compare_reports_where_the_runs_take_different_paths() -> None:

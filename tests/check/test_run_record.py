@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from neuron_migrate.check import record_schema
-from neuron_migrate.check.run_record import EmuRecord
+from neuron_migrate.check.run_record import ChildRecord, EmuRecord
 
 
 def _instance(schema: dict[str, Any], full: bool, root: dict[str, Any], depth: int = 0) -> Any:
@@ -96,3 +96,37 @@ def test_empty_objects_and_integral_floats_build_with_defaults() -> None:
     assert (rec.dynamo.graph_breaks[0].reason, rec.dynamo.graph_breaks[0].count) == ("", 1)
     assert rec.dynamo.recompiles[0].reason == "" and rec.dynamo.recompile_limit[0].reason is None
     assert rec.pre_init is None  # an empty object: nothing recorded
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["required-keys-only", "every-key"])
+def test_every_valid_child_record_builds(full: bool) -> None:
+    data = _instance(record_schema.CHILD, full, record_schema.CHILD)
+    assert record_schema.problem("child", data) is None
+    rec = ChildRecord.from_dict(data)
+    if full:
+        assert rec.exception is not None and rec.exception.written == data["exception"]
+        assert rec.exit is not None and rec.exit.written == data["exit"] and rec.start_error == ("s", "s")
+        assert rec.host_reads is not None and rec.host_reads[0].kinds == {"extra": 2}
+        (passes,) = rec.compile_passes
+        assert passes.runs == (2,) and passes.in_module == (True,)
+        assert rec.device_use.cpu_calls == 2 and rec.pytest_allowed == {"extra": 2}
+    else:
+        assert (rec.host_reads, rec.values, rec.exit, rec.exception, rec.partial) == (None, None, None, None, False)
+
+
+def test_a_child_record_missing_any_optional_key_builds() -> None:
+    full = _instance(record_schema.CHILD, True, record_schema.CHILD)
+    valid = [d for d in _without_one_key(full) if record_schema.problem("child", d) is None]
+    assert len(valid) > 50
+    for data in valid:
+        ChildRecord.from_dict(data)
+
+
+def test_child_record_defaults_are_the_readers_before() -> None:
+    rec = ChildRecord.from_dict({"format": "neuron-migrate-check-child", "version": 1, "host_reads": [],
+                                 "values": {"kept": [["a.py", 3, "item", [1.0]], ["bad"]]},
+                                 "terminated": {"signal": "SIGTERM"}, "copies": [{"site": {"file": "a.py", "line": 1}}]})
+    assert rec.host_reads == ()  # per-line reads known, none made (not None: a record without them)
+    assert rec.values == (("a.py", 3, "item", [1.0]),)  # a malformed kept read is skipped
+    assert rec.terminated_frames == () and rec.wall_s == 0.0
+    assert (rec.copies[0].count, rec.copies[0].repeated) == (0, 0)
