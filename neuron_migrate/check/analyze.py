@@ -63,7 +63,7 @@ from neuron_migrate.check.records import (
     merge,
     site_key,
 )
-from neuron_migrate.check.run_record import ChildException, ChildRecord, DynamoRecompile, Mismatch
+from neuron_migrate.check.run_record import ChildException, ChildRecord, DynamoRecompile, Mismatch, Site
 from neuron_migrate.check.summary import OpsSummary, RunSummary
 from neuron_migrate.errors import RulePackError
 from neuron_migrate.findings import Finding, Span
@@ -261,7 +261,7 @@ class _SiteCompiles:
 def _by_passes(sites: list[CompileSite]) -> _SiteCompiles:
     """The definition (module docstring): a compile in a later pass than its slot's first compile."""
     recompiling: set[int] = set()
-    per_op = []
+    per_op: list[dict[str, Any]] = []
     for cs in sorted(sites, key=lambda c: c.op):
         ordered = sorted(cs.signatures.items(), key=lambda kv: cs.passes[kv[0]][0])  # stable: compile order
         once = _one_time_slots(cs)
@@ -362,7 +362,7 @@ def _grows(stamps: list[tuple[int, list[int]]]) -> bool:
 def _by_shapes(sites: list[CompileSite]) -> _SiteCompiles:
     """Records without passes (a backend record alone, a test traced by coverage): separate the
     calls of an op on one line from variation by the shapes alone (`advice.split_variation`)."""
-    per_op = []
+    per_op: list[dict[str, Any]] = []
     variants = 1
     for cs in sorted(sites, key=lambda c: c.op):
         v = advice.split_variation(list(cs.signatures.values()))
@@ -392,7 +392,7 @@ def _recompiles(ctx: _Ctx, m: Merged) -> int:
                 if vals not in value_sets:
                     value_sets.append(vals)
         value_sets.sort(key=lambda vals: -len(vals))  # the widest variation first: the headline
-        dims = [{"values": vals,
+        dims: list[dict[str, Any]] = [{"values": vals,
                  "positions": [f"{op['op']} {label}" for op in result.ops for label, v in op["varied"].items()
                                if v == vals],
                  "options": advice.bucket_advice(vals)} for vals in value_sets]
@@ -697,7 +697,7 @@ def _outcome(ctx: _Ctx, m: Merged, records: Records, children: list[ChildRecord]
             details = {**exc.written, "ranks": sorted(r for ch in children if (r := ch.rank) is not None
                                                       and ch.exception and ch.exception.message == exc.message)}
             recorded = _recorded_mismatch(m, c.pid, exc)
-            hint = _with_record(exc.mismatch, recorded)
+            hint = _with_record(exc.mismatch, recorded) if recorded is not None else exc.mismatch
             if hint:
                 details["mismatch"] = hint
                 ctx.add("NM910", site or (recorded.site if recorded else None), _mismatch_symbol(hint), details,
@@ -726,7 +726,7 @@ def _outcome(ctx: _Ctx, m: Merged, records: Records, children: list[ChildRecord]
     if timeout is None and not seen:
         _crash(ctx, records, children, crash)
     if timeout is not None:
-        where = next((list(c.terminated_frames) for c in children if c.terminated_frames is not None), [])
+        where: list[Site] = next((list(c.terminated_frames) for c in children if c.terminated_frames is not None), [])
         site = where[-1] if where else None
         ctx.add("NM913", site, f"{timeout['seconds']:g} s", {**timeout, "frames": where},
                 "stopped here" if site else "no record of where it was")
@@ -848,12 +848,10 @@ def _recorded_mismatch(m: Merged, pid: int | None, exc: ChildException) -> Misma
     return recorded
 
 
-def _with_record(hint: dict[str, Any] | None, recorded: Mismatch | None) -> dict[str, Any] | None:
+def _with_record(hint: dict[str, Any] | None, recorded: Mismatch) -> dict[str, Any]:
     """The child's hint (cause from the live frames; op and argument parsed from the message) with
     op, argument and devices taken from the backend's record, which knows them even when the
     message does not name them (TensorIterator's "found at least two devices")."""
-    if recorded is None:
-        return hint
     out = dict(hint) if hint else {"cause": "unknown", "values": [], "created_at": None, "device_map_at": None,
                                    "hint": "Put the model and every input on the same device."}
     out.update({k: v for k in ("op", "argument", "argument_device", "device") if (v := getattr(recorded, k))})
