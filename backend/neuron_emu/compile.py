@@ -253,7 +253,7 @@ def _graph_compiler(kind: str, model_name: str) -> Callable[..., Any]:
         with _lock:
             nth = _graph_counter[0]
             _graph_counter[0] += 1
-            entry = {
+            entry: dict[str, Any] = {
                 "graph_id": graph_id, "graph_name": f"{model_name}_{aot_part}_{nth}",
                 "model_name": model_name, "has_collectives": has_collectives,
                 "graph_node_count": len(gm.graph.nodes), "timestamp": time.time(),

@@ -250,16 +250,18 @@ class _Walker:
                 for rule in table.match(alias.name):
                     self._report(rule, "imports", alias, alias.name)
             return
-        if node.level or not node.module:  # type: ignore[attr-defined]
-            return
-        module = node.module  # type: ignore[attr-defined]
+        # A relative import is matched spelled with its dots (`from . import _C` as `._C`).
+        dots = "." * node.level  # type: ignore[attr-defined]
+        module = dots + (node.module or "")  # type: ignore[attr-defined]
         found: dict[str, tuple[Rule, str]] = {}
-        for rule in table.match(module):
-            found.setdefault(rule.code, (rule, module))
+        if node.module:  # type: ignore[attr-defined]
+            for rule in table.match(module):
+                found.setdefault(rule.code, (rule, module))
         for alias in node.names:  # type: ignore[attr-defined]
             if alias.name != "*":
-                for rule in table.match(f"{module}.{alias.name}"):
-                    found.setdefault(rule.code, (rule, f"{module}.{alias.name}"))
+                name = f"{module}.{alias.name}" if node.module else dots + alias.name  # type: ignore[attr-defined]
+                for rule in table.match(name):
+                    found.setdefault(rule.code, (rule, name))
         for rule, symbol in found.values():
             self._report(rule, "imports", node, symbol)
 
@@ -882,6 +884,9 @@ class _Walker:
         if arg is None:
             return
         value_node = arg.value if arg.__class__ is ast.keyword else arg  # type: ignore[attr-defined]
+        if pat.in_dict:
+            self._dict_argument(call, rule, pat, arg, value_node, display)
+            return
         if value_node.__class__ is ast.IfExp and (pat.values or pat.not_values):
             # `device_map="auto" if quantize else None`: either branch may be the value.
             for branch in (value_node.body, value_node.orelse):  # type: ignore[attr-defined]
@@ -899,6 +904,16 @@ class _Walker:
         if args_m.value_matches(pat, value):
             self._report_argument(call, rule, arg, value_node, value, display,
                                   value_node if value is not args_m.UNKNOWN else None)
+
+    def _dict_argument(self, call: ast.Call, rule: Rule, pat: ArgumentPattern, arg: ast.AST, value_node: ast.AST,
+                       display: str) -> None:
+        """`device_map={"": 0}` (also in either branch of a conditional): a dict value in `values`."""
+        for branch in args_m.branches(value_node):
+            for node in args_m.dict_value_nodes(branch):
+                v = args_m.literal_value(node)
+                if v is not args_m.UNKNOWN and args_m.value_matches(pat, v):
+                    self._report_argument(call, rule, arg, value_node, v, display, None)
+                    return
 
     def _report_argument(self, call: ast.Call, rule: Rule, arg: ast.AST, value_node: ast.AST, value: object,
                          display: str, literal: ast.AST | None) -> None:

@@ -154,7 +154,11 @@ def _is_pinned(self: torch.Tensor, device: Any = None) -> bool:
 
 def _mark_pinned(t: torch.Tensor) -> torch.Tensor:
     ptr = t.untyped_storage().data_ptr()
-    _pinned[ptr] = weakref.ref(t, lambda _r, p=ptr: _pinned.pop(p, None))
+
+    def forget(_ref: weakref.ref[torch.Tensor]) -> None:
+        _pinned.pop(ptr, None)
+
+    _pinned[ptr] = weakref.ref(t, forget)
     return t
 
 
