@@ -191,9 +191,13 @@ class Rescan:
         from neuron_migrate.ruleset.load import load_pack
         from neuron_migrate.scan.analyze import analyze_source
         from neuron_migrate.scan.directives import find_directives
+        from neuron_migrate.scan.project import ProjectFacts, conditional_codes, keep_findings
 
         pack = load_pack(self.settings.extra_rules)
-        kept = apply_directives(path, analyze_source(text, path, pack), find_directives(text), pack).kept
+        found = analyze_source(text, path, pack)
+        if needs := conditional_codes(pack):
+            found = keep_findings(found, path, ProjectFacts(self.root), needs)
+        kept = apply_directives(path, found, find_directives(text), pack).kept
         return list(finalize("scan", self.root, kept, self.settings, pack).findings)
 
 

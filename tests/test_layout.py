@@ -97,6 +97,41 @@ def test_the_backend_uses_only_the_op_table() -> None:
     assert {package_of(t) for _, t in _imports(PACKAGE / "ruleset" / "ops.py")} <= {CORE, "ruleset"}
 
 
+def _torch_private_names(path: Path) -> list[str]:
+    """`torch._x...` / `torch.a._b...` attribute chains and imports in the file (not `torch.ops.*`,
+    whose attributes are op names such as `aten._conj`)."""
+    def private(parts: list[str]) -> bool:
+        return (parts[:1] == ["torch"] and parts[1:2] != ["ops"]
+                and any(p.startswith("_") and not p.startswith("__") for p in parts[1:]))
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
+        parts: list[str] = []
+        if isinstance(node, ast.Attribute):
+            value: ast.expr = node
+            while isinstance(value, ast.Attribute):
+                parts.insert(0, value.attr)
+                value = value.value
+            parts = [value.id, *parts] if isinstance(value, ast.Name) else []
+        elif isinstance(node, ast.Import):
+            found.update(f"{node.lineno}: {a.name}" for a in node.names if private(a.name.split(".")))
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            parts = node.module.split(".")
+        if private(parts):
+            found.add(f"{node.lineno}: {'.'.join(parts)}")
+    return sorted(found)
+
+
+def test_private_torch_symbols_are_used_only_through_the_seam() -> None:
+    # backend/neuron_emu/_torch_private.py names every private torch symbol the emulator uses, with
+    # the torch versions it was checked on; every other module goes through it.
+    bad = [f"{path.relative_to(PACKAGE.parent)}:{hit}" for path in sorted(BACKEND.rglob("*.py"))
+           if path.name != "_torch_private.py" for hit in _torch_private_names(path)]
+    assert bad == []
+    seam = _torch_private_names(BACKEND / "_torch_private.py")
+    assert any("torch._C._to_dlpack" in hit for hit in seam)  # the checker sees what the seam holds
+
+
 def test_only_the_probe_imports_the_backend() -> None:
     bad = []
     for path in sorted(PACKAGE.rglob("*.py")):

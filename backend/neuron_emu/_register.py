@@ -29,11 +29,9 @@ def register() -> None:
         problem = _torch_private.version_problem()
         if problem:
             raise EmulatorUnavailable(problem)
-        owner = torch._C._get_privateuse1_backend_name()
+        owner = _torch_private.privateuse1_backend_name()
         if owner != "privateuseone":
             raise EmulatorUnavailable(f"PrivateUse1 is already registered as {owner!r} in this process")
-        from torch.utils import backend_registration as br
-
         from neuron_emu import _dynamo_skip, record, streams
         from neuron_emu import device as module_device
         from neuron_emu.runtime import generator, patches, storage
@@ -44,12 +42,11 @@ def register() -> None:
         from neuron_emu import module  # creates `neuron` generators: needs the name
 
         torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)  # as TorchNeuron
-        torch._register_device_module("neuron", module.build())
+        _torch_private.register_device_module("neuron", module.build())
         from neuron_emu import device
 
         device.configure_from_env()
-        torch._C._acc.register_python_privateuseone_hook(br._DummyPrivateUse1Hook())
-        torch._C._acc.register_python_privateuseone_device_guard(br._DummyDeviceGuard())
+        _torch_private.register_python_hooks()
         storage.self_test()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*[Oo]verrid.*registered kernel.*")
@@ -75,6 +72,7 @@ def register() -> None:
 def _install_kernels(torch: Any) -> None:
     # Registration goes by name: creating ~500 OpOverload objects up front would cost ~50 ms of
     # activation; kernels resolve their op (and read its schema) on first call instead.
+    from neuron_emu import _torch_private
     from neuron_emu.ops import autocast, kernels
     from neuron_emu.ops.cpu import OpInfo
     from neuron_emu.ops.fallback import fallback
@@ -83,7 +81,7 @@ def _install_kernels(torch: Any) -> None:
     aten = torch.library.Library("aten", "IMPL")
     glob = torch.library.Library("_", "IMPL")
     _libs.extend((aten, glob))
-    known = set(torch._C._dispatch_get_all_op_names())
+    known = set(_torch_private.dispatch_op_names())
     names = (set(table().native_names) | set(kernels.RUNTIME_KERNELS) | set(kernels.METADATA_OPS)
              | set(kernels.CONTIGUOUS_INPUT_COMPOSITES))
     registered, decomposed, missing = 0, [], []

@@ -44,7 +44,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 import threading
 import time
 import warnings
@@ -52,13 +51,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-import torch._dynamo
-from torch._dynamo.backends.common import aot_autograd
-from torch._dynamo.utils import counters
-from torch._functorch._aot_autograd.logging_utils import get_aot_compilation_context
-from torch._functorch.aot_autograd import make_boxed_func
 
-from neuron_emu import record
+from neuron_emu import _torch_private, record
+
+_dynamo = _torch_private.dynamo()  # Dynamo's internals (this module is only imported to compile)
+counters = _dynamo.counters
 
 DYNAMIC_MESSAGE = (
     "Dynamic shapes detected in the model, but torch-neuronx requires static shapes. "
@@ -73,9 +70,7 @@ _stats: dict[str, Any] = {
     "frames": {"total": 0, "ok": 0}, "calls_captured": 0, "aot_graphs": [],
 }
 _breaks: dict[tuple[str, str, int], dict[str, Any]] = {}
-_RECOMPILING = re.compile(r"Recompiling function (\S+) in (.+):(\d+)")
-_LIMIT_FN = re.compile(r"function: '([^']+)' \((.+):(\d+)\)")
-_TB_FRAME = re.compile(r'File "(.+)", line (\d+), in (\S+)')
+_text = _torch_private  # Dynamo's log text: its formats are named in _torch_private
 
 
 def _site(file: str, line: int, function: str) -> dict[str, Any]:
@@ -83,17 +78,17 @@ def _site(file: str, line: int, function: str) -> dict[str, Any]:
 
 
 def _on_graph_break(msg: str) -> None:
-    head = "Graph break in user code at "
+    head = _text.GRAPH_BREAK_HEAD
     if not msg.startswith(head):
         return
     where, _, rest = msg.partition("\n")
     file, _, line = where[len(head):].strip().rpartition(":")
-    reason = rest.partition("Graph Break Reason: ")[2].partition("\n\nUser code traceback")[0].strip()
+    reason = rest.partition(_text.GRAPH_BREAK_REASON)[2].partition(_text.GRAPH_BREAK_TRACEBACK)[0].strip()
     lines = reason.splitlines()
-    if lines and lines[0].startswith("Encountered graph break") and len(lines) > 2:
+    if lines and lines[0].startswith(_text.GRAPH_BREAK_ENCOUNTERED) and len(lines) > 2:
         reason = "\n".join(lines[1:]).strip()
     function = ""
-    for f, ln, fn in _TB_FRAME.findall(rest):
+    for f, ln, fn in _text.TRACEBACK_FRAME.findall(rest):
         if f == file and ln == line:
             function = fn
     key = (reason, file, int(line) if line.isdigit() else 0)
@@ -102,16 +97,16 @@ def _on_graph_break(msg: str) -> None:
 
 
 def _on_recompile(msg: str) -> None:
-    m = _RECOMPILING.search(msg)
+    m = _text.RECOMPILING.search(msg)
     fn = m.group(1) if m else ""
     _stats["recompiles"].append({"reason": msg.strip(), "function": fn,
                                  "site": _site(m.group(2), int(m.group(3)), fn) if m else None})
 
 
 def _on_limit(msg: str) -> None:
-    m = _LIMIT_FN.search(msg)
-    last = next((ln.strip().removeprefix("last reason:").strip() for ln in msg.splitlines()
-                 if ln.strip().startswith("last reason:")), "")
+    m = _text.LIMIT_FUNCTION.search(msg)
+    last = next((ln.strip().removeprefix(_text.LIMIT_LAST_REASON).strip() for ln in msg.splitlines()
+                 if ln.strip().startswith(_text.LIMIT_LAST_REASON)), "")
     head = msg.strip().splitlines()[0]
     _stats["recompile_limit"].append({
         "function": m.group(1) if m else "", "reason": f"{head}: {last}" if last else head,
@@ -128,11 +123,11 @@ class _Capture(logging.Handler):
         except Exception:  # noqa: BLE001 - a malformed record must not break compilation
             return
         with _lock:
-            if rec.name.endswith("__recompiles"):
+            if rec.name.endswith(_text.RECOMPILES_LOGGER_SUFFIX):
                 _on_recompile(msg)
-            elif rec.name.endswith("__graph_breaks"):
+            elif rec.name.endswith(_text.GRAPH_BREAKS_LOGGER_SUFFIX):
                 _on_graph_break(msg)
-            elif "hit config.recompile_limit" in msg or "hit config.cache_size_limit" in msg:
+            elif any(hit in msg for hit in _text.LIMIT_HIT):
                 _on_limit(msg)
             else:
                 return
@@ -145,9 +140,8 @@ _handler = _Capture(level=logging.DEBUG)
 def _install_capture() -> None:
     # Listen on Dynamo's artifact loggers without turning on its console output (unless the user
     # asked for it with TORCH_LOGS, in which case their handler still prints).
-    state = torch._logging._internal.log_state
-    for name, artifact in (("torch._dynamo.guards.__recompiles", "recompiles"),
-                           ("torch._dynamo.symbolic_convert.__graph_breaks", "graph_breaks")):
+    state = _dynamo.log_state
+    for name, artifact in _text.DYNAMO_ARTIFACTS:
         lg = logging.getLogger(name)
         if _handler not in lg.handlers:
             lg.addHandler(_handler)
@@ -156,7 +150,7 @@ def _install_capture() -> None:
             state.enable_artifact(artifact)
         lg.setLevel(logging.DEBUG)
         lg.disabled = False
-    dyn = logging.getLogger("torch._dynamo")
+    dyn = logging.getLogger(_text.DYNAMO_LOGGER)
     if _handler not in dyn.handlers:
         dyn.addHandler(_handler)
 
@@ -251,15 +245,15 @@ def _graph_compiler(kind: str, model_name: str) -> Callable[..., Any]:
         graph_id = hashlib.sha256(code.encode()).hexdigest()[:16]
         calls = [n.target for n in gm.graph.nodes if n.op == "call_function"]
         has_collectives = any(_is_collective(t) for t in calls)
-        being, _, nth_aot = get_aot_compilation_context()
+        being, _, nth_aot = _dynamo.aot_compilation_context()
         aot_part = being[0] if being else f"{nth_aot}_{kind}"
         t1 = time.perf_counter_ns()
-        boxed = make_boxed_func(gm)
+        boxed = _dynamo.make_boxed_func(gm)
         t2 = time.perf_counter_ns()
         with _lock:
             nth = _graph_counter[0]
             _graph_counter[0] += 1
-            entry = {
+            entry: dict[str, Any] = {
                 "graph_id": graph_id, "graph_name": f"{model_name}_{aot_part}_{nth}",
                 "model_name": model_name, "has_collectives": has_collectives,
                 "graph_node_count": len(gm.graph.nodes), "timestamp": time.time(),
@@ -305,7 +299,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
     # Static shapes only, as the real backend forces dynamic=False: from the first neuron compile
     # on, a shape change recompiles statically instead of marking the dimension dynamic (Dynamo
     # reads this when it converts a frame, so setting it at import would change every backend).
-    torch._dynamo.config.automatic_dynamic_shapes = False
+    _dynamo.config.automatic_dynamic_shapes = False
     if mode not in (None, "default"):
         msg = f"Neuron backend does not support mode='{mode}', falling back to default mode."
         with _lock:
@@ -316,7 +310,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
             warnings.warn(msg, UserWarning, stacklevel=2)
     _check_static(gm, example_inputs)
     model_name = str((options or {}).get("model_name", "model_default"))
-    backend = aot_autograd(
+    backend = _dynamo.aot_autograd(
         fw_compiler=_graph_compiler("fw", model_name),
         bw_compiler=_graph_compiler("bw", model_name),
         inference_compiler=_graph_compiler("inference", model_name),
@@ -326,13 +320,11 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
 
 def register() -> None:
     """Register the backend by name when the package's entry point is not installed."""
-    from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
-
-    if "neuron" not in _COMPILER_FNS:
-        register_backend(neuron_backend, name="neuron")
+    if "neuron" not in _dynamo.compiler_fns:
+        _dynamo.register_backend(neuron_backend, name="neuron")
 
 
 record.dynamo_stats = _stats
-from neuron_emu import _dynamo_skip  # noqa: E402 - imported once Dynamo is configured above
+from neuron_emu import _dynamo_skip  # noqa: E402 - last: it skips the code of every loaded emulator module
 
 _dynamo_skip.register_loaded()

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from neuron_emu import device, record
+from neuron_emu import _torch_private, device, record
 from neuron_emu.ops.cpu import CPU_KEYSET
 from neuron_emu.runtime.storage import to_cpu
 
@@ -96,10 +96,10 @@ def install() -> None:
     lib = torch.library.Library("c10d", "IMPL")
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*[Oo]verrid.*")
-        for qualname in torch._C._dispatch_get_all_op_names():
+        for qualname in _torch_private.dispatch_op_names():
             if not qualname.startswith("c10d::"):
                 continue
-            if not torch._C._dispatch_has_kernel_for_dispatch_key(qualname, "PrivateUse1"):
+            if not _torch_private.dispatch_has_kernel(qualname, "PrivateUse1"):
                 continue
             base, _, overload = qualname[len("c10d::"):].partition(".")
             op = getattr(getattr(torch.ops.c10d, base), overload or "default")

@@ -75,6 +75,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from neuron_emu import _torch_private
+
 if TYPE_CHECKING:
     from neuron_emu.ops.cpu import OpInfo
 
@@ -82,7 +84,7 @@ SCHEMA_VERSION = 1
 Site = tuple[str, int, str, "str | None"]
 _NO_SITE: Site = ("<unknown>", 0, "", None)
 _Tensor = torch.Tensor
-_current_node = torch._C._current_autograd_node
+_current_node = _torch_private.current_autograd_node
 
 
 class Recorder:
@@ -114,20 +116,20 @@ class Recorder:
             self.counts[k] = self.counts.get(k, 0) + n
         for info, site in other.first_site.items():
             self.first_site.setdefault(info, site)
-        for k, sigs in other.compile_sites.items():
-            self.compile_sites.setdefault(k, []).extend(sigs)
+        for at, sigs in other.compile_sites.items():
+            self.compile_sites.setdefault(at, []).extend(sigs)
         self.compiles += other.compiles
         self.recompiles += other.recompiles
         for site, (n, b) in other.h2d.items():
             acc = self.h2d.setdefault(site, [0, 0])
             acc[0] += n
             acc[1] += b
-        for site, keys in other.h2d_sources.items():
+        for site, sources in other.h2d_sources.items():
             mine = self.h2d_sources.setdefault(site, set())
-            for k in keys:
+            for source in sources:
                 if len(mine) >= _MAX_SOURCES:
                     break
-                mine.add(k)
+                mine.add(source)
         self.pre_init[0] += other.pre_init[0]
         self.pre_init[1] += other.pre_init[1]
         self.pre_init_site = self.pre_init_site or other.pre_init_site
@@ -156,13 +158,13 @@ _WINDOWS, _WINDOW = 16, 256  # larger ones: this many evenly spaced windows of t
 # -- hot path ----------------------------------------------------------------------------------
 def observe(info: OpInfo, args: tuple[Any, ...], result: Any) -> None:
     """Count one execution of ``info`` (called after the op ran)."""
-    sig = []  # the input signature, built inline: this runs for every op
+    parts: list[Any] = []  # the input signature, built inline: this runs for every op
     for a in args:
         if isinstance(a, _Tensor):
-            sig.append((a.shape, a.dtype))
+            parts.append((a.shape, a.dtype))
         elif type(a) in (list, tuple) and a and any(isinstance(x, _Tensor) for x in a):
-            sig.append(tuple((x.shape, x.dtype) if isinstance(x, _Tensor) else None for x in a))
-    sig = tuple(sig)
+            parts.append(tuple((x.shape, x.dtype) if isinstance(x, _Tensor) else None for x in a))
+    sig: tuple[Any, ...] = tuple(parts)
     if not sig and isinstance(result, _Tensor):
         sig = ((result.shape, result.dtype),)  # factories: the output is what gets compiled
     node = _current_node()
@@ -281,7 +283,7 @@ _LIB_DIRS = tuple(
 # installed third-party code wherever the environment lives (venvs, --user, Debian's dist-packages)
 _LIB_PARTS = tuple(os.path.normcase(f"{os.sep}{d}{os.sep}") for d in ("site-packages", "dist-packages"))
 _is_lib: dict[str, bool] = {}  # by file name: equal code objects of different files compare equal
-_main_ident = threading.main_thread().ident
+_main_ident = threading.main_thread().ident or 0  # set: the main thread is running
 
 
 def _library(code: CodeType) -> bool:

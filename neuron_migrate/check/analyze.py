@@ -440,6 +440,12 @@ def _user_sites(entries: list[dict[str, Any]], user: list[Any]) -> list[dict[str
     return out
 
 
+def _compiled_symbol(ctx: _Ctx, entry: dict[str, Any]) -> str:
+    """The function Dynamo compiled; when that was torch's own wrapper, the user's statement."""
+    function = str(entry.get("function") or "a function")
+    return _statement_symbol(ctx, entry.get("site"), function) if "compiled_site" in entry else function
+
+
 def _dynamo(ctx: _Ctx, m: Merged, children: list[dict[str, Any]]) -> dict[str, int]:
     totals = {"graphs": 0, "graph_breaks": 0, "recompiles": 0, "recompile_limit": 0}
     breaks: dict[tuple[str, tuple[str, int]], dict[str, Any]] = {}
@@ -461,19 +467,17 @@ def _dynamo(ctx: _Ctx, m: Merged, children: list[dict[str, Any]]) -> dict[str, i
             guards = _guard_failures(str(attempt.get("reason", ""))) if attempt else []
             head = _LIMIT_HEAD.match(str(r.get("reason") or ""))
             note = (f"limit {head.group(1)}; " if head else "") + (f"last guard failure: {guards[0]}" if guards else "")
-            ctx.add("NM906", r.get("site"), str(r.get("function") or "a function"),
-                    {"reason": r.get("reason"), "function": r.get("function"), "guard_failures": guards},
+            ctx.add("NM906", r.get("site"), _compiled_symbol(ctx, r),
+                    {"reason": r.get("reason"), "function": r.get("function"), "guard_failures": guards,
+                     **({"compiled_site": r["compiled_site"]} if "compiled_site" in r else {})},
                     note.rstrip("; "))
         for r in recompiles:
             totals["recompiles"] += 1
             reason = str(r.get("reason", "")).strip()
             guards = _guard_failures(reason)
-            moved = "compiled_site" in r  # torch's wrapper recompiled: name the user's statement
-            symbol = (_statement_symbol(ctx, r.get("site"), str(r.get("function") or "a function")) if moved
-                      else str(r.get("function") or "a function"))
-            ctx.add("NM905", r.get("site"), symbol,
+            ctx.add("NM905", r.get("site"), _compiled_symbol(ctx, r),
                     {"reason": reason, "function": r.get("function"), "guard_failures": guards,
-                     **({"compiled_site": r["compiled_site"]} if moved else {})},
+                     **({"compiled_site": r["compiled_site"]} if "compiled_site" in r else {})},
                     guards[0] if guards else (reason.splitlines()[0] if reason else "guard failed"))
     for entry in breaks.values():
         totals["graph_breaks"] += entry["count"]

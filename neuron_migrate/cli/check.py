@@ -164,7 +164,7 @@ def register(app: typer.Typer) -> None:
         fail_on: str | None = typer.Option(
             None, "--fail-on",
             help="Severity (error, warning, info, never) and/or kinds: fallback, host-sync, recompile, "
-                 "graph-break, placement, dtype, exception (comma-separated)."),
+                 "graph-break, placement, dtype, parity, exception (comma-separated)."),
         max_recompiles: int | None = typer.Option(None, "--max-recompiles", min=0, help="Recompiles allowed."),
         max_fallback_ops: int | None = typer.Option(None, "--max-fallback-ops", min=0,
                                                     help="Distinct CPU-fallback ops allowed."),

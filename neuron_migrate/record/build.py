@@ -42,7 +42,8 @@ redefined key bumps the version)::
                    "extra_rules": [str], "enabled": [str]}  # enabled: every code the scan checked
     }                                                # (absent in records made before it existed)
 
-`Report` and `Finding` are `neuron_migrate.findings` `to_dict()` forms (`emit/report.schema.json`).
+The typed form is `record.model.MigrationRecord` (its `to_dict()` is this JSON; `Headline` the
+headline). `Report` and `Finding` are `neuron_migrate.findings` `to_dict()` forms (`emit/report.schema.json`).
 `headline`, `by_code`, `by_file`, `fallback_ops` and `recompile_sites` are views computed from a
 loaded record; the renderers (`record_markdown`, `record_html`) and `record_diff` use only them.
 """
@@ -59,7 +60,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,6 +68,7 @@ from typing import TYPE_CHECKING, Any
 from neuron_migrate.errors import NeuronMigrateError
 from neuron_migrate.findings import Finding, Report, Severity
 from neuron_migrate.pipeline.gate import FALLBACK, RECOMPILE
+from neuron_migrate.record.model import CheckHeadline, Commands, Headline, MigrationRecord, RecordCheck, RecordRewrite
 
 if TYPE_CHECKING:
     from neuron_migrate.config import Settings
@@ -229,7 +231,7 @@ def _scan(project: Path, settings: Settings, use_cache: bool) -> Report:
     return api.scan([project], settings=settings, use_cache=use_cache, root=root)
 
 
-def _rewrite(copy: Path, settings: Settings) -> dict[str, Any]:
+def _rewrite(copy: Path, settings: Settings) -> RecordRewrite:
     from neuron_migrate.api import rewrite_paths
     from neuron_migrate.rewrite.engine import FileStatus
 
@@ -239,17 +241,17 @@ def _rewrite(copy: Path, settings: Settings) -> dict[str, Any]:
     first = rewrite_paths([copy], settings, apply=True, **common)
     second = rewrite_paths([copy], settings, apply=False, **common)
     again = [o.path for o in second.files if o.status is FileStatus.CHANGED]
-    return {
-        "target": settings.target.value,
-        "unsafe_fixes": settings.unsafe_fixes,
-        "files": [o.to_dict() for o in first.files],
-        "fixed": [f.fingerprint for f in first.fixed],
-        "remaining": [f.to_dict() for f in sorted(second.findings, key=lambda f: f.sort_key)],
-        "idempotent": not again,
-        "second_run_changed": again,
-        "warnings": list(first.warnings),
-        "duration_s": round(first.duration_s + second.duration_s, 3),
-    }
+    return RecordRewrite(
+        target=settings.target.value,
+        unsafe_fixes=settings.unsafe_fixes,
+        files=[o.to_dict() for o in first.files],
+        fixed=[f.fingerprint for f in first.fixed],
+        remaining=[f.to_dict() for f in sorted(second.findings, key=lambda f: f.sort_key)],
+        idempotent=not again,
+        second_run_changed=again,
+        warnings=list(first.warnings),
+        duration_s=round(first.duration_s + second.duration_s, 3),
+    )
 
 
 def build_record(
@@ -275,7 +277,8 @@ def build_record(
     rewrite_cmd = ["neuron-migrate", "rewrite", str(project), "--apply", "--target", target]
     if settings.unsafe_fixes:
         rewrite_cmd.append("--unsafe-fixes")
-    check: dict[str, Any] | None = None
+    check: RecordCheck | None = None
+    check_command: str | None = None
     with tempfile.TemporaryDirectory(prefix="neuron-migrate-report-") as tmp:
         copy = _copy_project(project, Path(tmp) / "tree")  # never a path under the project itself
         rewrite = _rewrite(copy, settings)
@@ -286,38 +289,38 @@ def build_record(
             work = Path(tmp) / "check"
             work.mkdir()
             outcome = check_runner(root, run, work)
-            check = {
-                "script": run.script,
-                "args": list(run.args),
-                "launcher": run.launcher,
-                "nproc_per_node": run.nproc_per_node,
-                "exit_code": outcome.exit_code,
-                "duration_s": round(outcome.duration_s, 3),
-                "error": outcome.error,
-                "report": outcome.report,
-                "command": _display(outcome.command),
-            }
-    record: dict[str, Any] = {
-        "kind": RECORD_KIND,
-        "schema_version": RECORD_SCHEMA_VERSION,
-        "created": created,
-        "project": {"path": str(project), "name": project.name},
-        "target": target,
-        "unsafe_fixes": settings.unsafe_fixes,
-        "versions": versions(pack),
-        "commands": {
-            "report": _display(argv) if argv else "",
-            "scan": _display(["neuron-migrate", "scan", str(project)]),
-            "rewrite": _display(rewrite_cmd),
-            "check": check.pop("command") if check else None,
-        },
-        "scan": scan_report.to_dict(),
-        "rewrite": rewrite,
-        "check": check,
-        "settings": effective_settings(settings, pack),
-    }
-    record["headline"] = headline(record).to_dict()
-    return record
+            check = RecordCheck(
+                script=run.script,
+                args=list(run.args),
+                launcher=run.launcher,
+                nproc_per_node=run.nproc_per_node,
+                exit_code=outcome.exit_code,
+                duration_s=round(outcome.duration_s, 3),
+                error=outcome.error,
+                report=outcome.report,
+            )
+            check_command = _display(outcome.command)
+    record = MigrationRecord(
+        kind=RECORD_KIND,
+        schema_version=RECORD_SCHEMA_VERSION,
+        created=created,
+        project={"path": str(project), "name": project.name},
+        target=target,
+        unsafe_fixes=settings.unsafe_fixes,
+        versions=versions(pack),
+        commands=Commands(
+            report=_display(argv) if argv else "",
+            scan=_display(["neuron-migrate", "scan", str(project)]),
+            rewrite=_display(rewrite_cmd),
+            check=check_command,
+        ),
+        scan=scan_report.to_dict(),
+        rewrite=rewrite,
+        check=check,
+        settings=effective_settings(settings, pack),
+    )
+    data = record.to_dict()
+    return replace(record, headline=headline(data)).to_dict()
 
 
 def effective_settings(settings: Settings, pack: RulePack) -> dict[str, Any]:
@@ -511,53 +514,6 @@ def check_values(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {str(k): dict(v) for k, v in values.items() if isinstance(v, Mapping)}
 
 
-@dataclass(frozen=True, slots=True)
-class CheckHeadline:
-    """The headline of the check of the rewritten program (when `report --run` ran one)."""
-
-    check_completed: bool  # a report, exit 0 or 1, and no finding of a rule that `ends_run`
-    check_exit_code: int | None  # of `neuron-migrate check`; None: it did not start
-    fallback_ops: int  # distinct ops that fell back to the CPU
-    host_syncs: int  # host-sync findings
-    recompile_hotspots: int  # call sites that kept compiling
-    runtime_findings: int  # every NM9xx finding
-
-
-@dataclass(frozen=True, slots=True)
-class Headline:
-    """The numbers a reader wants first (the record's `headline`; its JSON is these fields, flat,
-    the check's only when checked)."""
-
-    sites: int  # scan findings
-    errors: int
-    files_with_findings: int
-    files_scanned: int
-    auto_fixable: int  # for the record's target
-    auto_fixable_safe: int
-    auto_fixable_share: float  # 4 places
-    fixed_by_rewrite: int
-    needs_person: int  # findings a scan of the rewritten copy reports
-    rewrite_idempotent: bool
-    check: CheckHeadline | None
-
-    @property
-    def checked(self) -> bool:
-        return self.check is not None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "check"}
-        out["checked"] = self.checked
-        if self.check is not None:
-            out.update((f.name, getattr(self.check, f.name)) for f in fields(self.check))
-        return out
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Headline:
-        """A loaded record's headline (KeyError when a field is missing: `validate` reports it)."""
-        check = CheckHeadline(**{f.name: d[f.name] for f in fields(CheckHeadline)}) if d.get("checked") else None
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name != "check"}, check=check)
-
-
 def headline(record: Mapping[str, Any]) -> Headline:
     """The numbers a reader wants first, from the record's scan, rewrite and check."""
     from neuron_migrate.emit.summary import summarize
@@ -565,7 +521,7 @@ def headline(record: Mapping[str, Any]) -> Headline:
 
     summary = summarize(Report.from_dict(record["scan"]), Target(record["target"]))
     check = record.get("check")
-    checked = None
+    checked: CheckHeadline | None = None
     if check is not None:
         runtime = check_findings(record)
         pack = _pack()

@@ -23,6 +23,7 @@ from neuron_migrate.ruleset.location import rules_dir
 from neuron_migrate.ruleset.model import (
     FAMILIES,
     FIXER_NAMES,
+    PROJECT_FACTS,
     ArgumentPattern,
     Example,
     FixKind,
@@ -45,13 +46,13 @@ _PACK_REQUIRED = ("name", "version", "neuron_sdk", "torch_neuronx", "torch", "pr
 _PACK_KEYS = frozenset(_PACK_REQUIRED) | {"redirects", "runtime_kinds"}
 _RULE_REQUIRED = ("code", "name", "title", "category", "severity", "match", "fix", "message",
                   "why", "references", "examples")
-_RULE_KEYS = frozenset(_RULE_REQUIRED) | {"status", "since", "kind", "default", "ends_run", "hotspot"}
+_RULE_KEYS = frozenset(_RULE_REQUIRED) | {"status", "since", "kind", "default", "ends_run", "hotspot", "project"}
 _RUNTIME_KEYS = ("kind", "ends_run", "hotspot")  # only NM9xx rules (check's findings) have these
 _RUNTIME_FAMILY = "NM9"  # check's findings: each names its kind
 _LIST_MATCHERS = ("qualified_names", "device_strings", "methods", "attributes", "imports",
                   "env_vars", "files", "tokens")
 _MATCH_KEYS = frozenset(_LIST_MATCHERS) | {"arguments"}
-_ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing"})
+_ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing", "in_dict"})
 _TARGETS = {t.value: t for t in Target}
 _FIX_KEYS = frozenset(_TARGETS) | {"class", "safety"}
 _INVALID_KEYS = frozenset(_TARGETS) | {"code", "count"}
@@ -138,7 +139,12 @@ def _argument(ctx: _Ctx, raw: Any, field: str) -> ArgumentPattern:
     not_values = _scalars(ctx, d.get("not_values", []), f"{field}.not_values")
     if missing and (values or not_values):
         raise ctx.error(f"{field}.missing", "`missing` cannot be combined with values/not_values")
-    return ArgumentPattern(call, keyword, position, values, not_values, missing)
+    in_dict = d.get("in_dict", False)
+    if not isinstance(in_dict, bool):
+        raise ctx.error(f"{field}.in_dict", "expected true or false")
+    if in_dict and not values:
+        raise ctx.error(f"{field}.in_dict", "`in_dict` needs `values` to look for among the dict's values")
+    return ArgumentPattern(call, keyword, position, values, not_values, missing, in_dict)
 
 
 def _match(ctx: _Ctx, raw: Any, family: str) -> Match:
@@ -282,8 +288,16 @@ def _rule(ctx: _Ctx, raw: Any, index: int, file_family: str | None, fixers: froz
         status=_enum(ctx, Status, d.get("status", "stable"), "status"),
         since=_str(ctx, str(d.get("since", "0.1.0")), "since"),
         default=_bool(ctx, d.get("default", True), "default"),
+        project=_project(ctx, d.get("project", "")),
         source_file=ctx.file,
     )
+
+
+def _project(ctx: _Ctx, raw: Any) -> str:
+    fact = _str(ctx, raw, "project") if raw != "" else ""
+    if fact and fact not in PROJECT_FACTS:
+        raise ctx.error("project", f"unknown project fact {fact!r} (known: {', '.join(sorted(PROJECT_FACTS))})")
+    return fact
 
 
 def _parse(file: str, data: bytes) -> Any:

@@ -9,6 +9,7 @@ A rule file (`rules/nm<family>-<topic>.yaml`) holds `rules: [ ... ]`; each entry
     severity: error | warning | info
     status: stable | preview | deprecated | removed     (default stable)
     default: true | false    # in the default selection (default true); false: only by --select
+    project: cuda-build      # kept only when the scanned project has this (see PROJECT_FACTS)
     since: "0.1.0"
     match: { ... }           # see Match; at least one matcher (NM0xx/NM9xx rules may have none)
     fix: {class: safe|unsafe|manual|none, neuron: TargetFix, accelerator: TargetFix,
@@ -78,7 +79,9 @@ class ArgumentPattern:
     (`torch.distributed.init_process_group`), `"*"` for any call, or `".name"` for a method or
     function named `name` on any receiver (`.from_pretrained`). The argument is found by `keyword`
     and/or `position`. It matches when its literal value is in `values` (any value when empty and
-    `not_values` is empty), is not in `not_values`, or, with `missing`, when it is absent.
+    `not_values` is empty), is not in `not_values`, or, with `missing`, when it is absent. With
+    `in_dict`, `values` are looked for among the values of a dict literal given as the argument
+    (`device_map={"": 0}`).
     """
 
     call: tuple[str, ...]
@@ -87,6 +90,7 @@ class ArgumentPattern:
     values: tuple[Any, ...] = ()
     not_values: tuple[Any, ...] = ()
     missing: bool = False
+    in_dict: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +140,13 @@ FIXER_NAMES: frozenset[str] = frozenset({
 })
 
 
+# Facts about the scanned project (not the file) a rule's finding may need (`project:`); the
+# analysis reports the site, the scan keeps the finding only where the fact holds (scan/project.py).
+PROJECT_FACTS: frozenset[str] = frozenset({
+    "cuda-build",  # the build of the project holding the file compiles CUDA sources
+})
+
+
 @dataclass(frozen=True, slots=True)
 class TargetFix:
     kind: FixKind
@@ -173,6 +184,7 @@ class Rule:
     status: Status = Status.STABLE
     since: str = "0.1.0"
     default: bool = True  # in the default selection; False: only when `--select` names it
+    project: str = ""  # a PROJECT_FACTS entry the finding needs; "" for none
     source_file: str = ""  # the YAML file it came from, for error messages and docs
     kind: str = ""  # NM9xx only: the kind of runtime finding (a key of RulePack.kinds)
     ends_run: bool = False  # NM9xx only: a finding says the program did not run to its end

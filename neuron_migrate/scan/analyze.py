@@ -58,8 +58,8 @@ class CompiledPack:
     tokens: TokenTable
     implicit_roots: frozenset[str]
     device_words: tuple[str, ...]  # a file without any of these has no device-string match
-    env_words: tuple[str, ...]  # ... without any of these, no env-var match
-    token_words: tuple[str, ...]  # ... without any of these, no `tokens` match
+    env_words: tuple[str, ...]  # ... without any of these (lower case, in the lowered text), no env-var match
+    token_words: tuple[str, ...]  # ... likewise, no `tokens` match
     regions: RegionGate  # which functions of a large file need parsing
     fix_roots: frozenset[str]  # top-level modules a fix may write (and have to import)
 
@@ -93,8 +93,8 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         tokens=TokenTable(rules),
         implicit_roots=frozenset(r for r in roots if r.isidentifier()) | _ALWAYS_IMPLICIT,
         device_words=_words([t for t, _, _ in devices.types]),
-        env_words=_words([literal_prefix(p) for p, _, _ in env.patterns]),
-        token_words=first_words(rules),
+        env_words=tuple(dict.fromkeys(w.lower() for w in _words([literal_prefix(p) for p, _, _ in env.patterns]))),
+        token_words=tuple(dict.fromkeys(w.lower() for w in first_words(rules))),
         regions=RegionGate(pattern_requirements(pack), pattern_values(pack),
                            {name.rpartition(".")[0] for name in qualified.exact}),
         fix_roots=frozenset({"torch"} | {tf.value.partition(".")[0] for r in rules for tf in r.fix.targets.values()
@@ -134,8 +134,11 @@ class _Walker:
         self.cp = cp
         # Matchers whose words the file does not contain cannot match: leave them out of the walk.
         self.devices_on = any(t in source for t in cp.device_words)
-        self.env_on = any(t in source for t in cp.env_words)
-        self.tokens = cp.tokens if any(t in source for t in cp.token_words) else None
+        # One lowered copy and a test per word, not one per case form of it (a superset: the
+        # matchers decide).
+        lowered = source.lower()
+        self.env_on = any(t in lowered for t in cp.env_words)
+        self.tokens = cp.tokens if any(t in lowered for t in cp.token_words) else None
         self.silent: set[int] = set()  # ids of string literals that are messages, not code
         self.aliases = AliasTable(cp.implicit_roots)
         self.sites: list[tuple[Rule, Site]] = []
@@ -195,7 +198,14 @@ class _Walker:
         if value.__class__ is not ast.Attribute or self.tokens is None:
             return
         qn = self.resolve(value)
-        if qn is not None and (self.cp.qualified.best(qn, []) is not None or self.tokens.name(qn.replace(".", "_"))):
+        if qn is None:
+            return
+        best = self.cp.qualified.best(qn, [])
+        # A rule's name that is no CUDA API (`torch._inductor.config.x`, a compile setting) makes
+        # no CUDA alias: its uses are no CUDA references.
+        cuda_rule = best is not None and any(r.category not in _NOT_CUDA_CATEGORIES and not r.code.startswith(_NOT_CUDA_FAMILY)
+                                             for r in best[2])
+        if cuda_rule or self.tokens.name(qn.replace(".", "_")):
             self.assigned[name] = qn
 
     @staticmethod
@@ -240,16 +250,18 @@ class _Walker:
                 for rule in table.match(alias.name):
                     self._report(rule, "imports", alias, alias.name)
             return
-        if node.level or not node.module:  # type: ignore[attr-defined]
-            return
-        module = node.module  # type: ignore[attr-defined]
+        # A relative import is matched spelled with its dots (`from . import _C` as `._C`).
+        dots = "." * node.level  # type: ignore[attr-defined]
+        module = dots + (node.module or "")  # type: ignore[attr-defined]
         found: dict[str, tuple[Rule, str]] = {}
-        for rule in table.match(module):
-            found.setdefault(rule.code, (rule, module))
+        if node.module:  # type: ignore[attr-defined]
+            for rule in table.match(module):
+                found.setdefault(rule.code, (rule, module))
         for alias in node.names:  # type: ignore[attr-defined]
             if alias.name != "*":
-                for rule in table.match(f"{module}.{alias.name}"):
-                    found.setdefault(rule.code, (rule, f"{module}.{alias.name}"))
+                name = f"{module}.{alias.name}" if node.module else dots + alias.name  # type: ignore[attr-defined]
+                for rule in table.match(name):
+                    found.setdefault(rule.code, (rule, name))
         for rule, symbol in found.values():
             self._report(rule, "imports", node, symbol)
 
@@ -857,6 +869,9 @@ class _Walker:
         if arg is None:
             return
         value_node = arg.value if arg.__class__ is ast.keyword else arg  # type: ignore[attr-defined]
+        if pat.in_dict:
+            self._dict_argument(call, rule, pat, arg, value_node, display)
+            return
         if value_node.__class__ is ast.IfExp and (pat.values or pat.not_values):
             # `device_map="auto" if quantize else None`: either branch may be the value.
             for branch in (value_node.body, value_node.orelse):  # type: ignore[attr-defined]
@@ -874,6 +889,16 @@ class _Walker:
         if args_m.value_matches(pat, value):
             self._report_argument(call, rule, arg, value_node, value, display,
                                   value_node if value is not args_m.UNKNOWN else None)
+
+    def _dict_argument(self, call: ast.Call, rule: Rule, pat: ArgumentPattern, arg: ast.AST, value_node: ast.AST,
+                       display: str) -> None:
+        """`device_map={"": 0}` (also in either branch of a conditional): a dict value in `values`."""
+        for branch in args_m.branches(value_node):
+            for node in args_m.dict_value_nodes(branch):
+                v = args_m.literal_value(node)
+                if v is not args_m.UNKNOWN and args_m.value_matches(pat, v):
+                    self._report_argument(call, rule, arg, value_node, v, display, None)
+                    return
 
     def _report_argument(self, call: ast.Call, rule: Rule, arg: ast.AST, value_node: ast.AST, value: object,
                          display: str, literal: ast.AST | None) -> None:
@@ -1009,6 +1034,7 @@ def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
 # --- findings -----------------------------------------------------------------------------------
 
 _NOT_CUDA_FAMILY = "NM8"
+_NOT_CUDA_CATEGORIES = frozenset({"compile"})
 
 
 def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None = None) -> list[Finding]:
@@ -1022,7 +1048,8 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
     parsed = parse_m.parse(source, path, cp.regions if cell is None else None)
     walker = _walk(cp, parsed.tree, source)
     tree = parsed.tree
-    if parsed.sparse is not None and not parse_m.complete(parsed.sparse, walker.aliases, cp.regions, cp.fix_roots):
+    if parsed.sparse is not None and not parse_m.complete(parsed.sparse, walker.aliases, cp.regions, cp.fix_roots,
+                                                          walker.assigned):
         tree = parse_m.parse_whole(source, path)
         walker = _walk(cp, tree, source)
     if not walker.sites:
@@ -1071,10 +1098,14 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
         symbol = site.symbol or _symbol(site, lines)
         fixes = fixes_for(rule, site, span, ctx) if rule.fix.fix_class in (FixClass.SAFE, FixClass.UNSAFE) else ()
         fix_class = rule.fix.fix_class
+        message = rule.render_message(symbol)
         if fixes and fix_class is FixClass.SAFE and all(f.applicability is FixClass.UNSAFE for f in fixes):
             fix_class = FixClass.UNSAFE  # this site's fix relies on what it cannot see (fixes.bindings)
         elif not fixes and site.data and fix_class in (FixClass.SAFE, FixClass.UNSAFE):
-            fix_class = FixClass.MANUAL  # a table key whose `neuron` value has no automatic answer (fixes.data)
+            from neuron_migrate.scan.fixes.data import NO_ENTRY
+
+            fix_class = FixClass.MANUAL  # a table key whose `neuron` value has no automatic answer
+            message = f"{message}; {NO_ENTRY}"
         findings.append(
             Finding(
                 code=code,
@@ -1083,7 +1114,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
                 category=rule.category,
                 path=path,
                 span=span,
-                message=rule.render_message(symbol),
+                message=message,
                 source_line=lines.line(span.line),
                 symbol=symbol,
                 fixes=fixes,

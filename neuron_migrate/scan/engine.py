@@ -40,8 +40,9 @@ from neuron_migrate.scan.directives import find_directives
 from neuron_migrate.scan.discover import Candidate, choose_root, discover
 from neuron_migrate.scan.notebook import code_cells
 from neuron_migrate.scan.prefilter import Prefilter, build_prefilter
+from neuron_migrate.scan.project import ProjectFacts, conditional_codes, keep_rows
 from neuron_migrate.scan.result import Directive, FileResult, ScanResult
-from neuron_migrate.scan.rows import Row, directive_to_row, finding_to_row, row_to_directive
+from neuron_migrate.scan.rows import FINDING_FIELDS, Row, directive_to_row, finding_to_row, row_to_directive
 from neuron_migrate.scan.source import DEFAULT_MAX_FILE_SIZE, decode_source, read_bytes
 
 Progress = Callable[[int, int], None]
@@ -50,6 +51,7 @@ Analysed = tuple[bytes | None, tuple[Row, ...], tuple[Row, ...]]  # (content dig
 # Below this much source, starting worker processes costs more than it saves.
 POOL_MIN_BYTES = 512 * 1024
 _CHUNK_MAX_FILES = 48
+_CODE_AT, _SYMBOL_AT = FINDING_FIELDS.index("code"), FINDING_FIELDS.index("symbol")
 
 
 class Analyzer(Protocol):
@@ -116,7 +118,8 @@ def scan_paths(
         for c, (content, rows, drows) in zip(todo, _analyze(todo, context, jobs, advance), strict=True):
             entries[c.rel] = (c.mtime_ns, c.ctime_ns, c.size, c.mode, c.inode, content, checked_ns, rows, drows)
 
-    files = [FileResult.from_rows(rel, entry[ROWS], [row_to_directive(d) for d in entry[DIRECTIVES]])
+    project_rows = _project_filter(pack, root_dir)
+    files = [FileResult.from_rows(rel, project_rows(rel, entry[ROWS]), [row_to_directive(d) for d in entry[DIRECTIVES]])
              for rel, entry in entries.items()]
     files += [FileResult(rel, [problem.to_finding(pack, rel)], []) for rel, problem in found.problems]
     files.sort(key=lambda fr: fr.path)
@@ -130,6 +133,20 @@ def scan_paths(
         warnings = cache.warnings
     return ScanResult(root=root_dir, files=files, files_scanned=len(files),
                       duration_s=time.perf_counter() - started, warnings=warnings)
+
+
+def _project_filter(pack: RulePack, root: str) -> Callable[[str, tuple[Row, ...]], Sequence[Row]]:
+    """A file's rows less the findings whose project fact (a rule's `project:`) does not hold
+    (`scan.project`); the cache keeps every row, so a changed build file needs no re-analysis."""
+    needs = conditional_codes(pack)
+    if not needs:
+        return lambda rel, rows: rows
+    facts = ProjectFacts(root)
+
+    def rows_of(rel: str, rows: tuple[Row, ...]) -> Sequence[Row]:
+        kept = keep_rows(rows, rel, facts, needs, _CODE_AT, _SYMBOL_AT) if rows else None
+        return rows if kept is None else kept
+    return rows_of
 
 
 def _in_scope(rel: str, scopes: Sequence[str]) -> bool:

@@ -83,12 +83,17 @@ def _valid(text: str, path: str) -> bool:
     return True
 
 
-def complete(sparse: SparseTree, aliases: AliasTable, gate: RegionGate, fix_roots: Collection[str]) -> bool:
+def complete(sparse: SparseTree, aliases: AliasTable, gate: RegionGate, fix_roots: Collection[str],
+             assigned: Collection[str] = ()) -> bool:
     """Whether the walk of the partial tree saw everything the whole tree would have shown it:
     no skipped function uses a name an import binds to a token's module that the text scan did
-    not see; the file star-imports no module with a name a rule matches; and no module root a
-    fix may have to import (`fix_roots`) is read only in skipped text."""
+    not see, nor a module-level name assigned a CUDA reference (`assigned`: `_ctx =
+    torch._C._CUDAGreenContext`, each use is a finding); the file star-imports no module with a
+    name a rule matches; and no module root a fix may have to import (`fix_roots`) is read only
+    in skipped text."""
     if not gate.star_modules.isdisjoint(aliases.stars):
+        return False
+    if any(sparse.hides(name) for name in assigned):
         return False
     for name, target in aliases.names.items():
         if not gate.hidden(target) <= sparse.anchors.get(name, frozenset()) and sparse.hides(name):

@@ -52,14 +52,17 @@ def _token(text: str, left: bool, right: bool) -> Token:
 
 
 class Prefilter:
-    __slots__ = ("tokens", "requirements", "_encoded", "_req_bytes")
+    __slots__ = ("tokens", "requirements", "_encoded", "_lowered", "_req_bytes")
 
     def __init__(self, tokens: tuple[str, ...] | None,
                  requirements: tuple[tuple[Token, ...], ...] = ()) -> None:
         self.tokens = tokens  # None: the gate is open
         # Per pattern, the tokens it needs (all of them); empty: only the any-of test applies.
         self.requirements = requirements
-        self._encoded = tuple(t.encode() for t in tokens) if tokens is not None else None
+        # The any-of test reads the lowered text, one test per word for all its case forms (a
+        # superset: the requirements below are tested as spelled).
+        self._encoded = tuple(dict.fromkeys(t.lower().encode() for t in tokens)) if tokens is not None else None
+        self._lowered = tuple(dict.fromkeys(t.lower() for t in tokens)) if tokens is not None else None
         self._req_bytes = tuple(tuple(Token(t.text.encode(), t.left, t.right) for t in req)  # type: ignore[arg-type]
                                 for req in requirements)
 
@@ -67,14 +70,16 @@ class Prefilter:
         encoded = self._encoded
         if encoded is None:
             return True
-        if not any(token in data for token in encoded):
+        lowered = data.lower()
+        if not any(token in lowered for token in encoded):
             return False
         return _any_requirement(data, self._req_bytes, _WORD_BYTES) if self._req_bytes else True
 
     def may_match_text(self, text: str) -> bool:
-        if self.tokens is None:
+        if self._lowered is None:
             return True
-        if not any(token in text for token in self.tokens):
+        lowered = text.lower()
+        if not any(token in lowered for token in self._lowered):
             return False
         return _any_requirement(text, self.requirements, WORD_STR) if self.requirements else True
 

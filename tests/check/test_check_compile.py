@@ -99,3 +99,11 @@ def test_a_recompile_of_torchs_own_wrapper_is_at_the_users_line(tmp_path: Path) 
     assert "external_utils.py" in nm905["details"]["compiled_site"]["file"]
     assert "grad_mode" in nm905["message"]
     assert all("site-packages" not in f["path"] and not f["path"].startswith("/") for f in run.report["findings"])
+
+
+def test_the_recompile_limit_of_torchs_own_wrapper_is_at_the_users_line(tmp_path: Path) -> None:
+    run = check_program(tmp_path, "compiled_sequential_limit.py")
+    (limit,) = run.findings("NM906")
+    assert (limit["path"], limit["span"]["line"]) == ("compiled_sequential_limit.py", 10)
+    assert limit["symbol"] == 'compiled(torch.ones(batch, 4, device="neuron"))'
+    assert "external_utils.py" in limit["details"]["compiled_site"]["file"]

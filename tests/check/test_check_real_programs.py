@@ -4,7 +4,6 @@ CPU, a model never moved, loops over fixed shapes inside an optimizer step."""
 from __future__ import annotations
 
 import itertools
-import sys
 from pathlib import Path
 
 import pytest
@@ -96,9 +95,6 @@ def test_loops_over_fixed_shapes_in_a_step_are_not_recompiles(tmp_path: Path) ->
         assert line_of("fixed_loops.py", real) in reported, real
 
 
-@pytest.mark.xfail(sys.version_info < (3, 12), strict=False,
-                   reason="known limit: before 3.12 a list comprehension is its own frame, called once per "
-                          "group, so its per-group shapes look like shapes changing between calls")
 def test_a_comprehension_over_each_parameter_group_is_not_a_recompile(tmp_path: Path) -> None:
     run = check_program(tmp_path, "fixed_loops.py")
     assert line_of("fixed_loops.py", "torch.stack([g.norm()") not in {_line(f) for f in run.findings("NM903")}

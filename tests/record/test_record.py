@@ -145,6 +145,12 @@ def test_record_combines_scan_rewrite_and_versions_without_touching_the_tree(pro
     assert (h["sites"], h["auto_fixable"], h["auto_fixable_safe"], h["fixed_by_rewrite"], h["needs_person"]) == (
         3, 2, 2, 2, 1)
     assert h["auto_fixable_share"] == round(2 / 3, 4) and h["checked"] is False
+    # The JSON is record.model.MigrationRecord's: its keys, in the documented order.
+    assert list(rec) == ["kind", "schema_version", "created", "project", "target", "unsafe_fixes", "versions",
+                         "commands", "scan", "rewrite", "check", "settings", "headline"]
+    assert list(rec["commands"]) == ["report", "scan", "rewrite", "check"]
+    assert list(rec["rewrite"]) == ["target", "unsafe_fixes", "files", "fixed", "remaining", "idempotent",
+                                    "second_run_changed", "warnings", "duration_s"]
 
 
 def test_check_runs_on_the_rewritten_copy(project: Path) -> None:
@@ -155,6 +161,8 @@ def test_check_runs_on_the_rewritten_copy(project: Path) -> None:
     assert spec.args == ("--steps", "2")
     assert rec["check"]["exit_code"] == 0 and rec["check"]["error"] is None
     assert rec["commands"]["check"] == "neuron-migrate check train.py"
+    assert list(rec["check"]) == ["script", "args", "launcher", "nproc_per_node", "exit_code", "duration_s",
+                                  "error", "report"]
     assert fallback_ops(rec) == {
         "aten::argmax": {"count": 12, "sites": ["train.py:4:1"]},
         "aten::max_pool2d_with_indices": {"count": 3, "sites": ["train.py:4:1"]},

@@ -245,7 +245,11 @@ def test_a_guard_held_in_a_variable_stays_with_its_cuda_only_block() -> None:
                  ("ok = torch.cuda.is_available()\nuse = ok and flag\nif not use:\n    pass\nelse:\n"
                   "    cap = torch.cuda.get_device_capability()\n"),
                  ("class M:\n    def __init__(self):\n        self.gpu = torch.cuda.is_available()\n"
-                  "    def f(self):\n        assert self.gpu\n        return torch.cuda.get_device_capability()\n")):
+                  "    def f(self):\n        assert self.gpu\n        return torch.cuda.get_device_capability()\n"),
+                 ("def main():\n    use_cuda = torch.cuda.is_available()\n    def step():\n        if use_cuda:\n"
+                  "            return torch.cuda.get_device_capability()\n    return step\n"),
+                 ("def use_gpu():\n    return torch.cuda.is_available()\n"
+                  "if not use_gpu():\n    pass\nelse:\n    cap = torch.cuda.get_device_capability()\n")):
         held = "import torch\n" + held
         assert fixed(held, unsafe=True) == held, held
 
@@ -323,7 +327,8 @@ def test_a_table_value_is_copied_only_as_an_unsafe_fix_and_a_cuda_specific_one_i
     manual = "KERNELS = {'cuda': 'cudnn', 'cpu': 'mkl'}\nSTREAMS = {'cuda': make_stream(), 'cpu': None}\n"
     for target in Target:
         assert fixed(manual, target, unsafe=True) == manual
-    assert {f.fix_class for f in scan(manual) if f.code == "NM101"} == {FixClass.MANUAL}
+    keys = [f for f in scan(manual) if f.code == "NM101"]
+    assert {f.fix_class for f in keys} == {FixClass.MANUAL} and all("add a `neuron` one by hand" in f.message for f in keys)
 
 
 def test_map_location_keeps_the_checkpoints_cuda_key() -> None:

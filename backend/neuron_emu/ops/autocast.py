@@ -14,10 +14,11 @@ from typing import Any
 
 import torch
 
+from neuron_emu._torch_private import DispatchKey, DispatchKeySet, ExcludeDispatchKeyGuard
 from neuron_emu.ops.registry import resolve
 
 _BACKEND = "neuron"
-_EXCLUDE = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastPrivateUse1)
+_EXCLUDE = DispatchKeySet(DispatchKey.AutocastPrivateUse1)
 
 LOWER_PRECISION = (
     "_convolution", "_convolution.deprecated", "conv1d", "conv2d", "conv3d", "conv_tbc",
@@ -128,7 +129,7 @@ def _policy(name: str, kind: str, target: str | None = None) -> Callable[..., An
             op = resolve(target or name)
             resolved.extend((op, _dtype_slot(op) if kind == "fp32_opt" else None))
         op, slot = resolved
-        with torch._C._ExcludeDispatchKeyGuard(_EXCLUDE):
+        with ExcludeDispatchKeyGuard(_EXCLUDE):
             if kind == "fp32_opt":
                 return _set_opt_dtype(op, slot, args, kwargs)
             if kind == "fp32_append":  # redispatch to the dtype overload, as fp32_append_dtype does

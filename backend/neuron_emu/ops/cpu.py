@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch._ops import OpOverload
 
 from neuron_emu import memory
+from neuron_emu._torch_private import DispatchKey, DispatchKeySet, OpOverload
 from neuron_emu.device import guard_resolved, physical
 from neuron_emu.runtime.generator import neuron_index
 from neuron_emu.runtime.storage import (  # the relabel, inlined on the fast path
@@ -35,7 +35,7 @@ from neuron_emu.runtime.storage import (
 
 Tensor = torch.Tensor
 _track = memory.track
-CPU_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+CPU_KEYSET = DispatchKeySet(DispatchKey.CPU)
 _CPU = torch.device("cpu")
 _BACKEND = "neuron"
 

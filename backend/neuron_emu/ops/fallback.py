@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from torch._ops import OpOverload
-
 from neuron_emu import record
+from neuron_emu._torch_private import OpOverload
 from neuron_emu.ops.cpu import OpInfo, execute
 from neuron_emu.ops.registry import table
 

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch._ops import OpOverload
 
-from neuron_emu import memory, narrowing, record
+from neuron_emu import _torch_private, memory, narrowing, record
+from neuron_emu._torch_private import OpOverload
 from neuron_emu.device import physical
 from neuron_emu.ops.cpu import CPU_KEYSET, OpInfo, execute
 from neuron_emu.ops.registry import resolve, table
@@ -109,7 +109,7 @@ def has_compatible_shallow_copy_type(self: torch.Tensor, from_: torch.Tensor) ->
     if (self.layout == torch.strided and from_.layout == torch.strided
             and self.device.type in _SHALLOW_COPY_DEVICES and from_.device.type in _SHALLOW_COPY_DEVICES):
         return True
-    return torch._C._dispatch_keys(self) == torch._C._dispatch_keys(from_)
+    return _torch_private.dispatch_keys(self) == _torch_private.dispatch_keys(from_)
 
 
 # -- copies ----------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ import torch
 from neuron_emu import record
 
 if TYPE_CHECKING:
+    from neuron_emu._torch_private import OpOverload
     from neuron_emu.ops.cpu import OpInfo
 
 _BACKEND = "neuron"
@@ -60,7 +61,7 @@ def _op_facts() -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(structured), frozenset(iterator)
 
 
-def wrapper_name(op: torch._ops.OpOverload) -> str:
+def wrapper_name(op: OpOverload) -> str:
     """torchgen's kernel wrapper name for ``op``, with the `neuron` dispatch key."""
     schema = op._schema
     name = schema.name.split("::", 1)[1]

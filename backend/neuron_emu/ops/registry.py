@@ -13,11 +13,10 @@ import functools
 from typing import Any
 
 import torch
-from torch._ops import OpOverload
 
+from neuron_emu._torch_private import OpOverload
+from neuron_emu._torch_private import dispatch_has_kernel as _has
 from neuron_migrate.ruleset.ops import OpTable, load_ops
-
-_has = torch._C._dispatch_has_kernel_for_dispatch_key
 
 
 def table() -> OpTable:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 from torch.autograd.variable import Variable
 
-_is_enabled = torch._C._is_multithreading_enabled
-_set_enabled = torch._C._set_multithreading_enabled
+from neuron_emu import _torch_private
+
+_is_enabled = _torch_private.is_multithreading_enabled
+_set_enabled = _torch_private.set_multithreading_enabled
 
 
 class _Engine:

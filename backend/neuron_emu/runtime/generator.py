@@ -14,7 +14,9 @@ from typing import Any, Self
 
 import torch
 
-_CGenerator = torch._C.Generator
+from neuron_emu import _torch_private
+
+_CGenerator = _torch_private.CGenerator
 _BACKEND = "neuron"
 
 

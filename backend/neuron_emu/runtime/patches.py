@@ -154,7 +154,11 @@ def _is_pinned(self: torch.Tensor, device: Any = None) -> bool:
 
 def _mark_pinned(t: torch.Tensor) -> torch.Tensor:
     ptr = t.untyped_storage().data_ptr()
-    _pinned[ptr] = weakref.ref(t, lambda _r, p=ptr: _pinned.pop(p, None))
+
+    def forget(_ref: weakref.ref[torch.Tensor]) -> None:
+        _pinned.pop(ptr, None)
+
+    _pinned[ptr] = weakref.ref(t, forget)
     return t
 
 
@@ -187,7 +191,7 @@ def _pinning(factory: Any) -> Any:
     return wrapper
 
 
-_StorageBase = torch._C.StorageBase
+_StorageBase = _torch_private.StorageBase
 
 
 def _untyped_storage_new(cls: type, *args: Any, device: Any = None, **kwargs: Any) -> Any:
@@ -210,17 +214,17 @@ def _inductor_call(self: Any, model_: Any, inputs_: Any, **kwargs: Any) -> Any:
     return _orig_inductor_call(self, model_, inputs_, **kwargs)
 
 
-_orig_storage_to = torch.storage._to  # type: ignore[attr-defined]
+_orig_storage_to = _torch_private.storage_to()
 _orig_storage_resize_ = torch.UntypedStorage.resize_
 _orig_synchronize = torch.accelerator.synchronize
-_orig_inductor_call = torch._TorchCompileInductorWrapper.__call__
+_orig_inductor_call = _torch_private.InductorWrapper.__call__
 
 
 def install() -> None:
-    torch.storage._to = _storage_to  # type: ignore[attr-defined]
+    _torch_private.set_storage_to(_storage_to)
     torch.UntypedStorage.resize_ = _storage_resize_  # type: ignore[method-assign]
     torch.accelerator.synchronize = _synchronize
-    torch._TorchCompileInductorWrapper.__call__ = _inductor_call  # type: ignore[method-assign]
+    _torch_private.InductorWrapper.__call__ = _inductor_call  # type: ignore[method-assign]
     # torch.accelerator.memory_* ask a C++ DeviceAllocator the Python backend cannot register.
     import torch.accelerator.memory as acc_memory
 

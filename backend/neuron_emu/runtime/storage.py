@@ -13,10 +13,12 @@ import ctypes
 
 import torch
 
+from neuron_emu import _torch_private
+
 _KDL_CPU = 1
 _KDL_EXT_DEV = 12
-_to_dlpack = torch._C._to_dlpack
-_from_dlpack = torch._C._from_dlpack
+_to_dlpack = _torch_private.to_dlpack
+_from_dlpack = _torch_private.from_dlpack
 _capsule_ptr = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_ptr.restype = ctypes.c_void_p
 _capsule_ptr.argtypes = [ctypes.py_object, ctypes.c_char_p]
@@ -68,7 +70,7 @@ def self_test() -> None:
         raise RuntimeError("unexpected PyCapsule layout")
     base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     n = to_neuron(base.t())
-    if n.device.type != torch._C._get_privateuse1_backend_name() or n.stride() != (1, 4):
+    if n.device.type != _torch_private.privateuse1_backend_name() or n.stride() != (1, 4):
         raise RuntimeError(f"DLPack relabel produced {n.device} with strides {n.stride()}")
     back = to_cpu(n)
     if back.data_ptr() != base.data_ptr() or not torch.equal(back, base.t()):

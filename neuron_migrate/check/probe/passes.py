@@ -37,6 +37,10 @@ import torch.nn
 from neuron_migrate.check.probe import frames, monitor, observe, reads
 
 CALL_IMPL = monitor.CALL_IMPL = torch.nn.Module._call_impl.__code__  # every module call runs it
+# Before 3.12 (PEP 709) a list, set or dict comprehension is a function of its own, called once per
+# run of its line: its ops belong to the enclosing frame's pass, as they do once it is inlined.
+# A generator expression stays a frame of its own on every version.
+_COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>"}) if sys.version_info < (3, 12) else frozenset()
 
 
 def render_signature(sig: tuple[Any, ...]) -> list[Any]:
@@ -123,7 +127,7 @@ class PassTracker:
         if frame.f_code is CALL_IMPL:
             self.module_enter(frame)
             return self._module_tracer
-        if not self.is_user(frame.f_code):
+        if not self.is_user(frame.f_code) or frame.f_code.co_name in _COMPREHENSIONS:
             return None
         if self.recorder.compiles != self._seen_compiles:
             self.stamp()

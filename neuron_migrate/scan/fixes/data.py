@@ -37,6 +37,11 @@ def container_of(site: Site) -> ast.AST | None:
     return None
 
 
+# Why a device-type entry has no fix (a table value that is code or CUDA-specific).
+NO_ENTRY = ("a device type listed as data keeps its CUDA entry; add a `neuron` one by hand "
+            "(what it maps to on Trainium has no automatic answer)")
+
+
 def table_of(site: Site) -> ast.Dict | None:
     """The dict literal the matched string is a key of."""
     literal = site.literal

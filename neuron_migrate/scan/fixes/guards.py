@@ -11,8 +11,8 @@ are and the guard's finding becomes the one manual finding that says why.
 A guard may be held in a variable: `use_cuda = torch.cuda.is_available()` then `if use_cuda:`,
 or `args.cuda = not args.no_cuda and torch.cuda.is_available()` then `if args.cuda:`. When a test
 uses a name as a truth value (or compares it with a number: `n_gpu > 1`), the values assigned to
-that name (in the test's scope, else at module level; an attribute chain anywhere in the file)
-are part of the guard's test too (`Guard.feeds`). A name compared with a string (`device ==
+that name (in the innermost scope around the test that binds it; an attribute chain anywhere in
+the file) are part of the guard's test too (`Guard.feeds`). A name compared with a string (`device ==
 "cuda"`) holds a device, not a condition: moving it does not send the program into CUDA-only code
 as long as the comparison itself stays.
 
@@ -28,6 +28,7 @@ import bisect
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from neuron_migrate.findings import Edit, Finding, FixClass, Severity, Span, Target
 from neuron_migrate.scan.matchers.site import LineIndex
@@ -56,17 +57,29 @@ def inside(inner: Span, outer: Span) -> bool:
     return _start(outer) <= _start(inner) and _end(inner) <= _end(outer)
 
 
-def guards_in(tree: ast.AST, lines: LineIndex) -> list[Guard]:
-    """Every guard of the tree, innermost (smallest region) first."""
+def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None) -> list[Guard]:
+    """Every guard of the tree, innermost (smallest region) first. With `near` (sorted line
+    numbers: where the findings with a fix are), only the guards whose test or feeds span one of
+    those lines, the only ones the scan-time rule can act on; building every guard of a large
+    file cost more than the rest of its analysis."""
     out: list[Guard] = []
     chains: dict[str, list[ast.AST]] = {}  # `args.cuda = ...`: attribute chains, file-wide
-    module: dict[str, list[ast.AST]] = {}
-    found: list[tuple[Guard, list[ast.AST]]] = []
-    scoped: list[tuple[list[tuple[Guard, list[ast.AST]]], dict[str, list[ast.AST]]]] = []
-    for scope, nodes in _scopes(tree):
-        names: dict[str, list[ast.AST]] = module if scope is tree else {}
+    found: list[tuple[Callable[[], Guard], list[ast.AST]]] = []
+    # per scope: the names it binds, then those of the functions around it and the module's
+    visible: dict[int, list[dict[str, list[ast.AST]]]] = {}
+    scoped: list[tuple[list[tuple[Callable[[], Guard], list[ast.AST]]], list[dict[str, list[ast.AST]]]]] = []
+    for scope, nodes, parent in _scopes(tree):
+        names: dict[str, list[ast.AST]] = {}
+        outer = visible.get(id(parent), []) if parent is not None else []
+        if parent is not None and parent.__class__ is ast.ClassDef:
+            outer = outer[1:]  # a class body's names are not seen from its methods
+        visible[id(scope)] = [names, *outer]
         found = []
-        scoped.append((found, names))
+        scoped.append((found, visible[id(scope)]))
+        if parent is not None and scope.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and not _has_parameters(scope):
+            # `def use_gpu(): return torch.cuda.is_available()`: a condition where `use_gpu()` is one
+            returns = [n.value for n in nodes if n.__class__ is ast.Return and n.value is not None]  # type: ignore[attr-defined]
+            visible[id(parent)][0].setdefault(f"{scope.name}()", []).extend(returns)  # type: ignore[attr-defined]
         args = getattr(scope, "args", None)
         if args is not None:  # a parameter shadows the module's name: it is not the module's value
             for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
@@ -74,15 +87,11 @@ def guards_in(tree: ast.AST, lines: LineIndex) -> list[Guard]:
                     names[a.arg] = []
         for node in (scope, *nodes):  # the scope's own body may hold asserts
             cls = node.__class__
-            if cls is ast.If or cls is ast.While:
-                message = _raised_message(node, lines) if cls is ast.If else None  # type: ignore[arg-type]
-                found.append((Guard((lines.span(node.test),), lines.span(node), "if" if cls is ast.If else "while",  # type: ignore[attr-defined]
-                                    message), [node.test]))  # type: ignore[attr-defined]
-            elif cls is ast.IfExp:
-                found.append((Guard((lines.span(node.test),), lines.span(node), "ternary"), [node.test]))  # type: ignore[attr-defined]
+            if cls is ast.If or cls is ast.While or cls is ast.IfExp:
+                found.append((partial(_conditional, node, lines), [node.test]))  # type: ignore[attr-defined]
             elif cls is ast.BoolOp and node.op.__class__ is ast.And:  # type: ignore[attr-defined]
                 values = node.values[:-1]  # type: ignore[attr-defined]
-                found.append((Guard(tuple(lines.span(v) for v in values), lines.span(node), "and"), values))
+                found.append((partial(_and_chain, node, values, lines), values))
             elif cls is ast.Assign or (cls is ast.AnnAssign and node.value is not None):  # type: ignore[attr-defined]
                 for target in node.targets if cls is ast.Assign else [node.target]:  # type: ignore[attr-defined]
                     key = _dotted(target)
@@ -94,34 +103,60 @@ def guards_in(tree: ast.AST, lines: LineIndex) -> list[Guard]:
                     _asserts(block, lines, found)
             for holder in getattr(node, "handlers", None) or getattr(node, "cases", None) or ():
                 _asserts(holder.body, lines, found)
-    for found, names in scoped:  # every assignment is known: feed each guard its conditions' values
-        for guard, tests in found:
-            feeds = _feeds(tests, names, module, chains)
+    for found, scopes in scoped:  # every assignment is known: feed each guard its conditions' values
+        for make, tests in found:
+            feeds = _feeds(tests, scopes, chains)
+            if near is not None and not any(_spans_one_of(n, near) for n in (*tests, *feeds)):
+                continue
+            guard = make()
             out.append(replace(guard, feeds=tuple(lines.span(v) for v in feeds)) if feeds else guard)
     out.sort(key=lambda g: (g.region.end_line - g.region.line, g.region.end_col - g.region.col))
     return out
 
 
+def _spans_one_of(node: ast.AST, near: Sequence[int]) -> bool:
+    i = bisect.bisect_left(near, node.lineno)  # type: ignore[attr-defined]
+    return i < len(near) and near[i] <= (node.end_lineno or node.lineno)  # type: ignore[attr-defined]
+
+
+def _conditional(node: ast.AST, lines: LineIndex) -> Guard:
+    cls = node.__class__
+    if cls is ast.IfExp:
+        return Guard((lines.span(node.test),), lines.span(node), "ternary")  # type: ignore[attr-defined]
+    message = _raised_message(node, lines) if cls is ast.If else None  # type: ignore[arg-type]
+    return Guard((lines.span(node.test),), lines.span(node), "if" if cls is ast.If else "while", message)  # type: ignore[attr-defined]
+
+
+def _and_chain(node: ast.AST, values: list[ast.AST], lines: LineIndex) -> Guard:
+    return Guard(tuple(lines.span(v) for v in values), lines.span(node), "and")
+
+
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-def _scopes(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.AST]]]:
-    """(scope, the nodes that belong to it): the module, then each function, lambda and class, whose
-    own nodes are not its parent's (a function's defaults and decorators are the parent's)."""
-    todo = [tree]
+def _has_parameters(node: ast.AST) -> bool:
+    args = node.args  # type: ignore[attr-defined]
+    return bool(args.posonlyargs or args.args or args.kwonlyargs or args.vararg or args.kwarg)
+
+
+def _scopes(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.AST], ast.AST | None]]:
+    """(scope, the nodes that belong to it, the scope around it): the module, then each function,
+    lambda and class (after the scope around it), whose own nodes are not its parent's (a
+    function's defaults and decorators are the parent's)."""
+    todo: list[tuple[ast.AST, ast.AST | None]] = [(tree, None)]
     while todo:
-        scope = todo.pop()
+        scope, parent = todo.pop()
         own: list[ast.AST] = []
         stack = list(ast.iter_child_nodes(scope)) if scope is tree else _inner(scope)
         while stack:
             node = stack.pop()
             if node.__class__ in _SCOPES:
-                todo.append(node)
+                todo.append((node, scope))
                 stack += _outer(node)
                 continue
             own.append(node)
             stack += ast.iter_child_nodes(node)
-        yield scope, own
+        yield scope, own, parent
 
 
 def _outer(node: ast.AST) -> list[ast.AST]:
@@ -153,12 +188,15 @@ def _dotted(node: ast.AST) -> str | None:
 
 def _conditions(test: ast.AST) -> Iterator[str]:
     """The names a test uses as conditions: as a truth value (`if use_cuda`, `not args.cuda`,
-    `a and b`) or compared with a number (`n_gpu > 1`), never with a string or inside a call."""
+    `a and b`, `use_gpu()` for a function of no arguments) or compared with a number (`n_gpu > 1`),
+    never with a string or as an argument."""
     cls = test.__class__
     if cls is ast.Name or cls is ast.Attribute:
         key = _dotted(test)
         if key is not None:
             yield key
+    elif cls is ast.Call and test.func.__class__ is ast.Name and not test.args and not test.keywords:  # type: ignore[attr-defined]
+        yield f"{test.func.id}()"  # type: ignore[attr-defined]
     elif cls is ast.UnaryOp and test.op.__class__ is ast.Not:  # type: ignore[attr-defined]
         yield from _conditions(test.operand)  # type: ignore[attr-defined]
     elif cls is ast.BoolOp:
@@ -173,10 +211,10 @@ def _conditions(test: ast.AST) -> Iterator[str]:
                     yield from _conditions(o)
 
 
-def _feeds(tests: Iterable[ast.AST], names: dict[str, list[ast.AST]], module: dict[str, list[ast.AST]],
+def _feeds(tests: Iterable[ast.AST], scopes: Sequence[dict[str, list[ast.AST]]],
            chains: dict[str, list[ast.AST]]) -> list[ast.AST]:
-    """The values assigned to the conditions of `tests`, and to the conditions of those values
-    (`use_gpu = use_cuda and not args.cpu`)."""
+    """The values assigned to the conditions of `tests` (a name in the innermost scope that binds
+    it), and to the conditions of those values (`use_gpu = use_cuda and not args.cpu`)."""
     out: list[ast.AST] = []
     seen: set[str] = set()
     todo = list(tests)
@@ -185,20 +223,23 @@ def _feeds(tests: Iterable[ast.AST], names: dict[str, list[ast.AST]], module: di
             if key in seen:
                 continue
             seen.add(key)
-            values = chains.get(key, []) if "." in key else names[key] if key in names else module.get(key, [])
+            values = chains.get(key, []) if "." in key else next((n[key] for n in scopes if key in n), [])
             out += values
             todo += values
     return out
 
 
-def _asserts(block: list[ast.stmt], lines: LineIndex, out: list[tuple[Guard, list[ast.AST]]]) -> None:
+def _asserts(block: list[ast.stmt], lines: LineIndex, out: list[tuple[Callable[[], Guard], list[ast.AST]]]) -> None:
     for stmt in block:
         if stmt.__class__ is ast.Assert:
-            test = lines.span(stmt.test)  # type: ignore[attr-defined]
-            own, last = lines.span(stmt), lines.span(block[-1])
-            message = _message(stmt.msg, lines)  # type: ignore[attr-defined]
-            out.append((Guard((test,), Span(own.line, own.col, last.end_line, last.end_col), "assert", message),
-                        [stmt.test]))  # type: ignore[attr-defined]
+            out.append((partial(_assert, stmt, block, lines), [stmt.test]))  # type: ignore[attr-defined]
+
+
+def _assert(stmt: ast.stmt, block: list[ast.stmt], lines: LineIndex) -> Guard:
+    test = lines.span(stmt.test)  # type: ignore[attr-defined]
+    own, last = lines.span(stmt), lines.span(block[-1])
+    message = _message(stmt.msg, lines)  # type: ignore[attr-defined]
+    return Guard((test,), Span(own.line, own.col, last.end_line, last.end_col), "assert", message)
 
 
 def _message(msg: ast.AST | None, lines: LineIndex) -> Span | None:
@@ -318,7 +359,8 @@ def reason(block: Block) -> str:
 def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets: Iterable[Target]) -> list[Finding]:
     """Scan-time guard rule: drop each target's fixes inside a guard that cannot move whole, and
     make the guard's finding say why. A finding left with no fix at all becomes manual."""
-    guards = guards_in(tree, lines)
+    fixed_lines = sorted({n for f in findings if f.fixes for n in range(f.span.line, f.span.end_line + 1)})
+    guards = guards_in(tree, lines, fixed_lines)
     if not guards:
         return list(findings)
     dropped: dict[int, set[Target]] = {}

@@ -4,14 +4,27 @@ source order, and whether an expression needs parentheses where it stands."""
 from __future__ import annotations
 
 import ast
+from collections import OrderedDict
+
+# Per statement asked about (the last few, held so that their ids stay theirs): child id -> parent.
+# A file's sites often share one huge statement (a module-level table with thousands of device
+# strings); walking it once per site was most of a cold scan of the torch tree.
+_PARENTS: OrderedDict[int, tuple[ast.AST, dict[int, ast.AST]]] = OrderedDict()
+_KEEP = 16
 
 
 def parent_of(root: ast.AST, node: ast.AST) -> ast.AST | None:
-    for parent in ast.walk(root):
-        for child in ast.iter_child_nodes(parent):
-            if child is node:
-                return parent
-    return None
+    """The node holding `node` inside `root`; None when it is not under `root`."""
+    key = id(root)
+    hit = _PARENTS.get(key)
+    if hit is None or hit[0] is not root:
+        hit = (root, {id(child): parent for parent in ast.walk(root) for child in ast.iter_child_nodes(parent)})
+        _PARENTS[key] = hit
+        if len(_PARENTS) > _KEEP:
+            _PARENTS.popitem(last=False)
+    else:
+        _PARENTS.move_to_end(key)
+    return hit[1].get(id(node))
 
 
 _BLOCKS = ("body", "orelse", "finalbody")

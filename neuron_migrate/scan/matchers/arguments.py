@@ -121,3 +121,19 @@ def value_matches(pat: ArgumentPattern, value: Any) -> bool:
     if pat.not_values:
         return value is not UNKNOWN and not any(same_value(v, value) for v in pat.not_values)
     return True
+
+
+def branches(node: ast.AST) -> list[ast.AST]:
+    """The values a conditional expression may take (`a if p else b if q else c` -> a, b, c)."""
+    if node.__class__ is ast.IfExp:
+        return [*branches(node.body), *branches(node.orelse)]  # type: ignore[attr-defined]
+    return [node]
+
+
+def dict_value_nodes(node: ast.AST) -> list[ast.AST]:
+    """The value expressions of a dict literal (`{"": 0}`) or `dict(k=v)` call; [] for anything else."""
+    if node.__class__ is ast.Dict:
+        return list(node.values)  # type: ignore[attr-defined]
+    if node.__class__ is ast.Call and node.func.__class__ is ast.Name and node.func.id == "dict":  # type: ignore[attr-defined]
+        return [kw.value for kw in node.keywords if kw.arg is not None]  # type: ignore[attr-defined]
+    return []

@@ -1,0 +1,109 @@
+"""Facts about the scanned project that a finding may need (a rule's `project:` key), checked once
+per scan after every file's findings are known (cached or not), so a changed build file changes
+the result without invalidating any file's cache entry.
+
+`cuda-build`: the project holding the file builds CUDA sources. The project is the nearest
+directory, from the file's own up to the scan root, holding a build file (setup.py,
+pyproject.toml, setup.cfg, CMakeLists.txt); its build compiles CUDA when one of them names
+`CUDAExtension`, a `.cu` source, or CMake's CUDA language or toolkit. A finding for an import
+of a compiled module (`from pkg import _C`) is kept only for a relative import or one of the
+project's own packages (a directory or module beside the build file, or under its `src/`), so
+`torch._C` and other installed packages' `_C` stay silent.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from neuron_migrate.findings import Finding
+from neuron_migrate.ruleset.model import RulePack
+
+__all__ = ["BUILD_FILES", "ProjectFacts", "conditional_codes", "keep_findings", "keep_rows"]
+
+BUILD_FILES = ("setup.py", "pyproject.toml", "setup.cfg", "CMakeLists.txt")
+_MAX_BUILD_BYTES = 2 * 1024 * 1024
+_CUDA_BUILD = re.compile(
+    rb"CUDAExtension|\.cu['\"]|\*\.cu\b|enable_language\s*\(\s*CUDA|LANGUAGES[^)\n]*\bCUDA\b"
+    rb"|find_package\s*\(\s*CUDA(?:Toolkit)?\b"
+)
+
+
+def conditional_codes(pack: RulePack) -> dict[str, str]:
+    """Rule code -> the project fact its findings need, for the rules that have one."""
+    return {code: rule.project for code, rule in pack.rules.items() if rule.project}
+
+
+class ProjectFacts:
+    """The facts of the projects under one scan root, each build directory read at most once."""
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.abspath(root)
+        self._project: dict[str, str | None] = {}  # directory -> its project's build directory
+        self._cuda: dict[str, bool] = {}  # build directory -> whether it builds CUDA
+
+    def holds(self, fact: str, rel: str, symbol: str) -> bool:
+        """Whether `fact` holds for the finding with `symbol` in the file at `rel` (relative to the root)."""
+        if fact != "cuda-build":
+            return False
+        build = self._project_dir(os.path.dirname(os.path.join(self.root, rel)))
+        if build is None or not self._builds_cuda(build):
+            return False
+        return symbol.startswith(".") or _own_package(build, symbol.partition(".")[0])
+
+    def _project_dir(self, directory: str) -> str | None:
+        seen: list[str] = []
+        found: str | None = None
+        d = directory
+        while True:
+            if d in self._project:
+                found = self._project[d]
+                break
+            seen.append(d)
+            if any(os.path.isfile(os.path.join(d, name)) for name in BUILD_FILES):
+                found = d
+                break
+            parent = os.path.dirname(d)
+            if d == self.root or parent == d or not d.startswith(self.root):
+                break
+            d = parent
+        for s in seen:
+            self._project[s] = found
+        return found
+
+    def _builds_cuda(self, build: str) -> bool:
+        hit = self._cuda.get(build)
+        if hit is None:
+            hit = self._cuda[build] = any(_CUDA_BUILD.search(_head(os.path.join(build, n))) for n in BUILD_FILES)
+        return hit
+
+
+def _head(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(_MAX_BUILD_BYTES)
+    except OSError:  # absent or unreadable: it builds nothing we can see
+        return b""
+
+
+def _own_package(build: str, top: str) -> bool:
+    return bool(top) and any(os.path.isdir(os.path.join(base, top)) or os.path.isfile(os.path.join(base, top + ".py"))
+                             for base in (build, os.path.join(build, "src")))
+
+
+def keep_rows(rows: Sequence[Any], rel: str, facts: ProjectFacts, needs: dict[str, str],
+              code_at: int, symbol_at: int) -> Sequence[Any] | None:
+    """`rows` less the findings whose project fact does not hold; None when nothing is dropped."""
+    if not any(row[code_at] in needs for row in rows):
+        return None
+    kept = [row for row in rows
+            if row[code_at] not in needs or facts.holds(needs[row[code_at]], rel, row[symbol_at])]
+    return kept if len(kept) != len(rows) else None
+
+
+
+def keep_findings(findings: list[Finding], rel: str, facts: ProjectFacts, needs: dict[str, str]) -> list[Finding]:
+    """`findings` less those whose project fact does not hold."""
+    return [f for f in findings if f.code not in needs or facts.holds(needs[f.code], rel, f.symbol)]

@@ -1,0 +1,125 @@
+"""Findings that need a fact about the scanned project (a rule's `project:` key; issue 12): an
+import of the project's compiled `_C` extension is a CUDA-only site only where the project's
+build compiles CUDA sources. The projects are written for these tests, shaped like detection and
+sparse-ops libraries that ship a CUDA extension."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from neuron_migrate.ruleset.load import load_pack
+from neuron_migrate.scan.engine import scan_paths
+
+PACK = load_pack()
+
+CUDA_SETUP = """
+    import glob
+    import os
+
+    from setuptools import find_packages, setup
+    from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
+
+    def get_extensions():
+        here = os.path.dirname(os.path.abspath(__file__))
+        sources = glob.glob(os.path.join(here, "boxops", "csrc", "*.cpp"))
+        sources += glob.glob(os.path.join(here, "boxops", "csrc", "cuda", "*.cu"))
+        return [CUDAExtension("boxops._C", sources, define_macros=[("WITH_CUDA", None)])]
+
+    setup(name="boxops", packages=find_packages(), ext_modules=get_extensions(),
+          cmdclass={"build_ext": BuildExtension})
+"""
+
+CPU_SETUP = """
+    from setuptools import setup
+    from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+    setup(name="boxops", packages=["boxops"],
+          ext_modules=[CppExtension("boxops._C", ["boxops/csrc/nms.cpp", "boxops/csrc/roi_align.cpp"])],
+          cmdclass={"build_ext": BuildExtension})
+"""
+
+PACKAGE = {
+    "boxops/__init__.py": """
+        from . import _C  # <-
+        from .nms import batched_nms, nms
+
+        __all__ = ["nms", "batched_nms"]
+        """,
+    "boxops/nms.py": """
+        import torch
+        from torch import _C as torch_C
+
+        import boxops._C  # <-
+        from boxops import _C  # <-
+
+
+        def nms(boxes: torch.Tensor, scores: torch.Tensor, iou_threshold: float) -> torch.Tensor:
+            return _C.nms(boxes, scores, iou_threshold)
+
+
+        def batched_nms(boxes, scores, idxs, iou_threshold):
+            offsets = idxs.to(boxes) * (boxes.max() + 1)
+            return nms(boxes + offsets[:, None], scores, iou_threshold)
+
+
+        def tracing() -> bool:
+            return torch_C._get_tracing_state() is not None
+        """,
+    "boxops/ops/roi_align.py": """
+        from .._C import roi_align_forward  # <-
+        from torchvision import _C as tv_C
+
+
+        def roi_align(x, rois, size):
+            return roi_align_forward(x, rois, size[0], size[1], 1.0, 0, False)
+        """,
+}
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+
+
+def nm724(root: Path, **kw: object) -> set[tuple[str, int]]:
+    result = scan_paths([root], PACK, jobs=1, **kw)  # type: ignore[arg-type]
+    return {(f.path, f.span.line) for f in result.findings if f.code == "NM724"}
+
+
+def marked() -> set[tuple[str, int]]:
+    return {(rel, i) for rel, text in PACKAGE.items()
+            for i, line in enumerate(textwrap.dedent(text).lstrip("\n").split("\n"), 1) if line.endswith("# <-")}
+
+
+def test_compiled_extension_imports_are_reported_where_the_build_compiles_cuda(tmp_path: Path) -> None:
+    write(tmp_path, {**PACKAGE, "setup.py": CUDA_SETUP})
+    # torch's and torchvision's own `_C` are not the project's extension.
+    assert nm724(tmp_path, use_cache=False) == marked()
+
+
+def test_compiled_extension_imports_stay_silent_without_a_cuda_build(tmp_path: Path) -> None:
+    write(tmp_path, {**PACKAGE, "setup.py": CPU_SETUP})
+    assert nm724(tmp_path, use_cache=False) == set()
+    write(tmp_path / "other", {"boxops/__init__.py": PACKAGE["boxops/__init__.py"]})  # no build file at all
+    assert nm724(tmp_path / "other", use_cache=False) == set()
+
+
+def test_a_cmake_cuda_build_counts_and_the_nearest_project_decides(tmp_path: Path) -> None:
+    write(tmp_path, {"pyproject.toml": '[build-system]\nrequires = ["scikit-build-core"]\n',
+                     "CMakeLists.txt": "cmake_minimum_required(VERSION 3.18)\nproject(boxops LANGUAGES CXX CUDA)\n",
+                     **PACKAGE,
+                     # A vendored project with its own CPU-only build: its `_C` is plain C++.
+                     "third_party/lite/setup.py": CPU_SETUP,
+                     "third_party/lite/boxops/__init__.py": "from . import _C\n"})
+    assert nm724(tmp_path, use_cache=False) == marked()
+
+
+def test_a_changed_build_file_changes_the_result_of_a_cached_scan(tmp_path: Path) -> None:
+    project, cache = tmp_path / "p", tmp_path / "cache"
+    write(project, {**PACKAGE, "setup.py": CPU_SETUP})
+    assert nm724(project, cache_dir=cache) == set()
+    write(project, {"setup.py": CUDA_SETUP})
+    assert nm724(project, cache_dir=cache) == marked()
