@@ -727,7 +727,22 @@ class _Walker:
                 if hit is not None:
                     for rule in hit[1]:
                         self._report(rule, "tokens", at, name, token=hit[0])
+                    if at is node and not self.locals:
+                        self._own_wrapper_names(node)
                     break
+
+    def _own_wrapper_names(self, node: ast.AST) -> None:
+        """`from .triton_ops import fused_add` at module level: the project's own module that wraps
+        CUDA or Triton kernels (a CUDA word in its name, and no root a rule knows: torch's and the
+        CUDA libraries' names have rules of their own), so each use of `fused_add` is a CUDA
+        reference too, reported like a name assigned one (`assigned`)."""
+        module = node.module  # type: ignore[attr-defined]
+        if not node.level and module.partition(".")[0] in self.cp.implicit_roots:  # type: ignore[attr-defined]
+            return
+        prefix = "." * node.level + module  # type: ignore[attr-defined]
+        for alias in node.names:  # type: ignore[attr-defined]
+            if alias.name != "*":
+                self.assigned.setdefault(alias.asname or alias.name, f"{prefix}.{alias.name}")
 
     def _call_devices(self, call: ast.Call, fcls: type, leaf: str | None, qn: str | None) -> None:
         if qn is not None:
