@@ -184,8 +184,6 @@ class _Walker:
             cls = stmt.__class__
             if cls is ast.Import or cls is ast.ImportFrom:
                 self.aliases.add(stmt)  # type: ignore[arg-type]
-                if cls is ast.ImportFrom and self.tokens is not None:
-                    self._wrapper_import(stmt)  # type: ignore[arg-type]
             elif cls is ast.Assign:
                 if len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:  # type: ignore[attr-defined]
                     self._remember(self.consts, stmt.targets[0].id, stmt.value)  # type: ignore[attr-defined]
@@ -206,21 +204,6 @@ class _Walker:
                     self._prepass(getattr(stmt, f, None) or [])
                 for handler in getattr(stmt, "handlers", ()):
                     self._prepass(handler.body)
-
-    def _wrapper_import(self, node: ast.ImportFrom) -> None:
-        """`from .triton_ops import fused_add`: a project module named for Triton or CUDA wraps
-        kernels, so each use of a name imported from it is a CUDA reference, reported like an
-        alias of one (`fused_add (= .triton_ops.fused_add)`). Libraries the rules name (torch,
-        apex, flash_attn, ...) have their own rules."""
-        module = node.module
-        if not module or (not node.level and module.partition(".")[0] in self.cp.implicit_roots):
-            return
-        table: TokenTable = self.tokens  # type: ignore[assignment]
-        if not any(table.name(part) is not None for part in module.split(".")):
-            return
-        for alias in node.names:
-            if alias.name != "*":
-                self.assigned.setdefault(alias.asname or alias.name, f"{'.' * node.level}{module}.{alias.name}")
 
     def _device_defaults(self, fn: ast.FunctionDef) -> None:
         """`def autocast_ctx(enabled=True, device_type="cuda")`: a call that leaves `device_type`
