@@ -158,7 +158,7 @@ def patch_label(real: Path, root: Path, base: Path | None = None) -> str:
         cwd = Path(os.path.realpath(os.getcwd()))
         top = Path(os.path.realpath(root))
         base = git_top(real) or (cwd if cwd in real.parents else top.parent if top.is_file() else top)
-    return Path(os.path.relpath(real, base)).as_posix()
+    return Path(os.path.relpath(real, os.path.realpath(base))).as_posix()  # both with links resolved
 
 
 def is_notebook(path: str) -> bool:

@@ -50,7 +50,7 @@ _RULE_KEYS = frozenset(_RULE_REQUIRED) | {"status", "since", "kind", "default", 
 _RUNTIME_KEYS = ("kind", "ends_run", "hotspot")  # only NM9xx rules (check's findings) have these
 _RUNTIME_FAMILY = "NM9"  # check's findings: each names its kind
 _LIST_MATCHERS = ("qualified_names", "device_strings", "methods", "attributes", "imports",
-                  "env_vars", "files", "tokens")
+                  "env_vars", "files", "tokens", "default_devices")
 _MATCH_KEYS = frozenset(_LIST_MATCHERS) | {"arguments"}
 _ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing", "in_dict"})
 _TARGETS = {t.value: t for t in Target}

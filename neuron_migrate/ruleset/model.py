@@ -109,11 +109,14 @@ class Match:
     # code: names, attributes, keywords, imported modules, and short string literals that are not
     # messages (see `scan.matchers.tokens`). A token already inside another finding is not repeated.
     tokens: tuple[str, ...] = ()
+    # Device types (`cuda`) that a device-like parameter of a function the file defines defaults
+    # to (`def autocast_ctx(device_type="cuda")`): each call of it that leaves the parameter out.
+    default_devices: tuple[str, ...] = ()
 
     def is_empty(self) -> bool:
         return not any(
             (self.qualified_names, self.device_strings, self.methods, self.attributes,
-             self.arguments, self.imports, self.env_vars, self.files, self.tokens)
+             self.arguments, self.imports, self.env_vars, self.files, self.tokens, self.default_devices)
         )
 
 

@@ -56,6 +56,7 @@ class CompiledPack:
     env: EnvVarTable
     files: FileTable
     tokens: TokenTable
+    default_devices: dict[str, tuple[Rule, ...]]  # device type -> rules (`match.default_devices`)
     implicit_roots: frozenset[str]
     device_words: tuple[str, ...]  # a file without any of these has no device-string match
     env_words: tuple[str, ...]  # ... without any of these (lower case, in the lowered text), no env-var match
@@ -91,6 +92,7 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         env=env,
         files=FileTable(rules),
         tokens=TokenTable(rules),
+        default_devices=_by_value(rules, "default_devices"),
         implicit_roots=frozenset(r for r in roots if r.isidentifier()) | _ALWAYS_IMPLICIT,
         device_words=_words([t for t, _, _ in devices.types]),
         env_words=tuple(dict.fromkeys(w.lower() for w in _words([literal_prefix(p) for p, _, _ in env.patterns]))),
@@ -104,6 +106,14 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         _COMPILED.pop(next(iter(_COMPILED)))
     _COMPILED[key] = compiled
     return compiled
+
+
+def _by_value(rules: list[Rule], field: str) -> dict[str, tuple[Rule, ...]]:
+    table: dict[str, list[Rule]] = {}
+    for rule in rules:
+        for value in getattr(rule.match, field):
+            table.setdefault(value, []).append(rule)
+    return {k: tuple(v) for k, v in table.items()}
 
 
 def _words(words: list[str]) -> tuple[str, ...]:
@@ -155,6 +165,9 @@ class _Walker:
         self.fields: dict[str, ast.AST | None] = {}
         # Module-level names assigned a CUDA reference (`amp_ctx = torch.cuda.amp.autocast`).
         self.assigned: dict[str, str] = {}
+        # Module-level functions with a device-like parameter defaulting to a `default_devices`
+        # type: name -> (parameter, its position or None, its default, rules).
+        self.defaulted: dict[str, list[tuple[str, int | None, str, tuple[Rule, ...]]]] = {}
         # Arguments whose value is a variable, resolved once every module constant and argparse
         # default is known; each keeps the statement it stands in.
         self.pending: list[tuple[ast.Call, Rule, ArgumentPattern, ast.AST, ast.AST,
@@ -181,6 +194,8 @@ class _Walker:
                         self._remember(self.fields, member.target.id, member.value)
                     elif member.__class__ is ast.Assign and len(member.targets) == 1 and member.targets[0].__class__ is ast.Name:
                         self._remember(self.fields, member.targets[0].id, member.value)
+            elif cls in _FUNCS and self.cp.default_devices:
+                self._device_defaults(stmt)  # type: ignore[arg-type]
             elif cls is ast.AnnAssign:
                 if stmt.target.__class__ is ast.Name and stmt.value is not None:  # type: ignore[attr-defined]
                     self._remember(self.consts, stmt.target.id, stmt.value)  # type: ignore[attr-defined]
@@ -189,6 +204,26 @@ class _Walker:
                     self._prepass(getattr(stmt, f, None) or [])
                 for handler in getattr(stmt, "handlers", ()):
                     self._prepass(handler.body)
+
+    def _device_defaults(self, fn: ast.FunctionDef) -> None:
+        """`def autocast_ctx(enabled=True, device_type="cuda")`: a call that leaves `device_type`
+        out runs on CUDA; the default itself is the device rules' own finding."""
+        a = fn.args
+        positional = [*a.posonlyargs, *a.args]
+        defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+        pairs: list[tuple[ast.arg, ast.expr | None, int | None]] = [
+            (p, d, i) for i, (p, d) in enumerate(zip(positional, defaults, strict=True))]
+        pairs += [(p, d, None) for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)]
+        found = []
+        for param, default, pos in pairs:
+            if (default is not None and default.__class__ is ast.Constant and isinstance(default.value, str)
+                    and dev_m.device_like_name(param.arg)):
+                kind, _, index = default.value.partition(":")
+                rules = self.cp.default_devices.get(kind)
+                if rules and (not index or index.isdigit()):
+                    found.append((param.arg, pos, default.value, rules))
+        if found:
+            self.defaulted[fn.name] = found
 
     def _alias_assignment(self, name: str, value: ast.AST) -> None:
         """`amp_ctx = torch.cuda.amp.autocast` (or a `functools.partial` of it): a later `amp_ctx()`
@@ -567,7 +602,20 @@ class _Walker:
             self._call_devices(call, fcls, leaf, qn)
         if self.env_on:
             self._call_env(call, fcls, leaf, qn)
+        if self.defaulted and fcls is ast.Name and leaf in self.defaulted:
+            self._defaulted_call(call, leaf)  # type: ignore[arg-type]
         return True
+
+    def _defaulted_call(self, call: ast.Call, name: str) -> None:
+        if self.locals and self._shadowed(name):
+            return
+        if any(kw.arg is None for kw in call.keywords) or any(a.__class__ is ast.Starred for a in call.args):
+            return  # `**kwargs` or `*args` may pass the device
+        for param, pos, default, rules in self.defaulted[name]:
+            if any(kw.arg == param for kw in call.keywords) or (pos is not None and pos < len(call.args)):
+                continue
+            for rule in rules:
+                self._report(rule, "default_devices", call, f'{name}() ({param}="{default}" by default)', call=call)
 
     def _call_messages(self, call: ast.Call, leaf: str | None, qn: str | None) -> None:
         """A message's strings are read by people, not run: print/logging/warnings/exception
@@ -662,7 +710,22 @@ class _Walker:
                 if hit is not None:
                     for rule in hit[1]:
                         self._report(rule, "tokens", at, name, token=hit[0])
+                    if at is node and not self.locals:
+                        self._own_wrapper_names(node)
                     break
+
+    def _own_wrapper_names(self, node: ast.AST) -> None:
+        """`from .triton_ops import fused_add` at module level: the project's own module that wraps
+        CUDA or Triton kernels (a CUDA word in its name, and no root a rule knows: torch's and the
+        CUDA libraries' names have rules of their own), so each use of `fused_add` is a CUDA
+        reference too, reported like a name assigned one (`assigned`)."""
+        module = node.module  # type: ignore[attr-defined]
+        if not node.level and module.partition(".")[0] in self.cp.implicit_roots:  # type: ignore[attr-defined]
+            return
+        prefix = "." * node.level + module  # type: ignore[attr-defined]
+        for alias in node.names:  # type: ignore[attr-defined]
+            if alias.name != "*":
+                self.assigned.setdefault(alias.asname or alias.name, f"{prefix}.{alias.name}")
 
     def _call_devices(self, call: ast.Call, fcls: type, leaf: str | None, qn: str | None) -> None:
         if qn is not None:
@@ -1048,8 +1111,9 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
     parsed = parse_m.parse(source, path, cp.regions if cell is None else None)
     walker = _walk(cp, parsed.tree, source)
     tree = parsed.tree
+    # Each use of an assigned CUDA alias or of a function defaulting to a CUDA device is a finding.
     if parsed.sparse is not None and not parse_m.complete(parsed.sparse, walker.aliases, cp.regions, cp.fix_roots,
-                                                          walker.assigned):
+                                                          (*walker.assigned, *walker.defaulted)):
         tree = parse_m.parse_whole(source, path)
         walker = _walk(cp, tree, source)
     if not walker.sites:

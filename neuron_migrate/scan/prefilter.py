@@ -177,7 +177,8 @@ def _required(m: Match, common_roots: frozenset[str]) -> list[tuple[frozenset[To
     those of them that are a string value."""
     none: frozenset[Token] = frozenset()
     out = [(_dotted(p, common_roots), none) for p in (*m.qualified_names, *m.imports)]
-    out += [(_literal(p), none) for p in (*m.device_strings, *m.methods, *m.attributes, *m.env_vars)]
+    out += [(_literal(p), none) for p in (*m.device_strings, *m.methods, *m.attributes, *m.env_vars,
+                                          *m.default_devices)]
     out += [pair for arg in m.arguments for pair in _argument(arg, common_roots)]
     if m.tokens:  # words inside names and strings, in any case: no word bounds
         out += [(frozenset({Token(w)}), none) for w in first_words_of(m.tokens)]

@@ -41,6 +41,28 @@ CASES = {
         from .utils import helpers
         import numpy as np
         """,
+    "uses of names from the project's own CUDA/Triton module": """
+        import torch
+        from .ops.triton_kernels import fused_add, scale as sc  # <-
+        from mypkg.cuda_ext import launch  # <-
+        from .utils import helper
+
+        def run(x, y):
+            z = fused_add(x, y)  # <-
+            launch(z)  # <-
+            return helper(sc(z))  # <-
+
+        def shadowed(fused_add):
+            return fused_add(1)
+        """,
+    "Paddle GPU switches": """
+        import paddle
+
+        paddle.set_device("gpu")  # <-
+        if paddle.device.is_compiled_with_cuda():  # <-
+            place = paddle.CUDAPlace(0)  # <-
+        paddle.set_device("cpu")
+        """,
     "assigned aliases and partial": """
         import functools
         import torch
