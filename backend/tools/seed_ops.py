@@ -18,6 +18,12 @@ Derivation:
   reported as a fallback (kept for the report, not for dispatch).
 * ``silent_views``: the real fallback's view whitelist (never reported).
 * ``dtype_downcast``: 64-bit dtypes the real backend computes in 32 bits.
+* ``data_dependent``: torch's own ops whose output shape depends on tensor values, or that read
+  one value back (``DATA_DEPENDENT`` below): host work on any accelerator, whatever kernel the
+  backend has (check reports them as NM902, apart from missing kernels). Not from the coverage
+  file: torch's semantics (the ops ``torch.nonzero``, ``unique``, ``masked_select``,
+  ``repeat_interleave(Tensor)``, ``histc`` and ``.item()`` reach); the coverage notes list the
+  native ones among the host syncs.
 """
 
 from __future__ import annotations
@@ -44,6 +50,17 @@ HEADER = """\
 
 # The coverage file says in prose when a native kernel syncs the host; the table says it as data.
 _HOST_SYNC_NOTE = re.compile(r"host syncs|host sync\b|data-dependent|what \.item\(\) does", re.IGNORECASE)
+
+
+# Base names: an op is data-dependent when it is one of these or an overload of one (`name.out`).
+DATA_DEPENDENT_NOTE = (
+    "torch ops whose output shape depends on tensor values, or that read one value back (.item()): "
+    "host work on any device; an op matches its name or an overload of it (name.overload)"
+)
+DATA_DEPENDENT = [
+    "aten::_local_scalar_dense", "aten::nonzero", "aten::masked_select", "aten::unique", "aten::_unique",
+    "aten::unique_consecutive", "aten::unique_dim", "aten::repeat_interleave.Tensor", "aten::histc",
+]
 
 
 def _native(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -82,6 +99,7 @@ def build(src: Path) -> dict[str, Any]:
         },
         "silent_views": sorted(cov["silent_view_ops"]),
         "host_compute": host,
+        "data_dependent": {"note": DATA_DEPENDENT_NOTE, "ops": DATA_DEPENDENT},
         "native": _native(cov["native_ops"]),
     }
 

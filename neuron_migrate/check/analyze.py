@@ -43,6 +43,7 @@ The `dynamo` part of a backend record is read as (keys optional)::
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import linecache
 import os
@@ -60,21 +61,15 @@ from neuron_migrate.check.records import (
     Op,
     Records,
     merge,
-    rank_of,
     site_key,
 )
+from neuron_migrate.check.run_record import DynamoRecompile, Mismatch
 from neuron_migrate.check.summary import OpsSummary, RunSummary
 from neuron_migrate.errors import RulePackError
 from neuron_migrate.findings import Finding, Span
 from neuron_migrate.ruleset.model import RulePack
 from neuron_migrate.ruleset.ops import OpTable, load_ops
 
-# Ops whose output shape depends on data, or that read a value back: host work by nature, kept
-# apart from missing kernels even when they also fall back.
-DATA_DEPENDENT = re.compile(
-    r"^aten::(_local_scalar_dense|nonzero|masked_select|unique|_unique|unique_consecutive|"
-    r"unique_dim|repeat_interleave\.Tensor|histc)(\.|$)"
-)
 ITEM_OP = "aten::_local_scalar_dense"
 HOST_SYNC = "host_sync"  # the record's op kind for a device->host value read; neither device nor fallback
 NARROWED_FLOAT = "float64"
@@ -92,8 +87,11 @@ def _op_table() -> OpTable | None:
 
 
 def is_host_work(op: str) -> bool:
+    """An op whose output shape depends on data or that reads a value back, or a native kernel
+    that syncs the host (both from rules/ops.yaml): host work by nature, kept apart from missing
+    kernels even when it also falls back."""
     table = _op_table()
-    return bool(DATA_DEPENDENT.match(op)) or (table is not None and op in table.host_sync_ops)
+    return table is not None and (table.is_data_dependent(op) or op in table.host_sync_ops)
 
 
 @dataclass
@@ -428,22 +426,21 @@ def _recompiles(ctx: _Ctx, m: Merged) -> int:
 
 
 # -- torch.compile -----------------------------------------------------------------------------
-def _user_sites(entries: list[dict[str, Any]], user: list[Any]) -> list[dict[str, Any]]:
+def _user_sites(entries: tuple[DynamoRecompile, ...], user: list[Any]) -> list[DynamoRecompile]:
     """Dynamo's entries with a site inside torch (the wrapper it compiled for a module whose forward
     is torch's or a library's) moved to the user line the child saw running then (same order)."""
     out = []
     for i, entry in enumerate(entries):
-        site = entry.get("site")
-        if (site is None or _ours(site)) and i < len(user):
-            entry = {**entry, "site": user[i], "compiled_site": site}
+        if (entry.site is None or _ours(entry.site)) and i < len(user):
+            entry = dataclasses.replace(entry, site=user[i], compiled_site=entry.site, moved=True)
         out.append(entry)
     return out
 
 
-def _compiled_symbol(ctx: _Ctx, entry: dict[str, Any]) -> str:
+def _compiled_symbol(ctx: _Ctx, entry: DynamoRecompile) -> str:
     """The function Dynamo compiled; when that was torch's own wrapper, the user's statement."""
-    function = str(entry.get("function") or "a function")
-    return _statement_symbol(ctx, entry.get("site"), function) if "compiled_site" in entry else function
+    function = str(entry.function or "a function")
+    return _statement_symbol(ctx, entry.site, function) if entry.moved else function
 
 
 def _dynamo(ctx: _Ctx, m: Merged, children: list[dict[str, Any]]) -> dict[str, int]:
@@ -452,32 +449,29 @@ def _dynamo(ctx: _Ctx, m: Merged, children: list[dict[str, Any]]) -> dict[str, i
     seen_by_child = {(c.get("rank"), c.get("pid")): c.get("dynamo_sites") or {} for c in children}
     for (rank, d), pid in zip(m.dynamo, m.dynamo_pids, strict=True):
         user = seen_by_child.get((rank, pid), {})
-        d = {**d, "recompiles": _user_sites(list(d.get("recompiles", ())), list(user.get("recompiles") or ())),
-             "recompile_limit": _user_sites(list(d.get("recompile_limit", ())),
-                                            list(user.get("recompile_limit") or ()))}
-        totals["graphs"] += int(d.get("graphs", 0))
-        for b in d.get("graph_breaks", ()):
-            key = (str(b.get("reason", "")), site_key(b.get("site")))
-            entry = breaks.setdefault(key, {"reason": key[0], "site": b.get("site"), "count": 0})
-            entry["count"] += int(b.get("count", 1))
-        recompiles = list(d.get("recompiles", ()))
-        for r in d.get("recompile_limit", ()):
+        totals["graphs"] += d.graphs
+        for b in d.graph_breaks:
+            key = (b.reason, site_key(b.site))
+            entry = breaks.setdefault(key, {"reason": key[0], "site": b.site, "count": 0})
+            entry["count"] += b.count
+        recompiles = _user_sites(d.recompiles, list(user.get("recompiles") or ()))
+        for r in _user_sites(d.recompile_limit, list(user.get("recompile_limit") or ())):
             totals["recompile_limit"] += 1
             attempt = _limit_attempt(recompiles, r)
-            guards = _guard_failures(str(attempt.get("reason", ""))) if attempt else []
-            head = _LIMIT_HEAD.match(str(r.get("reason") or ""))
+            guards = _guard_failures(str(attempt.reason or "")) if attempt else []
+            head = _LIMIT_HEAD.match(str(r.reason or ""))
             note = (f"limit {head.group(1)}; " if head else "") + (f"last guard failure: {guards[0]}" if guards else "")
-            ctx.add("NM906", r.get("site"), _compiled_symbol(ctx, r),
-                    {"reason": r.get("reason"), "function": r.get("function"), "guard_failures": guards,
-                     **({"compiled_site": r["compiled_site"]} if "compiled_site" in r else {})},
+            ctx.add("NM906", r.site, _compiled_symbol(ctx, r),
+                    {"reason": r.reason, "function": r.function, "guard_failures": guards,
+                     **({"compiled_site": r.compiled_site} if r.moved else {})},
                     note.rstrip("; "))
         for r in recompiles:
             totals["recompiles"] += 1
-            reason = str(r.get("reason", "")).strip()
+            reason = str(r.reason or "").strip()
             guards = _guard_failures(reason)
-            ctx.add("NM905", r.get("site"), _compiled_symbol(ctx, r),
-                    {"reason": reason, "function": r.get("function"), "guard_failures": guards,
-                     **({"compiled_site": r["compiled_site"]} if "compiled_site" in r else {})},
+            ctx.add("NM905", r.site, _compiled_symbol(ctx, r),
+                    {"reason": reason, "function": r.function, "guard_failures": guards,
+                     **({"compiled_site": r.compiled_site} if r.moved else {})},
                     guards[0] if guards else (reason.splitlines()[0] if reason else "guard failed"))
     for entry in breaks.values():
         totals["graph_breaks"] += entry["count"]
@@ -496,15 +490,14 @@ def _guard_failures(reason: str) -> list[str]:
     return [m.group(1).strip() for line in reason.splitlines() if (m := _GUARD_FAILURE.match(line))]
 
 
-def _limit_attempt(recompiles: list[dict[str, Any]], limit: dict[str, Any]) -> dict[str, Any] | None:
+def _limit_attempt(recompiles: list[DynamoRecompile], limit: DynamoRecompile) -> DynamoRecompile | None:
     """Dynamo logs "Recompiling function ..." before it checks the recompile limit, so the call
     that hit the limit also left a recompile entry, though nothing was compiled: remove it from
     `recompiles` (the last one of that function and site naming the limit's last guard failure)."""
-    last = _LIMIT_HEAD.sub("", str(limit.get("reason") or "")).strip()
+    last = _LIMIT_HEAD.sub("", str(limit.reason or "")).strip()
     for i in range(len(recompiles) - 1, -1, -1):
         r = recompiles[i]
-        if (r.get("function") == limit.get("function") and site_key(r.get("site")) == site_key(limit.get("site"))
-                and last in str(r.get("reason", ""))):
+        if r.function == limit.function and site_key(r.site) == site_key(limit.site) and last in str(r.reason or ""):
             return recompiles.pop(i)
     return None
 
@@ -596,10 +589,9 @@ def _has_dtype(inputs: Any, dtype: str) -> bool:
 
 def _pre_init(ctx: _Ctx, m: Merged) -> None:
     for rank, p in m.pre_init:
-        if p.get("count") and p.get("process_group_initialized"):
-            site = p.get("first_site")
-            ctx.add("NM911", site, _statement_symbol(ctx, site, "allocation"),
-                    {**p, "rank": rank}, f"{p['count']} allocations, {p['bytes']} bytes"
+        if p.count and p.process_group_initialized:
+            ctx.add("NM911", p.first_site, _statement_symbol(ctx, p.first_site, "allocation"),
+                    {**p.written, "rank": rank}, f"{p.count} allocations, {p.bytes} bytes"
                     + (f", rank {rank}" if rank is not None else ""))
 
 
@@ -710,7 +702,7 @@ def _outcome(ctx: _Ctx, m: Merged, records: Records, children: list[dict[str, An
             hint = _with_record(exc.get("mismatch"), recorded)
             if hint:
                 details["mismatch"] = hint
-                ctx.add("NM910", site or (recorded or {}).get("site"), _mismatch_symbol(hint), details,
+                ctx.add("NM910", site or (recorded.site if recorded else None), _mismatch_symbol(hint), details,
                         hint.get("hint", ""))
             else:
                 first = exc["message"].strip().splitlines()[0] if exc["message"].strip() else ""
@@ -725,13 +717,13 @@ def _outcome(ctx: _Ctx, m: Merged, records: Records, children: list[dict[str, An
             ctx.add("NM912", None, symbol, {"exit_code": code, "rank": rank, "failed_tests": failed})
     if not children:
         for rank, exc in m.exceptions:  # records written without the child (e.g. --from-records)
-            site = exc.get("site")
-            if exc.get("argument_device"):  # the backend's own mismatch: no live frames, no cause
-                hint = _with_record(None, exc)
-                ctx.add("NM910", site, _mismatch_symbol(hint), {**exc, "rank": rank, "mismatch": hint}, hint["hint"])
+            if exc.argument_device:  # the backend's own mismatch: no live frames, no cause
+                hint = _with_record(None, Mismatch.from_dict(exc.written))
+                ctx.add("NM910", exc.site, _mismatch_symbol(hint), {**exc.written, "rank": rank, "mismatch": hint},
+                        hint["hint"])
                 continue
-            ctx.add("NM912", site, f"{exc['type']}: {exc['message'].splitlines()[0] if exc['message'] else ''}",
-                    {**exc, "rank": rank})
+            ctx.add("NM912", exc.site, f"{exc.type}: {exc.message.splitlines()[0] if exc.message else ''}",
+                    {**exc.written, "rank": rank})
     if timeout is None and not seen:
         _crash(ctx, records, children, crash)
     if timeout is not None:
@@ -846,19 +838,19 @@ def _exit_entry(child: dict[str, Any], crash: dict[str, Any] | None) -> dict[str
             **({"signal": crash["signal"]} if crash.get("signal") else {})}
 
 
-def _recorded_mismatch(m: Merged, pid: Any, exc: dict[str, Any]) -> dict[str, Any] | None:
+def _recorded_mismatch(m: Merged, pid: Any, exc: dict[str, Any]) -> Mismatch | None:
     """The backend's record of the mismatch that `exc` (the child's uncaught exception) is: same
     process, same message; None if the process's last mismatch was another (caught) one."""
     recorded = m.mismatches.get(pid)
-    if recorded is None or recorded.get("message") != exc.get("message"):
+    if recorded is None or recorded.message != exc.get("message"):
         return None
     frames = exc.get("frames") or []
-    if frames and recorded.get("site") and site_key(recorded["site"]) != site_key(frames[-1]):
+    if frames and recorded.site and site_key(recorded.site) != site_key(frames[-1]):
         return None
     return recorded
 
 
-def _with_record(hint: dict[str, Any] | None, recorded: dict[str, Any] | None) -> dict[str, Any] | None:
+def _with_record(hint: dict[str, Any] | None, recorded: Mismatch | None) -> dict[str, Any] | None:
     """The child's hint (cause from the live frames; op and argument parsed from the message) with
     op, argument and devices taken from the backend's record, which knows them even when the
     message does not name them (TensorIterator's "found at least two devices")."""
@@ -866,7 +858,7 @@ def _with_record(hint: dict[str, Any] | None, recorded: dict[str, Any] | None) -
         return hint
     out = dict(hint) if hint else {"cause": "unknown", "values": [], "created_at": None, "device_map_at": None,
                                    "hint": "Put the model and every input on the same device."}
-    out.update({k: recorded[k] for k in ("op", "argument", "argument_device", "device") if recorded.get(k)})
+    out.update({k: v for k in ("op", "argument", "argument_device", "device") if (v := getattr(recorded, k))})
     return out
 
 
@@ -931,12 +923,12 @@ def analyze(
     host_syncs = {o.name: o.count for o in m.ops.values() if o.kind == HOST_SYNC}
     table = _op_table()
     host_compute = {o.name: o.count for o in m.ops.values() if table is not None and o.name in table.host_compute}
-    uncaught = {e["message"] for e in (*(c.get("exception") or {} for c in children), *(e for _, e in m.exceptions))
-                if e.get("message")}
+    uncaught = {*(e["message"] for c in children if (e := c.get("exception") or {}).get("message")),
+                *(e.message for _, e in m.exceptions if e.message)}
     # a mismatch the program caught (a try/except falling back to another path) ran no finding
-    caught = [{k: mm.get(k) for k in ("op", "argument", "argument_device", "device", "site")}
-              for mm in m.mismatches.values() if mm.get("message") not in uncaught]
-    ranks = sorted({r for rec in records.emu if (r := rank_of(rec)) is not None})
+    caught = [{k: getattr(mm, k) for k in ("op", "argument", "argument_device", "device", "site")}
+              for mm in m.mismatches.values() if mm.message not in uncaught]
+    ranks = sorted({rec.rank for rec in records.emu if rec.rank is not None})
     problems = list(records.problems)
     if not records.emu:
         problems.append(

@@ -124,6 +124,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 def _analyze(item: pytest.Item, state: dict[str, Any]) -> list[Any]:
     from neuron_migrate.check.analyze import analyze
     from neuron_migrate.check.records import Records
+    from neuron_migrate.check.run_record import EmuRecord
 
     allow = list(state["allow"])
     marked = [str(a) for mark in item.iter_markers(MARKER) for a in mark.args]
@@ -139,7 +140,8 @@ def _analyze(item: pytest.Item, state: dict[str, Any]) -> list[Any]:
     if tracker is not None:
         tracker.stamp()
         observed["compile_passes"] = tracker.to_dict()
-    findings, _ = analyze(Records((record,), (observed,)), state["pack"], item.config.rootpath, allow_ops=allow)
+    findings, _ = analyze(Records((EmuRecord.from_dict(record),), (observed,)), state["pack"], item.config.rootpath,
+                          allow_ops=allow)
     return findings
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from neuron_migrate.check.run_record import Dynamo, EmuException, EmuRecord, Mismatch, PreInit, Site
 from neuron_migrate.errors import NeuronMigrateError
 
 EMU_PREFIX = "neuron-emu-"
@@ -33,7 +34,7 @@ class Invalid:
 
 @dataclass(frozen=True, slots=True)
 class Records:
-    emu: tuple[dict[str, Any], ...]  # backend records, ordered by (rank, pid)
+    emu: tuple[EmuRecord, ...]  # backend records, ordered by (rank, pid)
     child: tuple[dict[str, Any], ...]  # child records, same order
     problems: tuple[str, ...] = ()  # unreadable files, named in the report
     invalid: tuple[Invalid, ...] = ()  # malformed or unsealed records, left out
@@ -62,7 +63,7 @@ def load_dir(directory: Path, nonce: str | None = None) -> Records:
 
     if not directory.is_dir():
         raise NeuronMigrateError(f"{directory}: no such records directory")
-    emu: list[dict[str, Any]] = []
+    emu: list[EmuRecord] = []
     child: list[dict[str, Any]] = []
     problems: list[str] = []
     invalid: list[Invalid] = []
@@ -97,24 +98,25 @@ def load_dir(directory: Path, nonce: str | None = None) -> Records:
         if reason is not None:
             invalid.append(Invalid(name, reason))
         elif kind == "emu":
-            emu.append(data)
+            emu.append(EmuRecord.from_dict(data))
         elif nonce is not None and not data.get("partial") and not seal.verify(data, nonce):
             invalid.append(Invalid(name, "not sealed by this run's check (written by the program, left from "
                                          "another run, or changed after the run)", forged=True))
         else:
             child.append(data)
     problems.extend(f"{i.file}: {i.reason}" for i in invalid)
-    emu.sort(key=lambda r: _rank_key(r.get("process", {}).get("rank"), r.get("process", {}).get("pid")))
+    emu.sort(key=lambda r: _rank_key(r.rank, r.pid))
     child.sort(key=lambda r: _rank_key(r.get("rank"), r.get("pid")))
     return Records(tuple(emu), tuple(child), tuple(problems), tuple(invalid), tuple(sorted(started)), faults)
 
 
 def rank_of(rec: dict[str, Any]) -> int | None:
-    rank = rec.get("process", {}).get("rank") if "process" in rec else rec.get("rank")
+    """A child record's rank."""
+    rank = rec.get("rank")
     return rank if isinstance(rank, int) else None
 
 
-def site_key(site: dict[str, Any] | None) -> tuple[str, int]:
+def site_key(site: Site | None) -> tuple[str, int]:
     return (site["file"], int(site["line"])) if site else ("", 0)
 
 
@@ -170,66 +172,64 @@ class Merged:
     # count of distinct contents copied (hashes are per process); None if a record predates the key
     h2d: dict[tuple[str, int], dict[str, Any]]
     downcasts: dict[tuple[str, str], dict[str, Any]]  # (op, dtype) -> {to, count}
-    pre_init: list[tuple[int | None, dict[str, Any]]]
-    dynamo: list[tuple[int | None, dict[str, Any]]]
-    exceptions: list[tuple[int | None, dict[str, Any]]]  # the backend's, for processes without a child record
+    pre_init: list[tuple[int | None, PreInit]]
+    dynamo: list[tuple[int | None, Dynamo]]
+    exceptions: list[tuple[int | None, EmuException]]  # the backend's, for processes without a child record
     # pid -> the last device mismatch the backend raised in that process (caught or not)
-    mismatches: dict[int | None, dict[str, Any]] = field(default_factory=dict)
+    mismatches: dict[int | None, Mismatch] = field(default_factory=dict)
     dynamo_pids: list[int | None] = field(default_factory=list)  # the process of each `dynamo` entry
 
 
 def merge(records: Records) -> Merged:
     m = Merged({}, {}, 0, {}, {}, [], [], [])
     for rec in records.emu:
-        rank = rank_of(rec)
-        for o in rec.get("ops", ()):
-            op = m.ops.get(o["name"])
+        rank = rec.rank
+        for o in rec.ops:
+            op = m.ops.get(o.name)
             if op is None:
-                op = m.ops[o["name"]] = Op(o["name"], o["kind"])
-            op.count += int(o["count"])
-            op.fwd += int(o.get("phases", {}).get("fwd", 0))
-            op.bwd += int(o.get("phases", {}).get("bwd", 0))
-            for s in o.get("signatures", ()):
-                key = _sig_key(s["inputs"])
+                op = m.ops[o.name] = Op(o.name, o.kind)
+            op.count += o.count
+            op.fwd += o.fwd
+            op.bwd += o.bwd
+            for inputs, count in o.signatures:
+                key = _sig_key(inputs)
                 prev = op.signatures.get(key)
-                op.signatures[key] = (s["inputs"], (prev[1] if prev else 0) + int(s["count"]))
-            op.first_site = op.first_site or o.get("first_site")
+                op.signatures[key] = (inputs, (prev[1] if prev else 0) + count)
+            op.first_site = op.first_site or o.first_site
             if rank is not None:
                 op.ranks.add(rank)
-        compiles = rec.get("compiles", {})
-        m.compiles += int(compiles.get("count", 0))
-        for s in compiles.get("sites", ()):
-            at = (*site_key(s["site"]), s["op"])
+        m.compiles += rec.compiles
+        for s in rec.compile_sites:
+            at = (*site_key(s.site), s.op)
             cs = m.compile_sites.get(at)
             if cs is None:
-                cs = m.compile_sites[at] = CompileSite(s["site"], s["op"], s.get("phase", "fwd"))
-            for sig in s.get("signatures", ()):
+                cs = m.compile_sites[at] = CompileSite(s.site, s.op, s.phase)
+            for sig in s.signatures:
                 cs.signatures.setdefault(_sig_key(sig), sig)
             if rank is not None:
                 cs.ranks.add(rank)
-        for h in rec.get("host_to_device", ()):
-            entry = m.h2d.setdefault(site_key(h["site"]), {"site": h["site"], "count": 0, "bytes": 0, "ranks": set(),
-                                                           "processes": 0, "distinct_sources": 0})
-            entry["count"] += int(h["count"])
-            entry["bytes"] += int(h["bytes"])
+        for h in rec.host_to_device:
+            entry = m.h2d.setdefault(site_key(h.site), {"site": h.site, "count": 0, "bytes": 0, "ranks": set(),
+                                                        "processes": 0, "distinct_sources": 0})
+            entry["count"] += h.count
+            entry["bytes"] += h.bytes
             entry["processes"] += 1
-            distinct = h.get("distinct_sources")
-            entry["distinct_sources"] = (None if distinct is None or entry["distinct_sources"] is None
-                                         else entry["distinct_sources"] + int(distinct))
+            entry["distinct_sources"] = (None if h.distinct_sources is None or entry["distinct_sources"] is None
+                                         else entry["distinct_sources"] + h.distinct_sources)
             if rank is not None:
                 entry["ranks"].add(rank)
-        for d in rec.get("downcasts", ()):
-            entry = m.downcasts.setdefault((d["op"], d["dtype"]), {"to": d["to"], "count": 0})
-            entry["count"] += int(d["count"])
-        if rec.get("pre_init_allocations"):
-            m.pre_init.append((rank, rec["pre_init_allocations"]))
-        if rec.get("dynamo"):
-            m.dynamo.append((rank, rec["dynamo"]))
-            m.dynamo_pids.append(rec.get("process", {}).get("pid"))
-        if rec.get("exception"):
-            m.exceptions.append((rank, rec["exception"]))
-        if rec.get("device_mismatch"):
-            m.mismatches[rec.get("process", {}).get("pid")] = rec["device_mismatch"]
+        for d in rec.downcasts:
+            dc = m.downcasts.setdefault((d.op, d.dtype), {"to": d.to, "count": 0})
+            dc["count"] += d.count
+        if rec.pre_init is not None:
+            m.pre_init.append((rank, rec.pre_init))
+        if rec.dynamo is not None:
+            m.dynamo.append((rank, rec.dynamo))
+            m.dynamo_pids.append(rec.pid)
+        if rec.exception is not None:
+            m.exceptions.append((rank, rec.exception))
+        if rec.device_mismatch is not None:
+            m.mismatches[rec.pid] = rec.device_mismatch
     for child in records.child:
         for entry in child.get("compile_passes", ()):
             cs = m.compile_sites.get((*site_key(entry["site"]), entry["op"]))

@@ -37,6 +37,9 @@ class OpTable:
     memory_format_message: str  # the error for any other
     silent_views: frozenset[str]  # view ops the CPU fallback never reports
     host_compute: frozenset[str]  # ops whose kernel computes on the host, not reported as fallbacks
+    # torch's ops whose output shape depends on values (nonzero, unique, ...) or that read a value
+    # back: host work on any device (seed_ops.DATA_DEPENDENT); base names, overloads included
+    data_dependent: tuple[str, ...]
     native: tuple[NativeOp, ...]
 
     @property
@@ -46,6 +49,10 @@ class OpTable:
     @property
     def host_sync_ops(self) -> frozenset[str]:
         return frozenset(op.name for op in self.native if op.host_sync)
+
+    def is_data_dependent(self, op: str) -> bool:
+        """`op` ("aten::unique.default") is one of `data_dependent` or an overload of one."""
+        return any(op == base or op.startswith(base + ".") for base in self.data_dependent)
 
 
 # -- the generated layout (yaml.safe_dump of seed_ops.build, sort_keys=False) -----------------------
@@ -88,16 +95,18 @@ def _native_fast(block: str) -> tuple[NativeOp, ...] | None:
 def parse_fast(text: str) -> OpTable | None:
     """The table from the generated layout, or None when the text has another one."""
     sections = {k: _section(text, k) for k in
-                ("source", "dtype_downcast", "memory_formats", "silent_views", "host_compute", "native")}
+                ("source", "dtype_downcast", "memory_formats", "silent_views", "host_compute",
+                 "data_dependent", "native")}
     if any(v is None for v in sections.values()):
         return None
     formats = sections["memory_formats"] or ""
     message = (_scalars(formats, "  ") or {}).get("message")
     allowed = re.search(r"^  allowed:\n((?:  - \S+\n?)+)", formats, re.MULTILINE)
+    dependent = re.search(r"^  ops:\n((?:  - \S+\n?)+)", sections["data_dependent"] or "", re.MULTILINE)
     native = _native_fast(sections["native"] or "")
     source = _scalars(sections["source"] or "", "  ")
     downcast = _scalars(sections["dtype_downcast"] or "", "  ")
-    if message is None or allowed is None or native is None or source is None or downcast is None:
+    if message is None or allowed is None or dependent is None or native is None or source is None or downcast is None:
         return None
     return OpTable(
         source=source,
@@ -106,6 +115,7 @@ def parse_fast(text: str) -> OpTable | None:
         memory_format_message=message,
         silent_views=frozenset(re.findall(r"^- (\S+)$", sections["silent_views"] or "", re.MULTILINE)),
         host_compute=frozenset(re.findall(r"^- name: (\S+)$", sections["host_compute"] or "", re.MULTILINE)),
+        data_dependent=tuple(re.findall(r"^  - (\S+)$", dependent.group(1), re.MULTILINE)),
         native=native,
     )
 
@@ -153,6 +163,7 @@ def parse_yaml(text: str, file: str = "rules/ops.yaml") -> OpTable:
         memory_format_message=str(formats.get("message", "")),
         silent_views=frozenset(str(v) for v in _list(data, "silent_views", file)),
         host_compute=frozenset(e["name"] for e in host_compute),
+        data_dependent=tuple(str(op) for op in _list(_mapping(data, "data_dependent", file), "ops", file)),
         native=tuple(_native(e, file) for e in _list(data, "native", file)),
     )
 

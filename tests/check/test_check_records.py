@@ -190,3 +190,24 @@ def test_mismatch_message_parse_is_the_fallback_without_a_record() -> None:
                                    "device": "neuron:0"}
     iterator = "Expected all tensors to be on the same device, but found at least two devices, neuron:0 and cpu!"
     assert hints._parse(iterator) == {"op": None, "argument": None, "argument_device": "cpu", "device": "neuron:0"}
+
+
+def test_data_dependent_ops_are_host_work_by_the_op_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from neuron_migrate.check import analyze
+    from neuron_migrate.check.records import load_dir as load
+
+    (tmp_path / "train.py").write_text(PROGRAM)
+    unique = {"name": "aten::unique_consecutive.default", "kind": "fallback", "count": 1,
+              "signatures": [{"inputs": [[[4], "int64"]], "count": 1}], "first_site": _site(tmp_path, 3)}
+    records = load(_single(tmp_path, ops=[unique], compiles={}, host_to_device=[]))
+
+    def codes() -> list[str]:
+        findings, _ = analyze.analyze(records, load_pack(), tmp_path)
+        return [f.code for f in findings if f.symbol.startswith("aten::unique")]
+
+    assert codes() == ["NM902"]  # rules/ops.yaml's data_dependent: host work, not a missing kernel
+    table = analyze.load_ops()
+    monkeypatch.setattr(analyze, "_op_table", lambda: dataclasses.replace(table, data_dependent=()))
+    assert codes() == ["NM901"]

@@ -32,6 +32,12 @@ silent_views:
 host_compute:
 - name: aten::argsort.stable
   reason: cpp kernel
+data_dependent:
+  note: output shapes that depend on
+    values
+  ops:
+  - aten::nonzero
+  - aten::repeat_interleave.Tensor
 native:
 - name: aten::add.Tensor
   via: mlir
@@ -56,6 +62,9 @@ def test_the_shipped_table_reads_whole() -> None:
     assert len(set(table.native_names)) == len(table.native) > 300
     assert table.host_sync_ops == HOST_SYNCS
     assert table.source["repo"] == "parmoham-aws/test-repo-parmoham"
+    assert set(table.data_dependent) == {
+        "aten::_local_scalar_dense", "aten::nonzero", "aten::masked_select", "aten::unique", "aten::_unique",
+        "aten::unique_consecutive", "aten::unique_dim", "aten::repeat_interleave.Tensor", "aten::histc"}
     sdpa = next(op for op in table.native if op.name == "aten::_scaled_dot_product_fused_attention_overrideable")
     assert sdpa.via == ("nki", "mlir")
 
@@ -79,6 +88,18 @@ def test_host_sync_is_the_tables_field_not_the_condition_text() -> None:
         NativeOp("aten::histc", ("cpp",), False),  # its prose says "host syncs"; the data does not
     )
     assert table.host_sync_ops == {"aten::nonzero"}
+
+
+def test_data_dependent_ops_match_their_overloads_only() -> None:
+    table = parse_ops(TABLE)
+    assert table.data_dependent == ("aten::nonzero", "aten::repeat_interleave.Tensor")
+    assert table.is_data_dependent("aten::nonzero") and table.is_data_dependent("aten::nonzero.out")
+    assert table.is_data_dependent("aten::repeat_interleave.Tensor")
+    assert not table.is_data_dependent("aten::nonzero_static")  # a fixed output size
+    assert not table.is_data_dependent("aten::repeat_interleave.self_int")  # the size is an argument
+    shipped = load_ops()
+    assert shipped.is_data_dependent("aten::unique_consecutive.default")
+    assert not shipped.is_data_dependent("aten::_unique2")
 
 
 def test_a_table_in_another_layout_is_read_by_pyyaml() -> None:
