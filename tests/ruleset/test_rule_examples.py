@@ -62,14 +62,14 @@ def _apply(code: str, target: Target) -> str:
     return result.new_source
 
 
-@pytest.mark.parametrize(("rule", "code"), _valid_cases())
+@pytest.mark.parametrize(("rule", "code"), list(_valid_cases()))
 def test_valid_example_is_not_flagged(rule: Rule, code: str) -> None:
     ast.parse(code)
     found = [f for f in [*_findings(code), *analyze_file_path(_FILE, PACK)] if f.code == rule.code]
     assert found == [], [f"{f.location()} {f.symbol}" for f in found]
 
 
-@pytest.mark.parametrize(("rule", "example"), _invalid_cases())
+@pytest.mark.parametrize(("rule", "example"), list(_invalid_cases()))
 def test_invalid_example_is_flagged(rule: Rule, example: Example) -> None:
     if rule.match.files:  # the file itself is the finding; its text is not Python
         found = [f for f in analyze_file_path(_example_path(rule), PACK) if f.code == rule.code]
@@ -92,7 +92,7 @@ def test_invalid_example_is_flagged(rule: Rule, example: Example) -> None:
         assert all(not f.fixes for f in found)
 
 
-@pytest.mark.parametrize(("rule", "example", "target"), _fix_cases())
+@pytest.mark.parametrize(("rule", "example", "target"), list(_fix_cases()))
 def test_fix_gives_expected_output_and_converges(rule: Rule, example: Example, target: Target) -> None:
     fixed = _apply(example.code, target)
     assert fixed == example.expected[target]
