@@ -40,13 +40,17 @@ _stream_ids = itertools.count(1)  # 0 is each device's default stream, as on CUD
 _TorchStream = torch.Stream  # the C++ class; install() rebinds the name torch.Stream
 
 
-class _GenericStreamType(type):
-    # Streams created in C++ are instances of the C++ class only; they are still torch.Streams.
+class _CppKin(type):
+    # Streams and events created in C++ are instances of the C++ class only; they are still
+    # torch.Streams / torch.Events. Only the class naming `_cpp` in its own body claims them (not
+    # its subclasses, such as torch.neuron.Stream).
     def __instancecheck__(cls, obj: object) -> bool:
-        return type.__instancecheck__(cls, obj) or (cls is GenericStream and isinstance(obj, _TorchStream))
+        cpp = cls.__dict__.get("_cpp")
+        return type.__instancecheck__(cls, obj) or (cpp is not None and isinstance(obj, cpp))
 
     def __subclasscheck__(cls, sub: type) -> bool:
-        return type.__subclasscheck__(cls, sub) or (cls is GenericStream and issubclass(sub, _TorchStream))
+        cpp = cls.__dict__.get("_cpp")
+        return type.__subclasscheck__(cls, sub) or (cpp is not None and issubclass(sub, cpp))
 
 
 def _designated(device: Any) -> torch.device | None:
@@ -59,9 +63,11 @@ def _designated(device: Any) -> torch.device | None:
     return torch.device(device)
 
 
-class GenericStream(_TorchStream, metaclass=_GenericStreamType):
+class GenericStream(_TorchStream, metaclass=_CppKin):
     """``torch.Stream`` once the emulator is active: a `neuron` stream is a ``torch.neuron.Stream``
     on the designated or current device; other devices' streams are torch's own."""
+
+    _cpp = _TorchStream
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         if cls is GenericStream and "stream_id" not in kwargs and len(args) <= 2:
@@ -128,18 +134,11 @@ def _device_type() -> int:
 _TorchEvent = torch.Event  # the C++ class; install() rebinds the name torch.Event
 
 
-class _GenericEventType(type):
-    # Events created in C++ are instances of the C++ class only; they are still torch.Events.
-    def __instancecheck__(cls, obj: object) -> bool:
-        return type.__instancecheck__(cls, obj) or (cls is GenericEvent and isinstance(obj, _TorchEvent))
-
-    def __subclasscheck__(cls, sub: type) -> bool:
-        return type.__subclasscheck__(cls, sub) or (cls is GenericEvent and issubclass(sub, _TorchEvent))
-
-
-class GenericEvent(_TorchEvent, metaclass=_GenericEventType):
+class GenericEvent(_TorchEvent, metaclass=_CppKin):
     """``torch.Event`` once the emulator is active: `neuron` events are timed on the host clock
     (execution is synchronous, so host time is device time); other devices' events are untouched."""
+
+    _cpp = _TorchEvent
 
     def __init__(self, device: Any = None, *, enable_timing: bool = False, blocking: bool = False,
                  interprocess: bool = False) -> None:

@@ -60,6 +60,18 @@ class AliasTable:
             return name
         return None
 
+    def qualified(self, expr: ast.AST) -> str | None:
+        """The qualified name of a Name/Attribute chain rooted in an import (`th.cuda.manual_seed`
+        -> `torch.cuda.manual_seed`), else None. Scope-blind: the scan's walker shadows locals itself."""
+        parts: list[str] = []
+        while expr.__class__ is ast.Attribute:
+            parts.append(expr.attr)  # type: ignore[attr-defined]
+            expr = expr.value  # type: ignore[attr-defined]
+        if expr.__class__ is not ast.Name:
+            return None
+        root = self.root(expr.id)  # type: ignore[attr-defined]
+        return ".".join([root, *reversed(parts)]) if root is not None else None
+
     def is_import(self, name: str) -> bool:
         """Whether `name` is a module or object bound by an import (or an implicit module root)."""
         return name in self.names or name in self.implicit

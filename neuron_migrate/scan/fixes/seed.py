@@ -27,23 +27,12 @@ _OTHER_SEEDS = frozenset({"random.seed", "numpy.random.seed"})  # seed other gen
 _QUESTIONS = frozenset({"is_available", "device_count", "is_initialized"})
 
 
-def _qualified(func: ast.AST, aliases: AliasTable) -> str | None:
-    parts: list[str] = []
-    while func.__class__ is ast.Attribute:
-        parts.append(func.attr)  # type: ignore[attr-defined]
-        func = func.value  # type: ignore[attr-defined]
-    if func.__class__ is not ast.Name:
-        return None
-    root = aliases.root(func.id)  # type: ignore[attr-defined]
-    return ".".join([root, *reversed(parts)]) if root is not None else None
-
-
 def _seed_call(stmt: ast.AST, aliases: AliasTable) -> tuple[str, str] | None:
     """(callee, arguments) of a statement that is one seeding call."""
     if stmt.__class__ is not ast.Expr or stmt.value.__class__ is not ast.Call:  # type: ignore[attr-defined]
         return None
     call = stmt.value  # type: ignore[attr-defined]
-    name = _qualified(call.func, aliases)
+    name = aliases.qualified(call.func)
     if name is None or name not in (_SEED_ALL, *_CUDA_SEEDS, *_OTHER_SEEDS):
         return None
     return name, "|".join(ast.dump(a) for a in (*call.args, *call.keywords))
