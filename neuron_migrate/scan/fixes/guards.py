@@ -97,12 +97,14 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
                     key = _dotted(target)
                     if key is not None:
                         (chains if "." in key else names).setdefault(key, []).append(node.value)  # type: ignore[attr-defined]
-            for field in _BLOCKS:
+            blocks, holders = _layout(cls)
+            for field in blocks:
                 block = getattr(node, field, None)
                 if block.__class__ is list:
                     _asserts(block, lines, found)
-            for holder in getattr(node, "handlers", None) or getattr(node, "cases", None) or ():
-                _asserts(holder.body, lines, found)
+            if holders:
+                for holder in getattr(node, holders):
+                    _asserts(holder.body, lines, found)
     for found, scopes in scoped:  # every assignment is known: feed each guard its conditions' values
         for make, tests in found:
             feeds = _feeds(tests, scopes, chains)
@@ -147,7 +149,7 @@ def _scopes(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.AST], ast.AST | N
     while todo:
         scope, parent = todo.pop()
         own: list[ast.AST] = []
-        stack = list(ast.iter_child_nodes(scope)) if scope is tree else _inner(scope)
+        stack = _children(scope, []) if scope is tree else _inner(scope)
         while stack:
             node = stack.pop()
             if node.__class__ in _SCOPES:
@@ -155,8 +157,45 @@ def _scopes(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.AST], ast.AST | N
                 stack += _outer(node)
                 continue
             own.append(node)
-            stack += ast.iter_child_nodes(node)
+            _children(node, stack)
         yield scope, own, parent
+
+
+# Fields that hold no node, or only nodes that hold nothing the guard rule reads (contexts,
+# operators, import aliases): leaving them out of the walk changes no scope's relevant nodes.
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "names", "type_ignores", "id", "attr", "arg", "name", "module",
+                          "level", "kind", "type_comment", "conversion", "is_async", "asname", "rest",
+                          "kwd_attrs", "simple", "tag"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _children(node: ast.AST, out: list[ast.AST]) -> list[ast.AST]:
+    """`out` extended by the node's children in `ast.iter_child_nodes` order (less the leaves of
+    `_LEAF_FIELDS`): the walk's hot loop, without a generator per node."""
+    cls = node.__class__
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = _FIELDS[cls] = tuple(f for f in cls._fields if f not in _LEAF_FIELDS)  # type: ignore[attr-defined]
+    for f in fields:
+        v = getattr(node, f, None)
+        if v.__class__ is list:
+            out += [x for x in v if isinstance(x, ast.AST)]
+        elif isinstance(v, ast.AST):
+            out.append(v)
+    return out
+
+
+_LAYOUT: dict[type, tuple[tuple[str, ...], str | None]] = {}
+
+
+def _layout(cls: type) -> tuple[tuple[str, ...], str | None]:
+    """A node class's statement blocks (`_BLOCKS` it has) and the field of its handlers or cases."""
+    layout = _LAYOUT.get(cls)
+    if layout is None:
+        fields = cls._fields  # type: ignore[attr-defined]
+        holders = "handlers" if "handlers" in fields else "cases" if "cases" in fields else None
+        layout = _LAYOUT[cls] = (tuple(f for f in _BLOCKS if f in fields), holders)
+    return layout
 
 
 def _outer(node: ast.AST) -> list[ast.AST]:
