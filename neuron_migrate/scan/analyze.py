@@ -1097,6 +1097,7 @@ def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
 # --- findings -----------------------------------------------------------------------------------
 
 _NOT_CUDA_FAMILY = "NM8"
+_FIXABLE = (FixClass.SAFE, FixClass.UNSAFE)  # the fix classes whose findings get fixes computed
 _NOT_CUDA_CATEGORIES = frozenset({"compile"})
 
 
@@ -1112,7 +1113,10 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
     walker = _walk(cp, parsed.tree, source)
     tree = parsed.tree
     # Each use of an assigned CUDA alias or of a function defaulting to a CUDA device is a finding.
-    if parsed.sparse is not None and not parse_m.complete(parsed.sparse, walker.aliases, cp.regions, cp.fix_roots,
+    # Where a module root is read only matters to fixes: a file with no site of a fixable rule
+    # computes none.
+    fix_roots = cp.fix_roots if any(rule.fix.fix_class in _FIXABLE for rule, _ in walker.sites) else ()
+    if parsed.sparse is not None and not parse_m.complete(parsed.sparse, walker.aliases, cp.regions, fix_roots,
                                                           (*walker.assigned, *walker.defaulted)):
         tree = parse_m.parse_whole(source, path)
         walker = _walk(cp, tree, source)
@@ -1160,7 +1164,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
                 continue
             seen_lines.add(span.line)
         symbol = site.symbol or _symbol(site, lines)
-        fixes = fixes_for(rule, site, span, ctx) if rule.fix.fix_class in (FixClass.SAFE, FixClass.UNSAFE) else ()
+        fixes = fixes_for(rule, site, span, ctx) if rule.fix.fix_class in _FIXABLE else ()
         fix_class = rule.fix.fix_class
         message = rule.render_message(symbol)
         if fixes and fix_class is FixClass.SAFE and all(f.applicability is FixClass.UNSAFE for f in fixes):
