@@ -117,12 +117,14 @@ def scan(
     """Scan files and directories: the Report `neuron-migrate scan PATHS` renders. Its `warnings`
     are the notes the CLI prints on stderr (an unreadable ignore file, ...)."""
     from neuron_migrate.pipeline.finalize import build_report
+    from neuron_migrate.scan.engine import gc_paused
 
     found = existing(paths)
     settings, pack = _resolve(found[0], settings, overrides, config)
-    result = scan_with_settings(found, settings, pack, use_cache=use_cache, jobs=jobs, progress=progress,
-                                root=Path(root) if root is not None else None)
-    return replace(build_report(result, settings, pack), warnings=tuple(result.warnings))
+    with gc_paused():
+        result = scan_with_settings(found, settings, pack, use_cache=use_cache, jobs=jobs, progress=progress,
+                                    root=Path(root) if root is not None else None)
+        return replace(build_report(result, settings, pack), warnings=tuple(result.warnings))
 
 
 def stdin_name(filename: PathArg | None, cwd: Path | None = None) -> str:

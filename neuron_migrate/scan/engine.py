@@ -187,7 +187,7 @@ def _analyze(todo: list[Candidate], context: _Context, jobs: int | None,
     workers = jobs if jobs is not None else _usable_cpus()
     if workers <= 1 or len(todo) < 2 or sum(c.size for c in todo) < POOL_MIN_BYTES:
         out = []
-        with _gc_paused():
+        with gc_paused():
             for c in todo:
                 out.append(analyze_file(c, context))
                 advance(1)
@@ -241,7 +241,10 @@ def _init_worker(context: _Context) -> None:
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
+    """The cyclic collector off for a block that builds many objects and no garbage cycles (syntax
+    trees, findings, report rows): each collection re-walks every live object, and a scan keeps
+    tens of thousands of findings alive (measured: 0.38 s of a cold CLI scan of torch)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
