@@ -59,6 +59,7 @@ _FROM = re.compile(r"from[ \t]+([\w.]+)[ \t]+$")
 _COMMENT = re.compile(r"#[^\n]*")
 _COMMENT_LINE = re.compile(r"\n[ \t]*#[^\n]*")
 _SPACES = bytes(c if chr(c) in WORD_STR else 32 for c in range(256))  # bytes.translate: non-word -> " "
+_WORD_BYTES = frozenset(_SPACES) - {32}
 _NOT_STATEMENT = frozenset(" \t\f\n#)]}'\"")  # first characters that start no statement line
 # Below this many regions the split costs more than it saves.
 MIN_REGIONS = 4
@@ -134,6 +135,10 @@ class RegionGate:
         loose = {t.text.lower() for t in self.other if not (t.left or t.right or t.value)}
         self.probes = {t: min((p for p in loose if p in t.text.lower()), key=len).encode()
                        for t in self.other if not (t.left or t.right or t.value)}
+        # The other tokens, when spelled with name characters only, as they would stand among the
+        # file's words (see `_skippable`): with a space on each bounded side.
+        self.needles = {t: (" " * t.left + t.text + " " * t.right).encode() if WORD_STR.issuperset(t.text) else None
+                        for t in self.other if t not in self.probes}
         # Per requirement, its whole words (a subset test against the file's words) and the rest.
         self._split = [(req, frozenset(self.plain[t] for t in req if t in self.plain),
                         tuple(t for t in req if t not in self.plain)) for req in self.requirements]
@@ -220,15 +225,23 @@ class RegionGate:
         # The requirements the whole file meets; then, for their tokens only, the candidate
         # regions holding each, and whether the context does (a forced region counts as context).
         lowered = code.encode("ascii", "replace").lower()  # one byte per character: same offsets
+        # The file's distinct words, each between spaces: a token of name characters occurs in the
+        # file (with its bounds) only if it occurs here, and most do not; a search of this, much
+        # shorter than the file, spares searching the file for them.
+        vocab = b" " + b" ".join(present) + b" "
+        vocab_lower = vocab.lower()
+        nowhere: tuple[set[int], bool] = (set(), False)
         probed: dict[bytes, tuple[set[int], bool]] = {}
         others = {}
         for t in self.other:
             probe = self.probes.get(t)
             if probe is None:
-                others[t] = _holding(code, t, regions, starts)
+                needle = self.needles[t]
+                others[t] = nowhere if needle is not None and needle not in vocab else _holding(code, t, regions, starts)
             else:
                 if probe not in probed:
-                    probed[probe] = _spread(partial(lowered.find, probe), regions, starts)
+                    probed[probe] = (nowhere if _WORD_BYTES.issuperset(probe) and probe not in vocab_lower
+                                     else _spread(partial(lowered.find, probe), regions, starts))
                 others[t] = probed[probe]
         met = [req for req, words, rest in self._split if words <= present and all(any(others[t]) for t in rest)]
         if any(all(t.value for t in req) for req in met):
