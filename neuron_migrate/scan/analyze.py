@@ -97,7 +97,7 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         device_words=_cover(_words([t for t, _, _ in devices.types])),
         env_words=_cover([w.lower() for w in _words([literal_prefix(p) for p, _, _ in env.patterns])]),
         token_words=_cover([w.lower() for w in first_words(rules)]),
-        regions=RegionGate(pattern_requirements(pack), pattern_values(pack),
+        regions=RegionGate(pattern_requirements(pack, in_code=True), pattern_values(pack, in_code=True),
                            {name.rpartition(".")[0] for name in qualified.exact}),
         fix_roots=frozenset({"torch"} | {tf.value.partition(".")[0] for r in rules for tf in r.fix.targets.values()
                                          if tf.kind is FixKind.RENAME}),

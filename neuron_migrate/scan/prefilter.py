@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from neuron_migrate.ruleset.model import ArgumentPattern, Match, RulePack
-from neuron_migrate.scan.matchers.tokens import first_words_of
+from neuron_migrate.scan.matchers.tokens import CUDA_SOURCE, first_words_of
 
 _WILDCARD = re.compile(r"[*?]|\[[^\]]*\]")
 # Characters that continue a name. Non-ASCII bytes count as word boundaries: a non-ASCII
@@ -135,14 +135,19 @@ def _build(pack: RulePack) -> Prefilter:
     return Prefilter(_choose([frozenset(t.text for t in ts) for ts in required]), _minimal(required))
 
 
-def pattern_requirements(pack: RulePack) -> list[frozenset[Token]]:
+def pattern_requirements(pack: RulePack, *, in_code: bool = False) -> list[frozenset[Token]]:
     """Per pattern of every rule, the tokens that all appear in a file where it matches (an empty
     set: a pattern that needs no text). Unlike the gate's requirements, none is dropped for
-    needing more than another: where in a file each token sits matters to `scan.regions`."""
-    return [tokens for tokens, _ in _pairs(pack)]
+    needing more than another: where in a file each token sits matters to `scan.regions`.
+
+    `in_code`: the tokens that appear in the code where it matches, for `scan.regions`, which
+    tests them per function: an import pattern's match is an import statement (the word
+    `import` is there), a CUDA source file name ends its string (`.cu"`). The file gate keeps the
+    looser set: which files are parsed at all decides which get a syntax-error finding."""
+    return [tokens for tokens, _ in _pairs(pack, in_code)]
 
 
-def _pairs(pack: RulePack) -> list[tuple[frozenset[Token], frozenset[Token]]]:
+def _pairs(pack: RulePack, in_code: bool = False) -> list[tuple[frozenset[Token], frozenset[Token]]]:
     """Per pattern: (its required tokens, those of them that are an argument's string value)."""
     matches = [rule.match for rule in pack.rules.values()]
     dotted = [p for m in matches for p in (*m.qualified_names, *m.imports)]
@@ -150,7 +155,7 @@ def _pairs(pack: RulePack) -> list[tuple[frozenset[Token], frozenset[Token]]]:
     roots = Counter(p.split(".", 1)[0] for p in dotted if "." in p)
     # A root that most patterns share (`torch`) filters nothing; a library's own root does.
     common = frozenset(r for r, n in roots.items() if n * 4 > len(dotted))
-    return [pair for m in matches for pair in _required(m, common)]
+    return [pair for m in matches for pair in _required(m, common, in_code)]
 
 
 def _minimal(required: list[frozenset[Token]]) -> tuple[tuple[Token, ...], ...]:
@@ -172,16 +177,18 @@ def _weaker(k: frozenset[Token], ts: frozenset[Token]) -> bool:
     return all(t in ts or any(u.text == t.text and t.left <= u.left and t.right <= u.right for u in ts) for t in k)
 
 
-def _required(m: Match, common_roots: frozenset[str]) -> list[tuple[frozenset[Token], frozenset[Token]]]:
+def _required(m: Match, common_roots: frozenset[str], in_code: bool = False) -> list[tuple[frozenset[Token], frozenset[Token]]]:
     """One pair per pattern: tokens that all appear in any file where that pattern matches, and
-    those of them that are a string value."""
+    those of them that are a string value (`in_code`: see `pattern_requirements`)."""
     none: frozenset[Token] = frozenset()
-    out = [(_dotted(p, common_roots), none) for p in (*m.qualified_names, *m.imports)]
+    statement = frozenset({Token("import", True, True)}) if in_code else none
+    out = [(_dotted(p, common_roots), none) for p in m.qualified_names]
+    out += [(_dotted(p, common_roots) | statement, none) for p in m.imports]
     out += [(_literal(p), none) for p in (*m.device_strings, *m.methods, *m.attributes, *m.env_vars,
                                           *m.default_devices)]
     out += [pair for arg in m.arguments for pair in _argument(arg, common_roots)]
     if m.tokens:  # words inside names and strings, in any case: no word bounds
-        out += [(frozenset({Token(w)}), none) for w in first_words_of(m.tokens)]
+        out += [(frozenset({Token(w, right=in_code and w in CUDA_SOURCE)}), none) for w in first_words_of(m.tokens)]
     return out
 
 
@@ -206,12 +213,12 @@ def _value_token(value: str) -> Token:
     return _token(value, True, True)
 
 
-def pattern_values(pack: RulePack) -> list[frozenset[Token]]:
+def pattern_values(pack: RulePack, *, in_code: bool = False) -> list[frozenset[Token]]:
     """Per pattern, in the order of `pattern_requirements`, its tokens that are an argument's
     string value: the analyser may find one where a variable got it (a module constant, an
     argparse default) instead of at the match, where every other token is written (or in the
     import that binds a name used there)."""
-    return [values for _, values in _pairs(pack)]
+    return [values for _, values in _pairs(pack, in_code)]
 
 
 def _rarity(token: str) -> int:

@@ -24,7 +24,7 @@ from neuron_migrate.ruleset.model import Rule
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z][a-z]+|[A-Z]+|[a-z]+|[0-9]+", re.ASCII)
 _PROSE_WORDS = 3  # a string with more whitespace-separated words than this is prose
 _MAX_STRING = 200
-_CUDA_SOURCE = (".cu", ".cuh")
+CUDA_SOURCE = (".cu", ".cuh")
 _MISS = object()
 _EVERYDAY = frozenset({"load", "in", "attention", "gpu"})
 
@@ -80,7 +80,7 @@ class TokenTable:
             return self._strings[value]
         except KeyError:
             hit = self._match(value)
-            if hit is None and value.rstrip().endswith(_CUDA_SOURCE) and self.patterns:
+            if hit is None and value.rstrip().endswith(CUDA_SOURCE) and self.patterns:
                 hit = (value.strip(), self.rules)
             if len(self._strings) < 65536:
                 self._strings[value] = hit
@@ -117,7 +117,7 @@ def first_words_of(patterns: tuple[str, ...]) -> tuple[str, ...]:
             if form:
                 out[form] = None
     if out:
-        out.update(dict.fromkeys(_CUDA_SOURCE))  # a source file name: `"kernel.cu"`
+        out.update(dict.fromkeys(CUDA_SOURCE))  # a source file name: `"kernel.cu"`
     return tuple(out)
 
 
