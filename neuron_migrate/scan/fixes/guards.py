@@ -152,13 +152,24 @@ def _scopes(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.AST], ast.AST | N
         stack = _children(scope, []) if scope is tree else _inner(scope)
         while stack:
             node = stack.pop()
-            if node.__class__ in _SCOPES:
+            cls = node.__class__
+            if cls in _SCOPES:
                 todo.append((node, scope))
                 stack += _outer(node)
                 continue
-            own.append(node)
+            kept = _READ.get(cls)
+            if kept is None:
+                kept = _READ[cls] = cls in _GUARDING or any(_layout(cls))
+            if kept:
+                own.append(node)
             _children(node, stack)
         yield scope, own, parent
+
+
+# The nodes `guards_in` reads of a scope: guards, assignments, returns, and statements with
+# blocks (which may hold asserts); the others are only walked through.
+_GUARDING = frozenset({ast.If, ast.While, ast.IfExp, ast.BoolOp, ast.Assign, ast.AnnAssign, ast.Return})
+_READ: dict[type, bool] = {}
 
 
 # Fields that hold no node, or only nodes that hold nothing the guard rule reads (contexts,
@@ -171,7 +182,7 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 def _children(node: ast.AST, out: list[ast.AST]) -> list[ast.AST]:
     """`out` extended by the node's children in `ast.iter_child_nodes` order (less the leaves of
-    `_LEAF_FIELDS`): the walk's hot loop, without a generator per node."""
+    `_LEAF_FIELDS` and `_BARREN`): the walk's hot loop, without a generator per node."""
     cls = node.__class__
     fields = _FIELDS.get(cls)
     if fields is None:
@@ -179,10 +190,13 @@ def _children(node: ast.AST, out: list[ast.AST]) -> list[ast.AST]:
     for f in fields:
         v = getattr(node, f, None)
         if v.__class__ is list:
-            out += [x for x in v if isinstance(x, ast.AST)]
-        elif isinstance(v, ast.AST):
+            out += [x for x in v if isinstance(x, ast.AST) and x.__class__ not in _BARREN]
+        elif isinstance(v, ast.AST) and v.__class__ not in _BARREN:
             out.append(v)
     return out
+
+
+_BARREN = frozenset({ast.Name, ast.Constant})  # the commonest nodes, and none holds another the rule reads
 
 
 _LAYOUT: dict[type, tuple[tuple[str, ...], str | None]] = {}
