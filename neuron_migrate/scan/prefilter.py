@@ -52,36 +52,48 @@ def _token(text: str, left: bool, right: bool) -> Token:
 
 
 class Prefilter:
-    __slots__ = ("tokens", "requirements", "_encoded", "_lowered", "_req_bytes")
+    __slots__ = ("tokens", "requirements", "_text_tests", "_byte_tests", "_req_bytes")
 
     def __init__(self, tokens: tuple[str, ...] | None,
                  requirements: tuple[tuple[Token, ...], ...] = ()) -> None:
         self.tokens = tokens  # None: the gate is open
         # Per pattern, the tokens it needs (all of them); empty: only the any-of test applies.
         self.requirements = requirements
-        # The any-of test reads the lowered text, one test per word for all its case forms (a
-        # superset: the requirements below are tested as spelled).
-        self._encoded = tuple(dict.fromkeys(t.lower().encode() for t in tokens)) if tokens is not None else None
-        self._lowered = tuple(dict.fromkeys(t.lower() for t in tokens)) if tokens is not None else None
+        # The any-of test: a word chosen in several case forms (`cuda`, `CUDA`, `Cuda`) is looked
+        # for once in the lowered text, any other as spelled (`_C`; lowered, `_c` is in most
+        # files). Sound because every requirement holds a token that contains one of `tokens`
+        # as spelled.
+        folds = Counter(t.lower() for t in tokens or ())
+        exact = tuple(t for t in tokens or () if folds[t.lower()] == 1)
+        folded = tuple(dict.fromkeys(t.lower() for t in tokens or () if folds[t.lower()] > 1))
+        self._text_tests = (exact, folded)
+        self._byte_tests = (tuple(t.encode() for t in exact), tuple(t.encode() for t in folded))
         self._req_bytes = tuple(tuple(Token(t.text.encode(), t.left, t.right) for t in req)  # type: ignore[arg-type]
                                 for req in requirements)
 
     def may_match(self, data: bytes) -> bool:
-        encoded = self._encoded
-        if encoded is None:
+        if self.tokens is None:
             return True
-        lowered = data.lower()
-        if not any(token in lowered for token in encoded):
+        if not _any_token(data, *self._byte_tests):
             return False
         return _any_requirement(data, self._req_bytes, _WORD_BYTES) if self._req_bytes else True
 
     def may_match_text(self, text: str) -> bool:
-        if self._lowered is None:
+        if self.tokens is None:
             return True
-        lowered = text.lower()
-        if not any(token in lowered for token in self._lowered):
+        if not _any_token(text, *self._text_tests):
             return False
         return _any_requirement(text, self.requirements, WORD_STR) if self.requirements else True
+
+
+def _any_token(hay, exact, folded) -> bool:  # type: ignore[no-untyped-def]
+    """Whether `hay` (str or bytes) holds one of `exact` as spelled or of `folded` in any case."""
+    if any(token in hay for token in exact):
+        return True
+    if not folded:
+        return False
+    lowered = hay.lower()
+    return any(token in lowered for token in folded)
 
 
 def _any_requirement(hay, requirements, word) -> bool:  # type: ignore[no-untyped-def]
