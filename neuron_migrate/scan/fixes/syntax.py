@@ -18,13 +18,42 @@ def parent_of(root: ast.AST, node: ast.AST) -> ast.AST | None:
     key = id(root)
     hit = _PARENTS.get(key)
     if hit is None or hit[0] is not root:
-        hit = (root, {id(child): parent for parent in ast.walk(root) for child in ast.iter_child_nodes(parent)})
+        hit = (root, _parents(root))
         _PARENTS[key] = hit
         if len(_PARENTS) > _KEEP:
             _PARENTS.popitem(last=False)
     else:
         _PARENTS.move_to_end(key)
     return hit[1].get(id(node))
+
+
+# Fields that hold no node, or only the shared context and operator singletons (no one's parent).
+_NO_CHILD = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind", "type_comment",
+                       "conversion", "is_async", "asname", "rest", "kwd_attrs", "simple", "tag"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _parents(root: ast.AST) -> dict[int, ast.AST]:
+    """Child id -> parent for every node under `root`, without a generator per node."""
+    out: dict[int, ast.AST] = {}
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        cls = node.__class__
+        fields = _FIELDS.get(cls)
+        if fields is None:
+            fields = _FIELDS[cls] = tuple(f for f in cls._fields if f not in _NO_CHILD)  # type: ignore[attr-defined]
+        for f in fields:
+            v = getattr(node, f, None)
+            if v.__class__ is list:
+                for child in v:
+                    if isinstance(child, ast.AST):
+                        out[id(child)] = node
+                        todo.append(child)
+            elif isinstance(v, ast.AST):
+                out[id(v)] = node
+                todo.append(v)
+    return out
 
 
 _BLOCKS = ("body", "orelse", "finalbody")
