@@ -199,7 +199,7 @@ def _required(m: Match, common_roots: frozenset[str], in_code: bool = False) -> 
     out += [(_literal(p), none) for p in (*m.device_strings, *m.methods, *m.attributes, *m.env_vars,
                                           *m.default_devices)]
     out += [pair for arg in m.arguments for pair in _argument(arg, common_roots)]
-    if m.tokens:  # words inside names and strings, in any case: no word bounds
+    if m.tokens:  # words inside names and strings, in any case: no word bounds (in code, `.cu` ends a string)
         out += [(frozenset({Token(w, right=in_code and w in CUDA_SOURCE)}), none) for w in first_words_of(m.tokens)]
     return out
 
