@@ -57,6 +57,7 @@ _MEMBER: dict[int, re.Pattern[str]] = {}  # by the most indentation a member may
 _IMPORT = re.compile(r"import[ \t]+(\*|\([^)]*\)|[^\n;#]*)")
 _FROM = re.compile(r"from[ \t]+([\w.]+)[ \t]+$")
 _COMMENT = re.compile(r"#[^\n]*")
+_NAME_RUN = re.compile(r"\w+", re.ASCII)
 _COMMENT_LINE = re.compile(r"\n[ \t]*#[^\n]*")
 _SPACES = bytes(c if chr(c) in WORD_STR else 32 for c in range(256))  # bytes.translate: non-word -> " "
 _WORD_BYTES = frozenset(_SPACES) - {32}
@@ -135,10 +136,7 @@ class RegionGate:
         loose = {t.text.lower() for t in self.other if not (t.left or t.right or t.value)}
         self.probes = {t: min((p for p in loose if p in t.text.lower()), key=len).encode()
                        for t in self.other if not (t.left or t.right or t.value)}
-        # The other tokens, when spelled with name characters only, as they would stand among the
-        # file's words (see `_skippable`): with a space on each bounded side.
-        self.needles = {t: (" " * t.left + t.text + " " * t.right).encode() if WORD_STR.issuperset(t.text) else None
-                        for t in self.other if t not in self.probes}
+        self.needles = {t: _needles(t) for t in self.other if t not in self.probes}
         # Per requirement, its whole words (a subset test against the file's words) and the rest.
         self._split = [(req, frozenset(self.plain[t] for t in req if t in self.plain),
                         tuple(t for t in req if t not in self.plain)) for req in self.requirements]
@@ -225,9 +223,9 @@ class RegionGate:
         # The requirements the whole file meets; then, for their tokens only, the candidate
         # regions holding each, and whether the context does (a forced region counts as context).
         lowered = code.encode("ascii", "replace").lower()  # one byte per character: same offsets
-        # The file's distinct words, each between spaces: a token of name characters occurs in the
-        # file (with its bounds) only if it occurs here, and most do not; a search of this, much
-        # shorter than the file, spares searching the file for them.
+        # The file's distinct words, each between spaces: a token occurs in the file only if its
+        # needles occur here, and most do not; a search of this, much shorter than the file,
+        # spares searching the file for them.
         vocab = b" " + b" ".join(present) + b" "
         vocab_lower = vocab.lower()
         nowhere: tuple[set[int], bool] = (set(), False)
@@ -236,8 +234,8 @@ class RegionGate:
         for t in self.other:
             probe = self.probes.get(t)
             if probe is None:
-                needle = self.needles[t]
-                others[t] = nowhere if needle is not None and needle not in vocab else _holding(code, t, regions, starts)
+                absent = any(n not in vocab for n in self.needles[t])
+                others[t] = nowhere if absent else _holding(code, t, regions, starts)
             else:
                 if probe not in probed:
                     probed[probe] = (nowhere if _WORD_BYTES.issuperset(probe) and probe not in vocab_lower
@@ -277,6 +275,15 @@ class RegionGate:
         keep = {i for i, tokens in here.items()
                 if any(all(u in tokens or u in in_context for u in req) for t in tokens for req in needing[t])}
         return [regions[i] for i in sorted(candidates - keep)]
+
+
+def _needles(t: _Need) -> tuple[bytes, ...]:
+    """What of a token stands among a file's words (see `_skippable`) wherever it occurs: spelled
+    with name characters only, itself with a space on each bounded side; else each run of name
+    characters in it (`gpu` of `gpu:0`)."""
+    if WORD_STR.issuperset(t.text):
+        return ((" " * t.left + t.text + " " * t.right).encode(),)
+    return tuple(w.encode() for w in _NAME_RUN.findall(t.text))
 
 
 class Binding(NamedTuple):
