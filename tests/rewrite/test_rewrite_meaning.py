@@ -132,7 +132,7 @@ def test_accelerator_placement_falls_back_to_cpu_and_comparisons_never_match_wit
 
 
 def test_accelerator_fstring_uses_the_other_quote_for_python_311() -> None:
-    out = fixed('x = t.to("cuda:0")\ny = t.to(f"cuda:{i}")\n', A)
+    out = fixed('x = t.to("cuda:1")\ny = t.to(f"cuda:{i}")\n', A, unsafe=True)
     assert "torch.device('cpu')" in out.splitlines()[-2] and "torch.device('cpu')" in out.splitlines()[-1]
     compile(out, "m.py", "exec")  # 3.11 grammar: the same quote may not nest
 
@@ -334,7 +334,40 @@ def test_a_table_value_is_copied_only_as_an_unsafe_fix_and_a_cuda_specific_one_i
 def test_map_location_keeps_the_checkpoints_cuda_key() -> None:
     """The key is where a GPU checkpoint's storages were saved: renaming it stops the remap."""
     src = 'import torch\nstate = torch.load("c.pt", map_location={"cuda:1": "cuda:0"})\n'
-    assert 'map_location={"cuda:1": "neuron:0", "neuron:1": "neuron:0"}' in fixed(src)
+    assert 'map_location={"cuda:1": "neuron", "neuron:1": "neuron"}' in fixed(src)
+
+
+def test_an_explicit_device_0_becomes_each_processs_own_device() -> None:
+    """Under a launcher local rank r owns only neuron:r, where every CUDA rank can address GPU 0:
+    a safe fix never writes an index another rank owns (tests/rewrite/behaviour runs this on 2 ranks)."""
+    for src, safe in [('x = t.to("cuda:0")\n', 'x = t.to("neuron")\n'),
+                      ('s = torch.load(p, map_location="cuda:0")\n', 's = torch.load(p, map_location="neuron")\n'),
+                      ('dev = torch.device("cuda:0")\n', 'dev = torch.device("neuron")\n'),
+                      ("x = torch.ones(1).cuda(0)\n", "x = torch.ones(1).cuda(0)\n")]:  # NM103 is unsafe
+        assert fixed("import torch\n" + src) == "import torch\n" + safe
+    assert fixed('import torch\nx = torch.ones(1).cuda(0)\n', unsafe=True) == 'import torch\nx = torch.ones(1).to("neuron")\n'
+    acc = fixed('import torch\nx = t.to("cuda:0")\n', A)
+    assert acc == 'import torch\nx = t.to((torch.accelerator.current_accelerator() or torch.device("cpu")).type)\n'
+
+
+def test_a_kept_index_is_never_a_safe_fix() -> None:
+    other = 'import torch\nhead = t.to("cuda:1")\n'
+    assert fixed(other) == other and fixed(other, A) == other
+    assert fixed(other, unsafe=True) == 'import torch\nhead = t.to("neuron:1")\n'
+    # A file that takes device strings apart keeps the index (`"neuron".split(":")[1]` would raise).
+    for reads in ('i = int(dev.split(":")[1])\n', 'i = torch.device(dev).index\n', 'kind, _, i = dev.partition(":")\n'):
+        src = 'import torch\ndev = "cuda:0"\n' + reads
+        assert fixed(src) == src
+        assert fixed(src, unsafe=True) == src.replace('"cuda:0"', '"neuron:0"')
+    assert fixed('import torch\ni = x.index(3)\ndev = "cuda:0"\n') == 'import torch\ni = x.index(3)\ndev = "neuron"\n'  # a call
+    table = 'import torch\nstate = torch.load("c.pt", map_location={"cuda:0": "cuda:1"})\n'
+    assert '"neuron:0"' not in fixed(table)  # the value keeps index 1: unsafe
+    assert 'map_location={"cuda:0": "neuron:1", "neuron:0": "neuron:1"}' in fixed(table, unsafe=True)
+
+
+def test_a_compared_device_string_keeps_its_index() -> None:
+    src = 'import torch\ndef first(x):\n    return str(x.device) == "cuda:0"\n'
+    assert fixed(src) == src.replace('"cuda:0"', '"neuron:0"')
 
 
 def test_a_guard_whose_block_goes_with_an_else_is_inverted_not_left_as_pass() -> None:

@@ -20,6 +20,7 @@ from typing import assert_never
 from neuron_migrate.findings import Edit, Fix, FixClass, Span, Target
 from neuron_migrate.ruleset.model import FixKind, Rule, TargetFix
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
+from neuron_migrate.scan.fixes.device import device_string
 from neuron_migrate.scan.fixes.registry import FIXERS
 from neuron_migrate.scan.fixes.syntax import block_of
 from neuron_migrate.scan.matchers.site import Site
@@ -60,10 +61,7 @@ def _compute(tf: TargetFix, site: Site, span: Span, ctx: FixContext, target: Tar
         if is_data(site):  # a listed device type or a table key is data: add, never rename
             return entry_fix(site, ctx)
     if kind is FixKind.DEVICE_STRING:
-        if site.literal is None:
-            return None
-        edit = ctx.token_edit(site.literal, site.token, tf.value)
-        return FixResult(f"Use device `{tf.value}`", (edit,)) if edit is not None else None
+        return device_string(site, ctx, tf.value)
     if kind is FixKind.REPLACE:
         return FixResult(f"Replace with `{tf.value}`", (Edit(span, tf.value),))
     if kind is FixKind.REMOVE_ARGUMENT:

@@ -36,13 +36,14 @@ def _other(quote: str) -> str:
 
 
 def accelerator_string_edit(
-    ctx: FixContext, literal: ast.AST, token: str, *, compared: bool = False
+    ctx: FixContext, literal: ast.AST, token: str, *, compared: bool = False, drop_index: bool = False
 ) -> tuple[Edit, tuple[str, ...]] | None:
     """Turn the device type at the start of a string into the current accelerator's type:
     `"cuda"` -> `(torch.accelerator.current_accelerator() or torch.device("cpu")).type`,
-    `"cuda:0"` -> f"{...}:0", `f"cuda:{i}"` -> f"{...}:{i}". Inside an f-string the expression
+    `"cuda:1"` -> f"{...}:1", `f"cuda:{i}"` -> f"{...}:{i}". Inside an f-string the expression
     quotes with the other quote (Python 3.11 cannot nest the same one). `compared`: the string is
-    an operand of a comparison (`compared_accelerator_type`)."""
+    an operand of a comparison (`compared_accelerator_type`). `drop_index`: `"cuda:0"` becomes
+    the bare type (see `explicit_index`)."""
     form = compared_accelerator_type if compared else accelerator_type
     parts = ctx.string_parts(literal)
     if parts is None:
@@ -59,6 +60,8 @@ def accelerator_string_edit(
     if not line.startswith(token, start):
         return None
     rest = line[start + len(token) : span.end_col]  # the tail of the contents and the closing quote
+    if drop_index and rest == ":0" + quote:
+        rest = quote
     if rest == quote:
         expr, add = form(ctx, quote[0])
         return Edit(span, expr), add
@@ -82,14 +85,80 @@ def compared(root: ast.AST, literal: ast.AST) -> bool:
             and parent.func.attr in _STRING_TESTS and any(a is literal for a in parent.args))  # type: ignore[union-attr]
 
 
+def explicit_index(site: Site) -> str | None:
+    """The index of a plain `"cuda:<i>"` string that picks a device (not one a device is compared
+    with, nor an f-string's).
+
+    Under a launcher TorchNeuron gives local rank r the one device `neuron:r`, where every CUDA
+    rank can address GPU 0: `torch.load(f, map_location="cuda:0")` on every rank works on CUDA,
+    and `"neuron:0"` raises on rank 1. The bare `"neuron"` is each process's own device (the same
+    `neuron:0` in a single process), so index 0 becomes the bare type (`drops_index`); a fix that
+    keeps an index is unsafe."""
+    literal = site.literal
+    if literal is None or literal.__class__ is not ast.Constant or not isinstance(literal.value, str):  # type: ignore[attr-defined]
+        return None
+    kind, colon, index = literal.value.partition(":")  # type: ignore[attr-defined]
+    if kind != site.token or not colon or not (index.isascii() and index.isdigit()) or compared(site.stmt, literal):
+        return None
+    return index
+
+
+def drops_index(index: str | None, ctx: FixContext) -> bool:
+    """Whether the fix writes the bare device type for this explicit index: for 0, unless the file
+    takes device strings apart (`reads_device_indices`), where the index is kept and the fix is
+    unsafe, as it is for any other index (another rank owns it under a launcher)."""
+    return index == "0" and not ctx.reads_device_indices
+
+
+def index_title(index: str | None, drop: bool, new: str) -> str:
+    if index is None:
+        return ""
+    if drop:
+        return f" (each process's own device: `{new}:0` in a single process)"
+    return f" (keeps index {index}: under a launcher only local rank {index} owns `{new}:{index}`)"
+
+
+_SPLITS = frozenset({"split", "rsplit", "partition", "rpartition"})
+
+
+def reads_device_indices(tree: ast.Module) -> bool:
+    """`x.split(":")` (and `rsplit`/`partition`) or a read of an `.index` attribute anywhere."""
+    called = {id(n.func) for n in ast.walk(tree) if n.__class__ is ast.Call}
+    for node in ast.walk(tree):
+        if node.__class__ is ast.Attribute:
+            attr = node.attr  # type: ignore[attr-defined]
+            if attr == "index" and id(node) not in called:
+                return True
+        elif node.__class__ is ast.Call and node.func.__class__ is ast.Attribute:  # type: ignore[attr-defined]
+            if node.func.attr in _SPLITS and any(  # type: ignore[attr-defined]
+                    a.__class__ is ast.Constant and a.value == ":" for a in node.args):  # type: ignore[attr-defined]
+                return True
+    return False
+
+
+def device_string(site: Site, ctx: FixContext, new: str) -> FixResult | None:
+    """The device type inside the string becomes `new`; `"cuda:0"` becomes the bare `new`."""
+    if site.literal is None:
+        return None
+    index = explicit_index(site)
+    drop = drops_index(index, ctx)
+    edit = ctx.token_edit(site.literal, f"{site.token}:0" if drop else site.token, new)
+    if edit is None:
+        return None
+    return FixResult(f"Use device `{new}`" + index_title(index, drop, new), (edit,), unsafe=index is not None and not drop)
+
+
 def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
     if site.literal is None:
         return None
-    hit = accelerator_string_edit(ctx, site.literal, site.token, compared=compared(site.stmt, site.literal))
+    index = explicit_index(site)
+    drop = drops_index(index, ctx)
+    hit = accelerator_string_edit(ctx, site.literal, site.token, compared=compared(site.stmt, site.literal), drop_index=drop)
     if hit is None:
         return None
     edit, add = hit
-    return FixResult("Use the current accelerator's device type", (edit,), add)
+    title = "Use the current accelerator's device type" + index_title(index, drop, "<accelerator>")
+    return FixResult(title, (edit,), add, unsafe=index is not None and not drop)
 
 
 def _index_text(ctx: FixContext, node: ast.AST) -> str | None:
@@ -111,7 +180,8 @@ def _quote_inside(site: Site, node: ast.AST, ctx: FixContext) -> str:
 def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
     """`.cuda()` -> `.to("neuron")`, `.cuda(i)` -> `.to(f"neuron:{i}")` (accelerator target:
     `.to(torch.accelerator.current_accelerator())` / `.to(torch.device(<type>, i))`); other
-    arguments (`non_blocking=`, `memory_format=`) are kept."""
+    arguments (`non_blocking=`, `memory_format=`) are kept. `.cuda(0)` is `.cuda()`: each
+    process's own device (`explicit_index`)."""
     call = site.call
     if call is None or call.func.__class__ is not ast.Attribute:
         return None
@@ -131,6 +201,8 @@ def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixR
             device = kw.value
         else:
             rest.append(ctx.text(kw))
+    if device.__class__ is ast.Constant and device.value.__class__ is int and device.value == 0:  # type: ignore[union-attr]
+        device = None
     add: tuple[str, ...] = ()
     q = _quote_inside(site, call, ctx)
     if target is Target.NEURON:
