@@ -160,7 +160,7 @@ def test_a_name_bound_more_than_once_is_not_safely_the_import() -> None:
     optional = ("try:\n    from torch.cuda import synchronize\nexcept ImportError:\n    synchronize = None\n"
                 "def f():\n    synchronize()\n")
     assert fixed(optional) == optional
-    plain = "import torch\ndef f():\n    return torch.cuda.is_available()\n"
+    plain = "import torch\ndef _f():\n    return torch.cuda.is_available()\n"
     assert "torch.neuron" in fixed(plain)
 
 
@@ -255,8 +255,8 @@ def test_a_guard_held_in_a_variable_stays_with_its_cuda_only_block() -> None:
 
 
 def test_a_guard_held_in_a_variable_moves_when_its_block_is_fixable() -> None:
-    src = "import torch\nuse_cuda = torch.cuda.is_available()\nif use_cuda:\n    torch.cuda.synchronize()\n"
-    assert fixed(src) == "import torch\nuse_cuda = torch.neuron.is_available()\nif use_cuda:\n    torch.neuron.synchronize()\n"
+    src = "import torch\ndef main():\n    use_cuda = torch.cuda.is_available()\n    if use_cuda:\n        torch.cuda.synchronize()\n"
+    assert fixed(src) == src.replace(".cuda.", ".neuron.")
 
 
 def test_the_mnist_style_args_cuda_guard_moves_only_with_what_it_guards() -> None:
@@ -287,9 +287,56 @@ def test_a_variable_compared_with_a_string_holds_a_device_not_a_condition() -> N
 
 
 def test_a_parameter_is_not_the_module_variable_of_the_same_name() -> None:
-    src = ("import torch\nuse_cuda = torch.cuda.is_available()\n"
+    src = ("import torch\nuse_cuda = torch.cuda.is_available()\nprint(use_cuda)\n"
            "def f(use_cuda):\n    if use_cuda:\n        return torch.cuda.get_device_capability()\n")
     assert "use_cuda = torch.neuron.is_available()" in fixed(src)
+
+
+def test_a_condition_passed_to_a_function_moves_only_with_what_the_parameter_guards() -> None:
+    """`setup(torch.cuda.is_available())` decides `if use_gpu:` in setup: a parameter used as a
+    condition is fed by the arguments of the file's calls and by its default."""
+    src = """\
+        import torch
+
+        def setup(use_gpu, fast=torch.cuda.is_available()):
+            if use_gpu:
+                print(torch.cuda.get_device_capability())
+            if fast:
+                torch.cuda.synchronize()
+
+        setup(torch.cuda.is_available())
+        setup(use_gpu=torch.cuda.is_available())
+        """
+    out = fixed(src)
+    assert out.count("torch.cuda.is_available()") == 2 and "torch.cuda.get_device_capability()" in out
+    assert "fast=torch.neuron.is_available()" in out and "torch.neuron.synchronize()" in out
+    messages = [f.message for f in scan(textwrap.dedent(src)) if f.code == "NM201" and f.span.line > 3]
+    assert len(messages) == 2 and all("it guards `torch.cuda.get_device_capability`" in m for m in messages)
+
+
+def test_a_condition_whose_value_leaves_the_file_is_an_unsafe_fix() -> None:
+    """Code in another module may be what the value decides: the fix needs a fact it cannot see."""
+    leaving = ["HAS_GPU = torch.cuda.is_available()\n",  # another module may import it
+               "class Config:\n    use_cuda = torch.cuda.is_available()\n",
+               "def build(cfg):\n    cfg.cuda = torch.cuda.is_available()\n",
+               "def has_gpu():\n    return torch.cuda.device_count() > 0\n",
+               "def run(trainer):\n    trainer.fit(gpus=torch.cuda.device_count())\n",
+               "def run():\n    ok = torch.cuda.is_available()\n    return [ok]\n"]
+    for body in leaving:
+        src = "import torch\n" + body
+        assert fixed(src) == src, body
+        fix = next(f for f in scan(src) if f.code in ("NM201", "NM202")).fix_for(N)
+        assert fix is not None and fix.applicability is FixClass.UNSAFE and "outside this file" in fix.title
+        assert ".neuron." in fixed(src, unsafe=True)
+    staying = ["def run():\n    ok = torch.cuda.is_available()\n    if ok:\n        print('gpu')\n",
+               "def run():\n    print('gpu', torch.cuda.is_available())\n",
+               "def run(log):\n    log.info('%d devices', torch.cuda.device_count())\n",
+               "def _count():\n    return torch.cuda.device_count()\nif _count() > 1:\n    print('many')\n",
+               # a program: its module-level names are not imported
+               "HAS_GPU = torch.cuda.is_available()\nif __name__ == '__main__':\n    print(HAS_GPU)\n"]
+    for body in staying:
+        src = "import torch\n" + body
+        assert ".neuron." in fixed(src), body
 
 
 def test_the_accelerator_seed_fix_never_writes_torch_manual_seed_twice() -> None:

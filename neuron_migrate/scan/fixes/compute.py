@@ -33,10 +33,12 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
     for target, tf in rule.fix.targets.items():
         result = _compute(tf, site, span, ctx, target)
         if result is not None and result.edits:
-            cls = rule.fix.fix_class
+            cls, title = rule.fix.fix_class, result.title
+            if cls is FixClass.SAFE and rule.condition and _leaves_file(site, ctx):
+                cls, title = FixClass.UNSAFE, f"{title} (unsafe: the value decides code outside this file)"
             if cls is FixClass.SAFE and (result.unsafe or _through_rebound_name(site, ctx)):
                 cls = FixClass.UNSAFE
-            out.append(Fix(target, cls, result.title, result.edits,
+            out.append(Fix(target, cls, title, result.edits,
                            tuple(dict.fromkeys(result.add_imports)), tuple(dict.fromkeys(result.remove_imports))))
     return tuple(out)
 
@@ -49,6 +51,15 @@ def _through_rebound_name(site: Site, ctx: FixContext) -> bool:
 
     name = leftmost_name(site.node)
     return name is not None and ctx.rebound(name)
+
+
+def _leaves_file(site: Site, ctx: FixContext) -> bool:
+    """The condition's value reaches code this file does not show (`flow`)."""
+    node = site.node
+    parent = ctx.flow.parents.get(id(node))
+    if parent.__class__ is ast.Call and parent.func is node:  # type: ignore[union-attr]
+        node = parent  # the value is the call's: `torch.cuda.is_available()`
+    return ctx.flow.leaves_file(node)
 
 
 def _compute(tf: TargetFix, site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:

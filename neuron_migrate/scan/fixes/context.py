@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from neuron_migrate.findings import Edit, Span
 from neuron_migrate.scan.aliases import AliasTable
+from neuron_migrate.scan.fixes.flow import Flow
 from neuron_migrate.scan.matchers.site import LineIndex
 
 _STRING_START = re.compile(r"([rRuUfFbB]{0,2})('''|\"\"\"|'|\")")
@@ -35,6 +36,7 @@ class FixContext:
     removed: dict[str, set[int]] = field(default_factory=dict)
     _bindings: Counter[str] | None = None
     _reads_indices: bool | None = None
+    _flow: Flow | None = None
 
     def rebound(self, name: str) -> bool:
         """Whether module-level code binds `name` more than once (see `bindings`)."""
@@ -53,6 +55,13 @@ class FixContext:
 
             self._reads_indices = reads_device_indices(self.tree)
         return self._reads_indices
+
+    @property
+    def flow(self) -> Flow:
+        """Where values go in this file (`flow`), built on first use."""
+        if self._flow is None:
+            self._flow = Flow(self.tree)
+        return self._flow
 
     def span(self, node: ast.AST) -> Span:
         return self.lines.span(node)
