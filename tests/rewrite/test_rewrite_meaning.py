@@ -427,10 +427,21 @@ def test_a_guard_whose_block_goes_with_an_else_is_inverted_not_left_as_pass() ->
     assert "    if not (not device.type == \"neuron\" or x):\n        return 1\n" in fixed(compound, unsafe=True)
     negated = 'import torch\nif not torch.cuda.is_available():\n    torch.backends.cudnn.enabled = False\nelse:\n    x = 1\n'
     assert fixed(negated, unsafe=True) == "import torch\nif torch.neuron.is_available():\n    x = 1\n"
-    # `elif` after the emptied body has no one-condition form: the body keeps a `pass`.
+    # An `elif` chain after the emptied body is nested under the inverted test.
     chained = ('import torch\nif torch.cuda.is_available():\n    torch.backends.cudnn.benchmark = True\n'
-               'elif x:\n    y = 1\n')
-    assert "if torch.neuron.is_available():\n    pass\nelif x:" in fixed(chained, unsafe=True)
+               'elif x:\n    y = 1\n\n  # note\nelse:\n    y = (1,\n2)\n')
+    assert fixed(chained, unsafe=True) == ('import torch\nif not torch.neuron.is_available():\n    if x:\n        y = 1\n\n'
+                                           '      # note\n    else:\n        y = (1,\n    2)\n')
+    inner = ('import torch\ndef f(a, x):\n    if a:\n        return 0\n    elif torch.cuda.is_available():\n'
+             '        torch.backends.cudnn.benchmark = True\n    elif x:\n        return 1\n    return 2\n')
+    assert ("    elif not torch.neuron.is_available():\n        if x:\n            return 1\n    return 2\n"
+            in fixed(inner, unsafe=True))
+    # Indenting a string that spans lines would change its text: the body keeps a `pass`.
+    text = chained.replace("y = 1", 'y = """a\nb"""')
+    assert "if torch.neuron.is_available():\n    pass\nelif x:" in fixed(text, unsafe=True)
+    for src_ in (chained, inner, text):
+        for target in Target:
+            compile(fixed(src_, target, unsafe=True), "m.py", "exec")
 
 
 def test_a_moved_raise_or_fstring_assert_message_stops_saying_cuda() -> None:

@@ -173,7 +173,8 @@ _NEEDS_NO_PARENS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Compar
 def _inverted_guard(ctx: FixContext, block: list[ast.stmt]) -> tuple[Edit, ...] | None:
     """`if <test>:` whose whole body `block` goes, with an `else:` block: `if not <test>:` followed
     by the else block, instead of `if <test>: pass` (`if not <test>:` loses its `not`). Only for
-    the plain layout: the header, the body, `else:` and the else block each on their own lines."""
+    the plain layout: the header, the body, `else:` and the else block each on their own lines.
+    An `elif` chain after the body is nested under `if not <test>:` (`_nested_chain`)."""
     node = next((n for n in ast.walk(ctx.tree) if n.__class__ is ast.If and n.body is block), None)
     if node is None or not node.orelse:  # type: ignore[attr-defined]
         return None
@@ -181,23 +182,49 @@ def _inverted_guard(ctx: FixContext, block: list[ast.stmt]) -> tuple[Edit, ...] 
     header = ctx.lines.line(node.lineno)
     keyword = "elif" if header.startswith("elif", node.col_offset) else "if"
     other = orelse[0]
-    if other.__class__ is ast.If and ctx.lines.line(other.lineno).startswith("elif", other.col_offset):
-        return None  # `if a: pass / elif b: ...`: no one-condition form
-    between = [ctx.lines.line(n).strip() for n in range(block[-1].end_lineno + 1, other.lineno)]  # type: ignore[operator]
-    elses = [t for t in between if t and not t.startswith("#")]
-    plain = elses[0].split("#")[0].replace(" ", "") == "else:" if len(elses) == 1 else False
-    if not plain or block[0].lineno <= (test.end_lineno or test.lineno) or not header.startswith(keyword, node.col_offset):
+    if block[0].lineno <= (test.end_lineno or test.lineno) or not header.startswith(keyword, node.col_offset):
         return None
+    if other.__class__ is ast.If and ctx.lines.line(other.lineno).startswith("elif", other.col_offset):
+        chain = _nested_chain(ctx, node, other)  # type: ignore[arg-type]
+        if chain is None:
+            return None
+        drop: tuple[Edit, ...] = (Edit(Span(block[0].lineno, 0, other.lineno, 0), ""), *chain)  # the body
+    else:
+        between = [ctx.lines.line(n).strip() for n in range(block[-1].end_lineno + 1, other.lineno)]  # type: ignore[operator]
+        elses = [t for t in between if t and not t.startswith("#")]
+        if len(elses) != 1 or elses[0].split("#")[0].replace(" ", "") != "else:":
+            return None
+        drop = (Edit(Span(block[0].lineno, 0, other.lineno, 0), ""),)  # the body and the `else:` line
     t = ctx.span(test)
     start = Span(node.lineno, ctx.span(node).col, t.line, t.col)  # the keyword up to the test
-    drop = Edit(Span(block[0].lineno, 0, other.lineno, 0), "")  # the body and the `else:` line
     if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:  # type: ignore[attr-defined]
         operand = ctx.span(test.operand)  # type: ignore[attr-defined]
-        return (Edit(Span(start.line, start.col, operand.line, operand.col), f"{keyword} "), drop)
+        return (Edit(Span(start.line, start.col, operand.line, operand.col), f"{keyword} "), *drop)
     if test.__class__ in _NEEDS_NO_PARENS:
-        return (Edit(start, f"{keyword} not "), drop)
+        return (Edit(start, f"{keyword} not "), *drop)
     close = Edit(Span(t.end_line, t.end_col, t.end_line, t.end_col), ")")
-    return (Edit(start, f"{keyword} not ("), close, drop)
+    return (Edit(start, f"{keyword} not ("), close, *drop)
+
+
+def _nested_chain(ctx: FixContext, node: ast.If, chained: ast.If) -> tuple[Edit, ...] | None:
+    """`if a: <gone> / elif b: X / else: Y` -> `if not a: / if b: X / else: Y` nested one level:
+    the chain's lines are indented by the body's indentation step and its `elif` becomes `if`.
+    None where indenting would change the program: a string spanning lines would gain the
+    indentation in its text."""
+    body = node.body[0]
+    outer = ctx.lines.line(node.lineno)[: node.col_offset]
+    inner = ctx.lines.line(body.lineno)[: body.col_offset]
+    step = inner[len(outer):]
+    if not inner.startswith(outer) or not step or step.strip():
+        return None
+    first, last = chained.lineno, node.end_lineno or node.lineno
+    if any(n.__class__ in (ast.Constant, ast.JoinedStr) and (n.end_lineno or n.lineno) > n.lineno >= first  # type: ignore[attr-defined]
+           for n in ast.walk(chained)):
+        return None
+    edits = [Edit(Span(first, 0, first, chained.col_offset + len("elif")), f"{step}{outer}if")]
+    # blank lines stay as they are; inside brackets more indentation changes nothing
+    edits += [Edit(Span(n, 0, n, 0), step) for n in range(first + 1, last + 1) if ctx.lines.line(n).strip()]
+    return tuple(edits)
 
 
 def _remove_edits(stmt: ast.stmt, ctx: FixContext, target: Target) -> tuple[Edit, ...] | None:
