@@ -390,6 +390,8 @@ def test_an_explicit_device_0_becomes_each_processs_own_device() -> None:
     for src, safe in [('x = t.to("cuda:0")\n', 'x = t.to("neuron")\n'),
                       ('s = torch.load(p, map_location="cuda:0")\n', 's = torch.load(p, map_location="neuron")\n'),
                       ('dev = torch.device("cuda:0")\n', 'dev = torch.device("neuron")\n'),
+                      ('dev = torch.device("cuda", 0)\n', 'dev = torch.device("neuron")\n'),
+                      ('dev = torch.device("cuda", 1)\n', 'dev = torch.device("cuda", 1)\n'),  # unsafe
                       ("x = torch.ones(1).cuda(0)\n", "x = torch.ones(1).cuda(0)\n")]:  # NM103 is unsafe
         assert fixed("import torch\n" + src) == "import torch\n" + safe
     assert fixed('import torch\nx = torch.ones(1).cuda(0)\n', unsafe=True) == 'import torch\nx = torch.ones(1).to("neuron")\n'

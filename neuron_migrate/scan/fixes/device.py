@@ -136,29 +136,57 @@ def reads_device_indices(tree: ast.Module) -> bool:
     return False
 
 
+def index_argument(site: Site, ctx: FixContext) -> ast.Constant | None:
+    """The literal index of `torch.device("cuda", 0)`, the other spelling of `"cuda:0"`."""
+    literal = site.literal
+    call = parent_of(site.stmt, literal) if literal is not None else None
+    if call.__class__ is not ast.Call or call.keywords or len(call.args) != 2 or call.args[0] is not literal:  # type: ignore[union-attr]
+        return None
+    index = call.args[1]  # type: ignore[union-attr]
+    if index.__class__ is not ast.Constant or index.value.__class__ is not int:  # type: ignore[attr-defined]
+        return None
+    return index if ctx.aliases.qualified(call.func) == "torch.device" else None  # type: ignore[union-attr, return-value]
+
+
+def _indexed(site: Site, ctx: FixContext) -> tuple[str | None, bool, tuple[Edit, ...]]:
+    """(the explicit index, whether the fix drops it, the edit that drops `torch.device`'s index
+    argument)."""
+    index = explicit_index(site)
+    argument = index_argument(site, ctx) if index is None else None
+    if argument is not None:
+        index = str(argument.value)
+    drop = drops_index(index, ctx)
+    if argument is None or not drop:
+        return index, drop, ()
+    end = ctx.span(site.literal)  # type: ignore[arg-type]
+    stop = ctx.span(argument)
+    return index, drop, (Edit(Span(end.end_line, end.end_col, stop.end_line, stop.end_col), ""),)
+
+
 def device_string(site: Site, ctx: FixContext, new: str) -> FixResult | None:
-    """The device type inside the string becomes `new`; `"cuda:0"` becomes the bare `new`."""
+    """The device type inside the string becomes `new`; `"cuda:0"` (`torch.device("cuda", 0)`)
+    becomes the bare `new`."""
     if site.literal is None:
         return None
-    index = explicit_index(site)
-    drop = drops_index(index, ctx)
-    edit = ctx.token_edit(site.literal, f"{site.token}:0" if drop else site.token, new)
+    index, drop, dropped = _indexed(site, ctx)
+    edit = ctx.token_edit(site.literal, f"{site.token}:0" if drop and not dropped else site.token, new)
     if edit is None:
         return None
-    return FixResult(f"Use device `{new}`" + index_title(index, drop, new), (edit,), unsafe=index is not None and not drop)
+    title = f"Use device `{new}`" + index_title(index, drop, new)
+    return FixResult(title, (edit, *dropped), unsafe=index is not None and not drop)
 
 
 def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
     if site.literal is None:
         return None
-    index = explicit_index(site)
-    drop = drops_index(index, ctx)
-    hit = accelerator_string_edit(ctx, site.literal, site.token, compared=compared(site.stmt, site.literal), drop_index=drop)
+    index, drop, dropped = _indexed(site, ctx)
+    hit = accelerator_string_edit(ctx, site.literal, site.token, compared=compared(site.stmt, site.literal),
+                                  drop_index=drop and not dropped)
     if hit is None:
         return None
     edit, add = hit
     title = "Use the current accelerator's device type" + index_title(index, drop, "<accelerator>")
-    return FixResult(title, (edit,), add, unsafe=index is not None and not drop)
+    return FixResult(title, (edit, *dropped), add, unsafe=index is not None and not drop)
 
 
 def _index_text(ctx: FixContext, node: ast.AST) -> str | None:
