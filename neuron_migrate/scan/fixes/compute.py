@@ -22,7 +22,7 @@ from neuron_migrate.ruleset.model import FixKind, Rule, TargetFix
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
 from neuron_migrate.scan.fixes.device import device_string
 from neuron_migrate.scan.fixes.registry import FIXERS
-from neuron_migrate.scan.fixes.syntax import block_of
+from neuron_migrate.scan.fixes.syntax import block_of, parent_of
 from neuron_migrate.scan.matchers.site import Site
 
 __all__ = ["FixContext", "fixes_for", "remove_statement_edits", "removed_import"]
@@ -56,7 +56,7 @@ def _through_rebound_name(site: Site, ctx: FixContext) -> bool:
 def _leaves_file(site: Site, ctx: FixContext) -> bool:
     """The condition's value reaches code this file does not show (`flow`)."""
     node = site.node
-    parent = ctx.flow.parents.get(id(node))
+    parent = parent_of(ctx.tree, node)
     if parent.__class__ is ast.Call and parent.func is node:  # type: ignore[union-attr]
         node = parent  # the value is the call's: `torch.cuda.is_available()`
     return ctx.flow.leaves_file(node)

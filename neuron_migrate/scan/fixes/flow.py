@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 
-from neuron_migrate.scan.fixes.syntax import bound_method, defaulted, dotted, parameter
+from neuron_migrate.scan.fixes.syntax import bound_method, defaulted, dotted, parameter, parent_of
 
 # Calls that only show a value: it decides nothing there.
 _SHOWN = frozenset({"print", "str", "repr", "format", "bool", "int", "float"})
@@ -26,16 +26,14 @@ _DEPTH = 8
 
 
 class Flow:
-    """The file's parents, functions, calls and name uses, built once per file."""
+    """The file's functions, calls and name uses, built once per file."""
 
     def __init__(self, tree: ast.Module) -> None:
-        self.parents: dict[int, ast.AST] = {}
+        self.tree = tree
         self.functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = defaultdict(list)
         self.calls: dict[str, list[ast.Call]] = defaultdict(list)
         self.loads: dict[str, list[ast.AST]] = defaultdict(list)  # a name or attribute chain read
         for parent in ast.walk(tree):
-            for child in ast.iter_child_nodes(parent):
-                self.parents[id(child)] = parent
             cls = parent.__class__
             if cls in _FUNCTIONS:
                 self.functions[parent.name].append(parent)  # type: ignore[attr-defined]
@@ -60,7 +58,7 @@ class Flow:
             return False
         seen.add(id(node))
         while True:
-            parent = self.parents.get(id(node))
+            parent = self._parent(node)
             cls = parent.__class__
             if cls is ast.BoolOp or cls is ast.Compare or (cls is ast.UnaryOp and parent.op.__class__ is ast.Not):  # type: ignore[union-attr]
                 node = parent  # type: ignore[assignment]
@@ -80,7 +78,7 @@ class Flow:
         if cls is ast.Call and parent.func is not node:  # type: ignore[union-attr]
             return self._passed(parent, node, depth, seen)  # type: ignore[arg-type]
         if cls is ast.keyword:
-            return self._passed(self.parents[id(parent)], parent, depth, seen)  # type: ignore[arg-type]
+            return self._passed(self._parent(parent), parent, depth, seen)  # type: ignore[arg-type]
         if cls is ast.Assign:
             return any(self._stored(t, depth, seen) for t in parent.targets)  # type: ignore[union-attr]
         if cls is ast.AnnAssign or cls is ast.NamedExpr:
@@ -90,7 +88,7 @@ class Flow:
         if cls is ast.Return:
             return self._returned(parent, depth, seen)  # type: ignore[arg-type]
         if cls is ast.arguments:  # a parameter's default: followed where the function reads it
-            fn = self.parents[id(parent)]
+            fn = self._parent(parent)
             param = defaulted(parent, node)  # type: ignore[arg-type]
             return param is None or any(self._leaves(u, depth + 1, seen) for u in self._uses_in(fn, param))
         return True  # kept in a container, indexed, called: followed no further
@@ -134,25 +132,28 @@ class Flow:
             return True  # another module may call it
         return any(self._leaves(c, depth + 1, seen) for c in self.calls.get(name, []))
 
+    def _parent(self, node: ast.AST) -> ast.AST | None:
+        return parent_of(self.tree, node)
+
     def _scope_of(self, node: ast.AST) -> ast.AST | None:
         """The function, lambda or class around `node`; None at module level."""
-        parent = self.parents.get(id(node))
+        parent = self._parent(node)
         while parent is not None and parent.__class__ not in _SCOPES:
-            parent = self.parents.get(id(parent))
+            parent = self._parent(parent)
         return parent
 
     def _in_class(self, fn: ast.AST) -> bool:
-        return bound_method(fn, self.parents.get(id(fn)))
+        return bound_method(fn, self._parent(fn))
 
     def _uses_in(self, scope: ast.AST, key: str) -> list[ast.AST]:
         return [n for n in self.loads.get(key, []) if self._within(n, scope)]
 
     def _within(self, node: ast.AST, scope: ast.AST) -> bool:
-        parent = self.parents.get(id(node))
+        parent = self._parent(node)
         while parent is not None:
             if parent is scope:
                 return True
-            parent = self.parents.get(id(parent))
+            parent = self._parent(parent)
         return False
 
 

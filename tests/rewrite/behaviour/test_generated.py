@@ -35,7 +35,7 @@ EXTRAS = (
     'def setup(use_gpu):\n    if use_gpu:\n        print("cap", torch.cuda.get_device_capability())\nsetup(torch.cuda.is_available())\n',
     ('def pick(gpu=torch.cuda.is_available()):\n    return torch.cuda.get_device_name(0) if gpu else "none"\n'
      'print("name", pick())\n'),
-    ('if torch.cuda.is_available():\n    torch.backends.cudnn.benchmark = True\nelif device == "cpu":\n    print("cpu path")\n'
+    ('if torch.cuda.is_available():\n    torch.backends.cudnn.benchmark = True\nelif len(__file__) > 1:\n    print("fallback")\n'
      'else:\n    print("other")\n'),
 )
 
