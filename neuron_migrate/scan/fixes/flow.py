@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from functools import cached_property
 
 from neuron_migrate.scan.fixes.syntax import bound_method, defaulted, dotted, parameter, parent_of
 
@@ -26,26 +27,32 @@ _DEPTH = 8
 
 
 class Flow:
-    """The file's functions, calls and name uses, built once per file."""
+    """The file's functions, calls and name uses, indexed on first need: most conditions are an
+    `if`'s test and need none of it."""
 
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
-        self.functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = defaultdict(list)
-        self.calls: dict[str, list[ast.Call]] = defaultdict(list)
-        self.loads: dict[str, list[ast.AST]] = defaultdict(list)  # a name or attribute chain read
-        for parent in ast.walk(tree):
-            cls = parent.__class__
-            if cls in _FUNCTIONS:
-                self.functions[parent.name].append(parent)  # type: ignore[attr-defined]
-            elif cls is ast.Call:
-                name = _callee(parent)  # type: ignore[arg-type]
-                if name is not None:
-                    self.calls[name].append(parent)  # type: ignore[arg-type]
-            elif (cls is ast.Name or cls is ast.Attribute) and parent.ctx.__class__ is ast.Load:  # type: ignore[attr-defined]
-                key = dotted(parent)
-                if key is not None:
-                    self.loads[key].append(parent)
         self.program = _runs_as_program(tree)
+
+    @cached_property
+    def _index(self) -> tuple[dict[str, list[ast.AST]], dict[str, list[ast.Call]], dict[str, list[ast.AST]]]:
+        """(functions by name, calls by the name called, reads by name or attribute chain)."""
+        functions: dict[str, list[ast.AST]] = defaultdict(list)
+        calls: dict[str, list[ast.Call]] = defaultdict(list)
+        loads: dict[str, list[ast.AST]] = defaultdict(list)
+        for node in ast.walk(self.tree):
+            cls = node.__class__
+            if cls in _FUNCTIONS:
+                functions[node.name].append(node)  # type: ignore[attr-defined]
+            elif cls is ast.Call:
+                name = _callee(node)  # type: ignore[arg-type]
+                if name is not None:
+                    calls[name].append(node)  # type: ignore[arg-type]
+            elif (cls is ast.Name or cls is ast.Attribute) and node.ctx.__class__ is ast.Load:  # type: ignore[attr-defined]
+                key = dotted(node)
+                if key is not None:
+                    loads[key].append(node)
+        return functions, calls, loads
 
     def leaves_file(self, value: ast.AST) -> bool:
         """Whether the value of `value` can reach code outside this file."""
@@ -100,7 +107,7 @@ class Flow:
         if func.__class__ is ast.Attribute and func.attr in _LOGGED:  # type: ignore[attr-defined]
             return False
         name = _callee(call)
-        defs = self.functions.get(name or "", [])
+        defs = self._index[0].get(name or "", [])
         if not defs:
             return True  # a function of another module
         for fn in defs:
@@ -118,7 +125,7 @@ class Flow:
         if scope is None or scope.__class__ is ast.ClassDef or "." in key:
             if not self.program:
                 return True
-            uses = self.loads.get(key, [])
+            uses = self._index[2].get(key, [])
         else:
             uses = self._uses_in(scope, key)
         return any(self._leaves(u, depth + 1, seen) for u in uses)
@@ -130,7 +137,7 @@ class Flow:
         name: str = fn.name  # type: ignore[attr-defined]
         if not self.program and not name.startswith("_"):
             return True  # another module may call it
-        return any(self._leaves(c, depth + 1, seen) for c in self.calls.get(name, []))
+        return any(self._leaves(c, depth + 1, seen) for c in self._index[1].get(name, []))
 
     def _parent(self, node: ast.AST) -> ast.AST | None:
         return parent_of(self.tree, node)
@@ -146,7 +153,7 @@ class Flow:
         return bound_method(fn, self._parent(fn))
 
     def _uses_in(self, scope: ast.AST, key: str) -> list[ast.AST]:
-        return [n for n in self.loads.get(key, []) if self._within(n, scope)]
+        return [n for n in self._index[2].get(key, []) if self._within(n, scope)]
 
     def _within(self, node: ast.AST, scope: ast.AST) -> bool:
         parent = self._parent(node)
