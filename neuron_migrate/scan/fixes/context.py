@@ -53,7 +53,7 @@ class FixContext:
         if self._reads_indices is None:
             from neuron_migrate.scan.fixes.device import reads_device_indices
 
-            self._reads_indices = reads_device_indices(self.tree)
+            self._reads_indices = reads_device_indices(self.tree, self.source)
         return self._reads_indices
 
     @property

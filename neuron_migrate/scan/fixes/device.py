@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from neuron_migrate.findings import Edit, Span, Target
 from neuron_migrate.scan.fixes.bindings import evidently_torch
@@ -121,19 +122,26 @@ def index_title(index: str | None, drop: bool, new: str) -> str:
 _SPLITS = frozenset({"split", "rsplit", "partition", "rpartition"})
 
 
-def reads_device_indices(tree: ast.Module) -> bool:
-    """`x.split(":")` (and `rsplit`/`partition`) or a read of an `.index` attribute anywhere."""
-    called = {id(n.func) for n in ast.walk(tree) if n.__class__ is ast.Call}
+_MAY_READ = re.compile(r"\.\s*index\b|(?:split|partition)\s*\(")
+
+
+def reads_device_indices(tree: ast.Module, source: str) -> bool:
+    """`x.split(":")` (and `rsplit`/`partition`) or a read of an `.index` attribute anywhere (the
+    text is looked at first: most files have neither word)."""
+    if _MAY_READ.search(source) is None:
+        return False
+    called: set[int] = set()
+    indexed: list[ast.AST] = []
     for node in ast.walk(tree):
-        if node.__class__ is ast.Attribute:
-            attr = node.attr  # type: ignore[attr-defined]
-            if attr == "index" and id(node) not in called:
-                return True
-        elif node.__class__ is ast.Call and node.func.__class__ is ast.Attribute:  # type: ignore[attr-defined]
-            if node.func.attr in _SPLITS and any(  # type: ignore[attr-defined]
+        if node.__class__ is ast.Attribute and node.attr == "index":  # type: ignore[attr-defined]
+            indexed.append(node)
+        elif node.__class__ is ast.Call:
+            func = node.func  # type: ignore[attr-defined]
+            called.add(id(func))
+            if func.__class__ is ast.Attribute and func.attr in _SPLITS and any(
                     a.__class__ is ast.Constant and a.value == ":" for a in node.args):  # type: ignore[attr-defined]
                 return True
-    return False
+    return any(id(n) not in called for n in indexed)
 
 
 def index_argument(site: Site, ctx: FixContext) -> ast.Constant | None:
