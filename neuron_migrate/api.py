@@ -196,10 +196,17 @@ class Rescan:
         from neuron_migrate.scan.project import ProjectFacts, conditional_codes, keep_findings
 
         pack = load_pack(self.settings.extra_rules)
-        found = analyze_source(text, path, pack)
+        if path.endswith(".ipynb"):  # each code cell, as scan reads a notebook
+            from neuron_migrate.scan.notebook import code_cells
+
+            cells = code_cells(text)
+            found = [f for c in cells for f in analyze_source(c.source, path, pack, cell=c.index)]
+            directives = [d for c in cells for d in find_directives(c.source, c.index)]
+        else:
+            found, directives = analyze_source(text, path, pack), find_directives(text)
         if needs := conditional_codes(pack):
             found = keep_findings(found, path, ProjectFacts(self.root), needs)
-        kept = apply_directives(path, found, find_directives(text), pack).kept
+        kept = apply_directives(path, found, directives, pack).kept
         return list(finalize("scan", self.root, kept, self.settings, pack).findings)
 
 

@@ -16,7 +16,7 @@ import os
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -178,11 +178,7 @@ def rewrite_text(text: str, path: str, findings: Sequence[Finding], target: Targ
     running `rewrite` again would (`@torch.compile(mode="max-autotune")` gets both its fixes)."""
     label = path if label is None else label
     if is_notebook(path):
-        from neuron_migrate.rewrite.notebook import rewrite_notebook
-
-        nb = rewrite_notebook(text, findings, target, unsafe=unsafe)
-        diff = "".join(_diff(c.old, c.new, f"{label}:{cell_label(c.index)[:-1]}") for c in nb.changes)
-        return TextResult(nb.new_text, diff, nb.applied, nb.skipped)
+        return _rewrite_notebook(text, path, label, findings, target, unsafe, rescan)
     from neuron_migrate.rewrite.apply import apply_fixes_to_source
 
     result = apply_fixes_to_source(text, findings, target, unsafe=unsafe)
@@ -192,6 +188,42 @@ def rewrite_text(text: str, path: str, findings: Sequence[Finding], target: Targ
     if rescan is not None:
         new_text = _more_rounds(text, new_text, path, applied, skipped, target, unsafe, rescan)
     return TextResult(new_text, _diff(text, new_text, label), tuple(applied), tuple(skipped))
+
+
+def _rewrite_notebook(text: str, path: str, label: str, findings: Sequence[Finding], target: Target, unsafe: bool,
+                      rescan: Rescan | None) -> TextResult:
+    """A notebook's cells, fixed in rounds as a file's text is (`_more_rounds`): a waiting finding
+    takes the outcome of a fix of its code applied in its cell in a later round."""
+    from neuron_migrate.rewrite.apply import OVERLAPS
+    from neuron_migrate.rewrite.notebook import rewrite_notebook
+
+    nb = rewrite_notebook(text, findings, target, unsafe=unsafe)
+    applied, skipped = list(nb.applied), list(nb.skipped)
+    changes = {c.index: c for c in nb.changes}
+    current = nb.new_text
+    for _ in range(_ROUNDS - 1):
+        waiting = [s for s in skipped if s.reason.startswith(OVERLAPS)]
+        if rescan is None or not waiting:
+            break
+        try:
+            again = rewrite_notebook(current, rescan(path, current), target, unsafe=unsafe)
+        except Exception:  # noqa: BLE001 - a failed extra round must not cost the rounds already done
+            break
+        if not again.applied:
+            break
+        pending: dict[tuple[int | None, str], list[SkippedFix]] = defaultdict(list)
+        for s in waiting:
+            pending[s.finding.cell, s.finding.code].append(s)
+        for found in again.applied:
+            old = pending[found.cell, found.code].pop(0) if pending[found.cell, found.code] else None
+            if old is not None:
+                skipped.remove(old)
+            applied.append(found if old is None else old.finding)
+        for c in again.changes:
+            changes[c.index] = replace(c, old=changes[c.index].old) if c.index in changes else c
+        current = again.new_text
+    diff = "".join(_diff(c.old, c.new, f"{label}:{cell_label(c.index)[:-1]}") for _, c in sorted(changes.items()))
+    return TextResult(current, diff, tuple(applied), tuple(skipped))
 
 
 def _more_rounds(original: str, text: str, path: str, applied: list[Finding], skipped: list[SkippedFix],

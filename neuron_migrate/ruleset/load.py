@@ -46,7 +46,8 @@ _PACK_REQUIRED = ("name", "version", "neuron_sdk", "torch_neuronx", "torch", "pr
 _PACK_KEYS = frozenset(_PACK_REQUIRED) | {"redirects", "runtime_kinds"}
 _RULE_REQUIRED = ("code", "name", "title", "category", "severity", "match", "fix", "message",
                   "why", "references", "examples")
-_RULE_KEYS = frozenset(_RULE_REQUIRED) | {"status", "since", "kind", "default", "ends_run", "hotspot", "project"}
+_RULE_KEYS = frozenset(_RULE_REQUIRED) | {"status", "since", "kind", "default", "ends_run", "hotspot", "project",
+                                          "condition"}
 _RUNTIME_KEYS = ("kind", "ends_run", "hotspot")  # only NM9xx rules (check's findings) have these
 _RUNTIME_FAMILY = "NM9"  # check's findings: each names its kind
 _LIST_MATCHERS = ("qualified_names", "device_strings", "methods", "attributes", "imports",
@@ -289,6 +290,7 @@ def _rule(ctx: _Ctx, raw: Any, index: int, file_family: str | None, fixers: froz
         since=_str(ctx, str(d.get("since", "0.1.0")), "since"),
         default=_bool(ctx, d.get("default", True), "default"),
         project=_project(ctx, d.get("project", "")),
+        condition=_bool(ctx, d.get("condition", False), "condition"),
         source_file=ctx.file,
     )
 

@@ -188,6 +188,9 @@ class Rule:
     since: str = "0.1.0"
     default: bool = True  # in the default selection; False: only when `--select` names it
     project: str = ""  # a PROJECT_FACTS entry the finding needs; "" for none
+    # the matched call's value decides which code runs: its fix is safe only where that value stays
+    # in the file (scan.fixes.flow)
+    condition: bool = False
     source_file: str = ""  # the YAML file it came from, for error messages and docs
     kind: str = ""  # NM9xx only: the kind of runtime finding (a key of RulePack.kinds)
     ends_run: bool = False  # NM9xx only: a finding says the program did not run to its end

@@ -132,7 +132,7 @@ def test_accelerator_placement_falls_back_to_cpu_and_comparisons_never_match_wit
 
 
 def test_accelerator_fstring_uses_the_other_quote_for_python_311() -> None:
-    out = fixed('x = t.to("cuda:0")\ny = t.to(f"cuda:{i}")\n', A)
+    out = fixed('x = t.to("cuda:1")\ny = t.to(f"cuda:{i}")\n', A, unsafe=True)
     assert "torch.device('cpu')" in out.splitlines()[-2] and "torch.device('cpu')" in out.splitlines()[-1]
     compile(out, "m.py", "exec")  # 3.11 grammar: the same quote may not nest
 
@@ -160,7 +160,7 @@ def test_a_name_bound_more_than_once_is_not_safely_the_import() -> None:
     optional = ("try:\n    from torch.cuda import synchronize\nexcept ImportError:\n    synchronize = None\n"
                 "def f():\n    synchronize()\n")
     assert fixed(optional) == optional
-    plain = "import torch\ndef f():\n    return torch.cuda.is_available()\n"
+    plain = "import torch\ndef _f():\n    return torch.cuda.is_available()\n"
     assert "torch.neuron" in fixed(plain)
 
 
@@ -255,8 +255,8 @@ def test_a_guard_held_in_a_variable_stays_with_its_cuda_only_block() -> None:
 
 
 def test_a_guard_held_in_a_variable_moves_when_its_block_is_fixable() -> None:
-    src = "import torch\nuse_cuda = torch.cuda.is_available()\nif use_cuda:\n    torch.cuda.synchronize()\n"
-    assert fixed(src) == "import torch\nuse_cuda = torch.neuron.is_available()\nif use_cuda:\n    torch.neuron.synchronize()\n"
+    src = "import torch\ndef main():\n    use_cuda = torch.cuda.is_available()\n    if use_cuda:\n        torch.cuda.synchronize()\n"
+    assert fixed(src) == src.replace(".cuda.", ".neuron.")
 
 
 def test_the_mnist_style_args_cuda_guard_moves_only_with_what_it_guards() -> None:
@@ -287,9 +287,56 @@ def test_a_variable_compared_with_a_string_holds_a_device_not_a_condition() -> N
 
 
 def test_a_parameter_is_not_the_module_variable_of_the_same_name() -> None:
-    src = ("import torch\nuse_cuda = torch.cuda.is_available()\n"
+    src = ("import torch\nuse_cuda = torch.cuda.is_available()\nprint(use_cuda)\n"
            "def f(use_cuda):\n    if use_cuda:\n        return torch.cuda.get_device_capability()\n")
     assert "use_cuda = torch.neuron.is_available()" in fixed(src)
+
+
+def test_a_condition_passed_to_a_function_moves_only_with_what_the_parameter_guards() -> None:
+    """`setup(torch.cuda.is_available())` decides `if use_gpu:` in setup: a parameter used as a
+    condition is fed by the arguments of the file's calls and by its default."""
+    src = """\
+        import torch
+
+        def setup(use_gpu, fast=torch.cuda.is_available()):
+            if use_gpu:
+                print(torch.cuda.get_device_capability())
+            if fast:
+                torch.cuda.synchronize()
+
+        setup(torch.cuda.is_available())
+        setup(use_gpu=torch.cuda.is_available())
+        """
+    out = fixed(src)
+    assert out.count("torch.cuda.is_available()") == 2 and "torch.cuda.get_device_capability()" in out
+    assert "fast=torch.neuron.is_available()" in out and "torch.neuron.synchronize()" in out
+    messages = [f.message for f in scan(textwrap.dedent(src)) if f.code == "NM201" and f.span.line > 3]
+    assert len(messages) == 2 and all("it guards `torch.cuda.get_device_capability`" in m for m in messages)
+
+
+def test_a_condition_whose_value_leaves_the_file_is_an_unsafe_fix() -> None:
+    """Code in another module may be what the value decides: the fix needs a fact it cannot see."""
+    leaving = ["HAS_GPU = torch.cuda.is_available()\n",  # another module may import it
+               "class Config:\n    use_cuda = torch.cuda.is_available()\n",
+               "def build(cfg):\n    cfg.cuda = torch.cuda.is_available()\n",
+               "def has_gpu():\n    return torch.cuda.device_count() > 0\n",
+               "def run(trainer):\n    trainer.fit(gpus=torch.cuda.device_count())\n",
+               "def run():\n    ok = torch.cuda.is_available()\n    return [ok]\n"]
+    for body in leaving:
+        src = "import torch\n" + body
+        assert fixed(src) == src, body
+        fix = next(f for f in scan(src) if f.code in ("NM201", "NM202")).fix_for(N)
+        assert fix is not None and fix.applicability is FixClass.UNSAFE and "outside this file" in fix.title
+        assert ".neuron." in fixed(src, unsafe=True)
+    staying = ["def run():\n    ok = torch.cuda.is_available()\n    if ok:\n        print('gpu')\n",
+               "def run():\n    print('gpu', torch.cuda.is_available())\n",
+               "def run(log):\n    log.info('%d devices', torch.cuda.device_count())\n",
+               "def _count():\n    return torch.cuda.device_count()\nif _count() > 1:\n    print('many')\n",
+               # a program: its module-level names are not imported
+               "HAS_GPU = torch.cuda.is_available()\nif __name__ == '__main__':\n    print(HAS_GPU)\n"]
+    for body in staying:
+        src = "import torch\n" + body
+        assert ".neuron." in fixed(src), body
 
 
 def test_the_accelerator_seed_fix_never_writes_torch_manual_seed_twice() -> None:
@@ -334,7 +381,42 @@ def test_a_table_value_is_copied_only_as_an_unsafe_fix_and_a_cuda_specific_one_i
 def test_map_location_keeps_the_checkpoints_cuda_key() -> None:
     """The key is where a GPU checkpoint's storages were saved: renaming it stops the remap."""
     src = 'import torch\nstate = torch.load("c.pt", map_location={"cuda:1": "cuda:0"})\n'
-    assert 'map_location={"cuda:1": "neuron:0", "neuron:1": "neuron:0"}' in fixed(src)
+    assert 'map_location={"cuda:1": "neuron", "neuron:1": "neuron"}' in fixed(src)
+
+
+def test_an_explicit_device_0_becomes_each_processs_own_device() -> None:
+    """Under a launcher local rank r owns only neuron:r, where every CUDA rank can address GPU 0:
+    a safe fix never writes an index another rank owns (tests/rewrite/behaviour runs this on 2 ranks)."""
+    for src, safe in [('x = t.to("cuda:0")\n', 'x = t.to("neuron")\n'),
+                      ('s = torch.load(p, map_location="cuda:0")\n', 's = torch.load(p, map_location="neuron")\n'),
+                      ('dev = torch.device("cuda:0")\n', 'dev = torch.device("neuron")\n'),
+                      ('dev = torch.device("cuda", 0)\n', 'dev = torch.device("neuron")\n'),
+                      ('dev = torch.device("cuda", 1)\n', 'dev = torch.device("cuda", 1)\n'),  # unsafe
+                      ("x = torch.ones(1).cuda(0)\n", "x = torch.ones(1).cuda(0)\n")]:  # NM103 is unsafe
+        assert fixed("import torch\n" + src) == "import torch\n" + safe
+    assert fixed('import torch\nx = torch.ones(1).cuda(0)\n', unsafe=True) == 'import torch\nx = torch.ones(1).to("neuron")\n'
+    acc = fixed('import torch\nx = t.to("cuda:0")\n', A)
+    assert acc == 'import torch\nx = t.to((torch.accelerator.current_accelerator() or torch.device("cpu")).type)\n'
+
+
+def test_a_kept_index_is_never_a_safe_fix() -> None:
+    other = 'import torch\nhead = t.to("cuda:1")\n'
+    assert fixed(other) == other and fixed(other, A) == other
+    assert fixed(other, unsafe=True) == 'import torch\nhead = t.to("neuron:1")\n'
+    # A file that takes device strings apart keeps the index (`"neuron".split(":")[1]` would raise).
+    for reads in ('i = int(dev.split(":")[1])\n', 'i = torch.device(dev).index\n', 'kind, _, i = dev.partition(":")\n'):
+        src = 'import torch\ndev = "cuda:0"\n' + reads
+        assert fixed(src) == src
+        assert fixed(src, unsafe=True) == src.replace('"cuda:0"', '"neuron:0"')
+    assert fixed('import torch\ni = x.index(3)\ndev = "cuda:0"\n') == 'import torch\ni = x.index(3)\ndev = "neuron"\n'  # a call
+    table = 'import torch\nstate = torch.load("c.pt", map_location={"cuda:0": "cuda:1"})\n'
+    assert '"neuron:0"' not in fixed(table)  # the value keeps index 1: unsafe
+    assert 'map_location={"cuda:0": "neuron:1", "neuron:0": "neuron:1"}' in fixed(table, unsafe=True)
+
+
+def test_a_compared_device_string_keeps_its_index() -> None:
+    src = 'import torch\ndef first(x):\n    return str(x.device) == "cuda:0"\n'
+    assert fixed(src) == src.replace('"cuda:0"', '"neuron:0"')
 
 
 def test_a_guard_whose_block_goes_with_an_else_is_inverted_not_left_as_pass() -> None:
@@ -347,10 +429,21 @@ def test_a_guard_whose_block_goes_with_an_else_is_inverted_not_left_as_pass() ->
     assert "    if not (not device.type == \"neuron\" or x):\n        return 1\n" in fixed(compound, unsafe=True)
     negated = 'import torch\nif not torch.cuda.is_available():\n    torch.backends.cudnn.enabled = False\nelse:\n    x = 1\n'
     assert fixed(negated, unsafe=True) == "import torch\nif torch.neuron.is_available():\n    x = 1\n"
-    # `elif` after the emptied body has no one-condition form: the body keeps a `pass`.
+    # An `elif` chain after the emptied body is nested under the inverted test.
     chained = ('import torch\nif torch.cuda.is_available():\n    torch.backends.cudnn.benchmark = True\n'
-               'elif x:\n    y = 1\n')
-    assert "if torch.neuron.is_available():\n    pass\nelif x:" in fixed(chained, unsafe=True)
+               'elif x:\n    y = 1\n\n  # note\nelse:\n    y = (1,\n2)\n')
+    assert fixed(chained, unsafe=True) == ('import torch\nif not torch.neuron.is_available():\n    if x:\n        y = 1\n\n'
+                                           '      # note\n    else:\n        y = (1,\n    2)\n')
+    inner = ('import torch\ndef f(a, x):\n    if a:\n        return 0\n    elif torch.cuda.is_available():\n'
+             '        torch.backends.cudnn.benchmark = True\n    elif x:\n        return 1\n    return 2\n')
+    assert ("    elif not torch.neuron.is_available():\n        if x:\n            return 1\n    return 2\n"
+            in fixed(inner, unsafe=True))
+    # Indenting a string that spans lines would change its text: the body keeps a `pass`.
+    text = chained.replace("y = 1", 'y = """a\nb"""')
+    assert "if torch.neuron.is_available():\n    pass\nelif x:" in fixed(text, unsafe=True)
+    for src_ in (chained, inner, text):
+        for target in Target:
+            compile(fixed(src_, target, unsafe=True), "m.py", "exec")
 
 
 def test_a_moved_raise_or_fstring_assert_message_stops_saying_cuda() -> None:

@@ -115,3 +115,21 @@ def test_sample_notebook_end_to_end_keeps_everything_but_sources(tmp_path: Path)
     changed = {i for i in old_spans if old[slice(*old_spans[i])] != new[slice(*new_spans[i])]}
     assert changed == {f.cell for f in result.files[0].applied}
     assert all(json.loads(old)["cells"][i]["cell_type"] == "code" for i in changed)
+
+
+def test_fixes_skipped_for_an_overlap_in_a_cell_are_applied_in_the_same_run(tmp_path: Path) -> None:
+    """`@torch.compile(mode="max-autotune")`: NM501 and NM503 overlap; notebooks converge in one
+    run as files do (issue 13), with the cell's imports from an earlier cell."""
+    from neuron_migrate.api import rewrite
+
+    cells = [_code(["import torch\n"]), _code(['@torch.compile(mode="max-autotune")\n', "def f(x):\n", "    return x\n"], OUTPUT)]
+    (tmp_path / "n.ipynb").write_text(_notebook(cells, 1, False))
+    result = rewrite([tmp_path], apply=True, overrides={"unsafe-fixes": True}, use_cache=False, jobs=1)
+    (outcome,) = result.files
+    assert sorted(f.code for f in outcome.applied) == ["NM501", "NM503"]
+    assert not any("overlaps" in s.reason for s in outcome.skipped)
+    cells[1]["source"] = ['@torch.compile(backend="neuron")\n', "def f(x):\n", "    return x\n"]
+    assert (tmp_path / "n.ipynb").read_text() == _notebook(cells, 1, False)
+    assert '+@torch.compile(backend="neuron")\n' in outcome.diff and "n.ipynb:cell[2]" in outcome.diff
+    again = rewrite([tmp_path], overrides={"unsafe-fixes": True}, use_cache=False, jobs=1)
+    assert not any(o.diff for o in again.files)

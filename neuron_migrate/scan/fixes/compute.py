@@ -20,8 +20,9 @@ from typing import assert_never
 from neuron_migrate.findings import Edit, Fix, FixClass, Span, Target
 from neuron_migrate.ruleset.model import FixKind, Rule, TargetFix
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
+from neuron_migrate.scan.fixes.device import device_string
 from neuron_migrate.scan.fixes.registry import FIXERS
-from neuron_migrate.scan.fixes.syntax import block_of
+from neuron_migrate.scan.fixes.syntax import block_of, parent_of
 from neuron_migrate.scan.matchers.site import Site
 
 __all__ = ["FixContext", "fixes_for", "remove_statement_edits", "removed_import"]
@@ -32,10 +33,12 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
     for target, tf in rule.fix.targets.items():
         result = _compute(tf, site, span, ctx, target)
         if result is not None and result.edits:
-            cls = rule.fix.fix_class
+            cls, title = rule.fix.fix_class, result.title
+            if cls is FixClass.SAFE and rule.condition and _leaves_file(site, ctx):
+                cls, title = FixClass.UNSAFE, f"{title} (unsafe: the value decides code outside this file)"
             if cls is FixClass.SAFE and (result.unsafe or _through_rebound_name(site, ctx)):
                 cls = FixClass.UNSAFE
-            out.append(Fix(target, cls, result.title, result.edits,
+            out.append(Fix(target, cls, title, result.edits,
                            tuple(dict.fromkeys(result.add_imports)), tuple(dict.fromkeys(result.remove_imports))))
     return tuple(out)
 
@@ -50,6 +53,15 @@ def _through_rebound_name(site: Site, ctx: FixContext) -> bool:
     return name is not None and ctx.rebound(name)
 
 
+def _leaves_file(site: Site, ctx: FixContext) -> bool:
+    """The condition's value reaches code this file does not show (`flow`)."""
+    node = site.node
+    parent = parent_of(ctx.tree, node)
+    if parent.__class__ is ast.Call and parent.func is node:  # type: ignore[union-attr]
+        node = parent  # the value is the call's: `torch.cuda.is_available()`
+    return ctx.flow.leaves_file(node)
+
+
 def _compute(tf: TargetFix, site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
     kind = tf.kind
     if kind is FixKind.RENAME:
@@ -60,10 +72,7 @@ def _compute(tf: TargetFix, site: Site, span: Span, ctx: FixContext, target: Tar
         if is_data(site):  # a listed device type or a table key is data: add, never rename
             return entry_fix(site, ctx)
     if kind is FixKind.DEVICE_STRING:
-        if site.literal is None:
-            return None
-        edit = ctx.token_edit(site.literal, site.token, tf.value)
-        return FixResult(f"Use device `{tf.value}`", (edit,)) if edit is not None else None
+        return device_string(site, ctx, tf.value)
     if kind is FixKind.REPLACE:
         return FixResult(f"Replace with `{tf.value}`", (Edit(span, tf.value),))
     if kind is FixKind.REMOVE_ARGUMENT:
@@ -164,7 +173,8 @@ _NEEDS_NO_PARENS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Compar
 def _inverted_guard(ctx: FixContext, block: list[ast.stmt]) -> tuple[Edit, ...] | None:
     """`if <test>:` whose whole body `block` goes, with an `else:` block: `if not <test>:` followed
     by the else block, instead of `if <test>: pass` (`if not <test>:` loses its `not`). Only for
-    the plain layout: the header, the body, `else:` and the else block each on their own lines."""
+    the plain layout: the header, the body, `else:` and the else block each on their own lines.
+    An `elif` chain after the body is nested under `if not <test>:` (`_nested_chain`)."""
     node = next((n for n in ast.walk(ctx.tree) if n.__class__ is ast.If and n.body is block), None)
     if node is None or not node.orelse:  # type: ignore[attr-defined]
         return None
@@ -172,23 +182,49 @@ def _inverted_guard(ctx: FixContext, block: list[ast.stmt]) -> tuple[Edit, ...] 
     header = ctx.lines.line(node.lineno)
     keyword = "elif" if header.startswith("elif", node.col_offset) else "if"
     other = orelse[0]
-    if other.__class__ is ast.If and ctx.lines.line(other.lineno).startswith("elif", other.col_offset):
-        return None  # `if a: pass / elif b: ...`: no one-condition form
-    between = [ctx.lines.line(n).strip() for n in range(block[-1].end_lineno + 1, other.lineno)]  # type: ignore[operator]
-    elses = [t for t in between if t and not t.startswith("#")]
-    plain = elses[0].split("#")[0].replace(" ", "") == "else:" if len(elses) == 1 else False
-    if not plain or block[0].lineno <= (test.end_lineno or test.lineno) or not header.startswith(keyword, node.col_offset):
+    if block[0].lineno <= (test.end_lineno or test.lineno) or not header.startswith(keyword, node.col_offset):
         return None
+    if other.__class__ is ast.If and ctx.lines.line(other.lineno).startswith("elif", other.col_offset):
+        chain = _nested_chain(ctx, node, other)  # type: ignore[arg-type]
+        if chain is None:
+            return None
+        drop: tuple[Edit, ...] = (Edit(Span(block[0].lineno, 0, other.lineno, 0), ""), *chain)  # the body
+    else:
+        between = [ctx.lines.line(n).strip() for n in range(block[-1].end_lineno + 1, other.lineno)]  # type: ignore[operator]
+        elses = [t for t in between if t and not t.startswith("#")]
+        if len(elses) != 1 or elses[0].split("#")[0].replace(" ", "") != "else:":
+            return None
+        drop = (Edit(Span(block[0].lineno, 0, other.lineno, 0), ""),)  # the body and the `else:` line
     t = ctx.span(test)
     start = Span(node.lineno, ctx.span(node).col, t.line, t.col)  # the keyword up to the test
-    drop = Edit(Span(block[0].lineno, 0, other.lineno, 0), "")  # the body and the `else:` line
     if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:  # type: ignore[attr-defined]
         operand = ctx.span(test.operand)  # type: ignore[attr-defined]
-        return (Edit(Span(start.line, start.col, operand.line, operand.col), f"{keyword} "), drop)
+        return (Edit(Span(start.line, start.col, operand.line, operand.col), f"{keyword} "), *drop)
     if test.__class__ in _NEEDS_NO_PARENS:
-        return (Edit(start, f"{keyword} not "), drop)
+        return (Edit(start, f"{keyword} not "), *drop)
     close = Edit(Span(t.end_line, t.end_col, t.end_line, t.end_col), ")")
-    return (Edit(start, f"{keyword} not ("), close, drop)
+    return (Edit(start, f"{keyword} not ("), close, *drop)
+
+
+def _nested_chain(ctx: FixContext, node: ast.If, chained: ast.If) -> tuple[Edit, ...] | None:
+    """`if a: <gone> / elif b: X / else: Y` -> `if not a: / if b: X / else: Y` nested one level:
+    the chain's lines are indented by the body's indentation step and its `elif` becomes `if`.
+    None where indenting would change the program: a string spanning lines would gain the
+    indentation in its text."""
+    body = node.body[0]
+    outer = ctx.lines.line(node.lineno)[: node.col_offset]
+    inner = ctx.lines.line(body.lineno)[: body.col_offset]
+    step = inner[len(outer):]
+    if not inner.startswith(outer) or not step or step.strip():
+        return None
+    first, last = chained.lineno, node.end_lineno or node.lineno
+    if any(n.__class__ in (ast.Constant, ast.JoinedStr) and (n.end_lineno or n.lineno) > n.lineno >= first  # type: ignore[attr-defined]
+           for n in ast.walk(chained)):
+        return None
+    edits = [Edit(Span(first, 0, first, chained.col_offset + len("elif")), f"{step}{outer}if")]
+    # blank lines stay as they are; inside brackets more indentation changes nothing
+    edits += [Edit(Span(n, 0, n, 0), step) for n in range(first + 1, last + 1) if ctx.lines.line(n).strip()]
+    return tuple(edits)
 
 
 def _remove_edits(stmt: ast.stmt, ctx: FixContext, target: Target) -> tuple[Edit, ...] | None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from neuron_migrate.findings import Edit, Span
 from neuron_migrate.scan.aliases import AliasTable
+from neuron_migrate.scan.fixes.flow import Flow
 from neuron_migrate.scan.matchers.site import LineIndex
 
 _STRING_START = re.compile(r"([rRuUfFbB]{0,2})('''|\"\"\"|'|\")")
@@ -34,6 +35,8 @@ class FixContext:
     # all removed keeps a `pass` (see `remove_statement`).
     removed: dict[str, set[int]] = field(default_factory=dict)
     _bindings: Counter[str] | None = None
+    _reads_indices: bool | None = None
+    _flow: Flow | None = None
 
     def rebound(self, name: str) -> bool:
         """Whether module-level code binds `name` more than once (see `bindings`)."""
@@ -42,6 +45,23 @@ class FixContext:
 
             self._bindings = module_bindings(self.tree)
         return self._bindings[name] > 1
+
+    @property
+    def reads_device_indices(self) -> bool:
+        """Whether the file takes a device string or device apart (`dev.split(":")`, `dev.index`):
+        there a `"cuda:0"` that becomes the bare `"neuron"` may lose an index the code reads."""
+        if self._reads_indices is None:
+            from neuron_migrate.scan.fixes.device import reads_device_indices
+
+            self._reads_indices = reads_device_indices(self.tree, self.source)
+        return self._reads_indices
+
+    @property
+    def flow(self) -> Flow:
+        """Where values go in this file (`flow`), built on first use."""
+        if self._flow is None:
+            self._flow = Flow(self.tree)
+        return self._flow
 
     def span(self, node: ast.AST) -> Span:
         return self.lines.span(node)

@@ -7,7 +7,8 @@ meaning); the fix adds a `"neuron"` entry beside the CUDA one instead, for both 
 accelerator target keeps the CUDA entry too, so the literal name is what it needs).
 
 A table key gets `"neuron": <what Neuron needs where CUDA had the value>`: a process-group backend
-`"nccl"` becomes `"neuron"` (TorchNeuron's backend), a CUDA device string its `neuron` form. Other
+`"nccl"` becomes `"neuron"` (TorchNeuron's backend), a CUDA device string its `neuron` form
+(`"cuda:0"` the bare `"neuron"`; a kept index is unsafe: see `device.explicit_index`). Other
 plain values (numbers, `torch.float16`, a string that names nothing CUDA) are copied, but only as
 an unsafe fix: that Neuron wants what CUDA wants there is an assumption. A value that is code or
 names something CUDA-specific (`"cudnn"`, `torch.cuda.Stream`) has no automatic fix.
@@ -20,6 +21,7 @@ import re
 
 from neuron_migrate.findings import Edit, Span
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
+from neuron_migrate.scan.fixes.device import drops_index, index_title
 from neuron_migrate.scan.fixes.syntax import parent_of
 from neuron_migrate.scan.matchers.site import Site
 
@@ -96,17 +98,20 @@ _CUDA_WORDS = re.compile(r"cuda|nccl|cudnn|cublas|cufft|nvidia|nvml|triton|tenso
 _DEVICE_STRING = re.compile(r"^[a-z]+(?::\d+)?$")
 
 
-def _neuron_value(value: ast.AST, ctx: FixContext, token: str) -> tuple[str, bool] | None:
-    """(the value the `neuron` entry maps to, whether that is only a copy), or None if unknown."""
+def _neuron_value(value: ast.AST, ctx: FixContext, token: str) -> tuple[str, str, bool] | None:
+    """(the value the `neuron` entry maps to, what the title adds, whether that is unsafe), or None
+    if unknown."""
     if value.__class__ is ast.Constant:
         v = value.value  # type: ignore[attr-defined]
         if isinstance(v, str):
             if v == "nccl":  # the process-group backend: TorchNeuron's is "neuron"
                 new = _spelled_like(ctx, value, "neuron")
-                return (new, False) if new is not None else None
-            if v.startswith(token) and _DEVICE_STRING.match(v):  # "cuda:0" -> "neuron:0"
-                new = _spelled_like(ctx, value, neuron_entry(v, token))
-                return (new, False) if new is not None else None
+                return (new, "", False) if new is not None else None
+            if v.startswith(token) and _DEVICE_STRING.match(v):  # "cuda:0" -> "neuron", "cuda:1" -> "neuron:1"
+                index = v.partition(":")[2] or None
+                drop = drops_index(index, ctx)
+                new = _spelled_like(ctx, value, "neuron" if drop else neuron_entry(v, token))
+                return (new, index_title(index, drop, "neuron"), index is not None and not drop) if new is not None else None
             if _CUDA_WORDS.search(v):
                 return None
         elif v.__class__ not in (int, float, bool) and v is not None:
@@ -122,7 +127,7 @@ def _neuron_value(value: ast.AST, ctx: FixContext, token: str) -> tuple[str, boo
     text = ctx.text(value)
     if "\n" in text or _CUDA_WORDS.search(text):
         return None
-    return text, True
+    return text, " (a copy of the CUDA value)", True
 
 
 def _table_entry(site: Site, table: ast.Dict, ctx: FixContext) -> FixResult | None:
@@ -135,7 +140,7 @@ def _table_entry(site: Site, table: ast.Dict, ctx: FixContext) -> FixResult | No
     found = _neuron_value(value, ctx, site.token)
     if key is None or found is None:
         return None
-    new, copied = found
+    new, note, unsafe = found
     k_span, v_span = ctx.span(literal), ctx.span(value)  # type: ignore[arg-type]
     own_line = ctx.lines.line(k_span.line)
     after = ctx.lines.line(v_span.end_line)[v_span.end_col :]
@@ -145,8 +150,7 @@ def _table_entry(site: Site, table: ast.Dict, ctx: FixContext) -> FixResult | No
         edit = Edit(Span(v_span.end_line, line_end, v_span.end_line, line_end), f"\n{indent}{key}: {new},")
     else:
         edit = ctx.insert_after(value, f", {key}: {new}")
-    title = 'Add a "neuron" entry beside the CUDA one' + (" (a copy of the CUDA value)" if copied else "")
-    return FixResult(title, (edit,), unsafe=copied)
+    return FixResult('Add a "neuron" entry beside the CUDA one' + note, (edit,), unsafe=unsafe)
 
 
 def already_listed(site: Site) -> bool:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from neuron_migrate.findings import Edit, Span, Target
 from neuron_migrate.scan.fixes.bindings import evidently_torch
@@ -36,13 +37,14 @@ def _other(quote: str) -> str:
 
 
 def accelerator_string_edit(
-    ctx: FixContext, literal: ast.AST, token: str, *, compared: bool = False
+    ctx: FixContext, literal: ast.AST, token: str, *, compared: bool = False, drop_index: bool = False
 ) -> tuple[Edit, tuple[str, ...]] | None:
     """Turn the device type at the start of a string into the current accelerator's type:
     `"cuda"` -> `(torch.accelerator.current_accelerator() or torch.device("cpu")).type`,
-    `"cuda:0"` -> f"{...}:0", `f"cuda:{i}"` -> f"{...}:{i}". Inside an f-string the expression
+    `"cuda:1"` -> f"{...}:1", `f"cuda:{i}"` -> f"{...}:{i}". Inside an f-string the expression
     quotes with the other quote (Python 3.11 cannot nest the same one). `compared`: the string is
-    an operand of a comparison (`compared_accelerator_type`)."""
+    an operand of a comparison (`compared_accelerator_type`). `drop_index`: `"cuda:0"` becomes
+    the bare type (see `explicit_index`)."""
     form = compared_accelerator_type if compared else accelerator_type
     parts = ctx.string_parts(literal)
     if parts is None:
@@ -59,6 +61,8 @@ def accelerator_string_edit(
     if not line.startswith(token, start):
         return None
     rest = line[start + len(token) : span.end_col]  # the tail of the contents and the closing quote
+    if drop_index and rest == ":0" + quote:
+        rest = quote
     if rest == quote:
         expr, add = form(ctx, quote[0])
         return Edit(span, expr), add
@@ -82,14 +86,115 @@ def compared(root: ast.AST, literal: ast.AST) -> bool:
             and parent.func.attr in _STRING_TESTS and any(a is literal for a in parent.args))  # type: ignore[union-attr]
 
 
+def explicit_index(site: Site) -> str | None:
+    """The index of a plain `"cuda:<i>"` string that picks a device (not one a device is compared
+    with, nor an f-string's).
+
+    Under a launcher TorchNeuron gives local rank r the one device `neuron:r`, where every CUDA
+    rank can address GPU 0: `torch.load(f, map_location="cuda:0")` on every rank works on CUDA,
+    and `"neuron:0"` raises on rank 1. The bare `"neuron"` is each process's own device (the same
+    `neuron:0` in a single process), so index 0 becomes the bare type (`drops_index`); a fix that
+    keeps an index is unsafe."""
+    literal = site.literal
+    if literal is None or literal.__class__ is not ast.Constant or not isinstance(literal.value, str):  # type: ignore[attr-defined]
+        return None
+    kind, colon, index = literal.value.partition(":")  # type: ignore[attr-defined]
+    if kind != site.token or not colon or not (index.isascii() and index.isdigit()) or compared(site.stmt, literal):
+        return None
+    return index
+
+
+def drops_index(index: str | None, ctx: FixContext) -> bool:
+    """Whether the fix writes the bare device type for this explicit index: for 0, unless the file
+    takes device strings apart (`reads_device_indices`), where the index is kept and the fix is
+    unsafe, as it is for any other index (another rank owns it under a launcher)."""
+    return index == "0" and not ctx.reads_device_indices
+
+
+def index_title(index: str | None, drop: bool, new: str) -> str:
+    if index is None:
+        return ""
+    if drop:
+        return f" (each process's own device: `{new}:0` in a single process)"
+    return f" (keeps index {index}: under a launcher only local rank {index} owns `{new}:{index}`)"
+
+
+_SPLITS = frozenset({"split", "rsplit", "partition", "rpartition"})
+
+
+_MAY_READ = re.compile(r"\.\s*index\b|(?:split|partition)\s*\(")
+
+
+def reads_device_indices(tree: ast.Module, source: str) -> bool:
+    """`x.split(":")` (and `rsplit`/`partition`) or a read of an `.index` attribute anywhere (the
+    text is looked at first: most files have neither word)."""
+    if _MAY_READ.search(source) is None:
+        return False
+    called: set[int] = set()
+    indexed: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if node.__class__ is ast.Attribute and node.attr == "index":  # type: ignore[attr-defined]
+            indexed.append(node)
+        elif node.__class__ is ast.Call:
+            func = node.func  # type: ignore[attr-defined]
+            called.add(id(func))
+            if func.__class__ is ast.Attribute and func.attr in _SPLITS and any(
+                    a.__class__ is ast.Constant and a.value == ":" for a in node.args):  # type: ignore[attr-defined]
+                return True
+    return any(id(n) not in called for n in indexed)
+
+
+def index_argument(site: Site, ctx: FixContext) -> ast.Constant | None:
+    """The literal index of `torch.device("cuda", 0)`, the other spelling of `"cuda:0"`."""
+    literal = site.literal
+    call = parent_of(site.stmt, literal) if literal is not None else None
+    if call.__class__ is not ast.Call or call.keywords or len(call.args) != 2 or call.args[0] is not literal:  # type: ignore[union-attr]
+        return None
+    index = call.args[1]  # type: ignore[union-attr]
+    if index.__class__ is not ast.Constant or index.value.__class__ is not int:  # type: ignore[attr-defined]
+        return None
+    return index if ctx.aliases.qualified(call.func) == "torch.device" else None  # type: ignore[union-attr, return-value]
+
+
+def _indexed(site: Site, ctx: FixContext) -> tuple[str | None, bool, tuple[Edit, ...]]:
+    """(the explicit index, whether the fix drops it, the edit that drops `torch.device`'s index
+    argument)."""
+    index = explicit_index(site)
+    argument = index_argument(site, ctx) if index is None else None
+    if argument is not None:
+        index = str(argument.value)
+    drop = drops_index(index, ctx)
+    if argument is None or not drop:
+        return index, drop, ()
+    end = ctx.span(site.literal)  # type: ignore[arg-type]
+    stop = ctx.span(argument)
+    return index, drop, (Edit(Span(end.end_line, end.end_col, stop.end_line, stop.end_col), ""),)
+
+
+def device_string(site: Site, ctx: FixContext, new: str) -> FixResult | None:
+    """The device type inside the string becomes `new`; `"cuda:0"` (`torch.device("cuda", 0)`)
+    becomes the bare `new`."""
+    if site.literal is None:
+        return None
+    index, drop, dropped = _indexed(site, ctx)
+    edit = ctx.token_edit(site.literal, f"{site.token}:0" if drop and not dropped else site.token, new)
+    if edit is None:
+        return None
+    title = f"Use device `{new}`" + index_title(index, drop, new)
+    return FixResult(title, (edit, *dropped), unsafe=index is not None and not drop)
+
+
 def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
     if site.literal is None:
         return None
-    hit = accelerator_string_edit(ctx, site.literal, site.token, compared=compared(site.stmt, site.literal))
+    index, drop, dropped = _indexed(site, ctx)
+    hit = accelerator_string_edit(ctx, site.literal, site.token, compared=compared(site.stmt, site.literal),
+                                  drop_index=drop and not dropped)
     if hit is None:
         return None
     edit, add = hit
-    return FixResult("Use the current accelerator's device type", (edit,), add)
+    title = "Use the current accelerator's device type" + index_title(index, drop, "<accelerator>")
+    return FixResult(title, (edit, *dropped), add, unsafe=index is not None and not drop)
 
 
 def _index_text(ctx: FixContext, node: ast.AST) -> str | None:
@@ -111,7 +216,8 @@ def _quote_inside(site: Site, node: ast.AST, ctx: FixContext) -> str:
 def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
     """`.cuda()` -> `.to("neuron")`, `.cuda(i)` -> `.to(f"neuron:{i}")` (accelerator target:
     `.to(torch.accelerator.current_accelerator())` / `.to(torch.device(<type>, i))`); other
-    arguments (`non_blocking=`, `memory_format=`) are kept."""
+    arguments (`non_blocking=`, `memory_format=`) are kept. `.cuda(0)` is `.cuda()`: each
+    process's own device (`explicit_index`)."""
     call = site.call
     if call is None or call.func.__class__ is not ast.Attribute:
         return None
@@ -131,6 +237,8 @@ def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixR
             device = kw.value
         else:
             rest.append(ctx.text(kw))
+    if device.__class__ is ast.Constant and device.value.__class__ is int and device.value == 0:  # type: ignore[union-attr]
+        device = None
     add: tuple[str, ...] = ()
     q = _quote_inside(site, call, ctx)
     if target is Target.NEURON:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from neuron_migrate.findings import Edit, Finding, FixClass, Severity, Span, Target
+from neuron_migrate.scan.fixes.syntax import bound_method, defaults, dotted, parameter
 from neuron_migrate.scan.matchers.site import LineIndex
 
 _BLOCKS = ("body", "orelse", "finalbody")
@@ -68,6 +69,8 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
     # per scope: the names it binds, then those of the functions around it and the module's
     visible: dict[int, list[dict[str, list[ast.AST]]]] = {}
     scoped: list[tuple[list[tuple[Callable[[], Guard], list[ast.AST]]], list[dict[str, list[ast.AST]]]]] = []
+    calls: dict[str, list[ast.Call]] = {}  # by the name called: `f(x)`, `obj.f(x)`
+    functions: list[tuple[ast.AST, dict[str, list[ast.AST]], bool]] = []  # (def, its names, a method)
     for scope, nodes, parent in _scopes(tree):
         names: dict[str, list[ast.AST]] = {}
         outer = visible.get(id(parent), []) if parent is not None else []
@@ -85,8 +88,15 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
             for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
                 if a is not None:
                     names[a.arg] = []
+            for name, default in defaults(args):  # a parameter's default is a value assigned to it
+                names[name].append(default)
+            if scope.__class__ is not ast.Lambda:
+                functions.append((scope, names, bound_method(scope, parent)))
         for node in (scope, *nodes):  # the scope's own body may hold asserts
             cls = node.__class__
+            if cls is ast.Call and node.func.__class__ in (ast.Name, ast.Attribute):  # type: ignore[attr-defined]
+                func = node.func  # type: ignore[attr-defined]
+                calls.setdefault(func.id if func.__class__ is ast.Name else func.attr, []).append(node)  # type: ignore[arg-type]
             if cls is ast.If or cls is ast.While or cls is ast.IfExp:
                 found.append((partial(_conditional, node, lines), [node.test]))  # type: ignore[attr-defined]
             elif cls is ast.BoolOp and node.op.__class__ is ast.And:  # type: ignore[attr-defined]
@@ -94,7 +104,7 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
                 found.append((partial(_and_chain, node, values, lines), values))
             elif cls is ast.Assign or (cls is ast.AnnAssign and node.value is not None):  # type: ignore[attr-defined]
                 for target in node.targets if cls is ast.Assign else [node.target]:  # type: ignore[attr-defined]
-                    key = _dotted(target)
+                    key = dotted(target)
                     if key is not None:
                         (chains if "." in key else names).setdefault(key, []).append(node.value)  # type: ignore[attr-defined]
             blocks, holders = _layout(cls)
@@ -105,6 +115,12 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
             if holders:
                 for holder in getattr(node, holders):
                     _asserts(holder.body, lines, found)
+    for fn, names, method in functions:  # `setup(torch.cuda.is_available())` feeds `if use_gpu:` in setup
+        for call in calls.get(fn.name, ()):  # type: ignore[attr-defined]
+            for arg in (*call.args, *call.keywords):
+                param = parameter(fn, call, arg, method)
+                if param is not None:
+                    names[param].append(arg.value if arg.__class__ is ast.keyword else arg)  # type: ignore[attr-defined]
     for found, scopes in scoped:  # every assignment is known: feed each guard its conditions' values
         for make, tests in found:
             feeds = _feeds(tests, scopes, chains)
@@ -166,9 +182,10 @@ def _scopes(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.AST], ast.AST | N
         yield scope, own, parent
 
 
-# The nodes `guards_in` reads of a scope: guards, assignments, returns, and statements with
-# blocks (which may hold asserts); the others are only walked through.
-_GUARDING = frozenset({ast.If, ast.While, ast.IfExp, ast.BoolOp, ast.Assign, ast.AnnAssign, ast.Return})
+# The nodes `guards_in` reads of a scope: guards, assignments, returns, calls (they feed a
+# function's parameters) and statements with blocks (which may hold asserts); the others are only
+# walked through.
+_GUARDING = frozenset({ast.If, ast.While, ast.IfExp, ast.BoolOp, ast.Assign, ast.AnnAssign, ast.Return, ast.Call})
 _READ: dict[type, bool] = {}
 
 
@@ -227,25 +244,13 @@ def _inner(node: ast.AST) -> list[ast.AST]:
     return [body] if body.__class__ is not list else list(body)
 
 
-def _dotted(node: ast.AST) -> str | None:
-    """`use_cuda`, `args.cuda`, `self.use_gpu`: a name or an attribute chain on a name."""
-    parts: list[str] = []
-    while node.__class__ is ast.Attribute:
-        parts.append(node.attr)  # type: ignore[attr-defined]
-        node = node.value  # type: ignore[attr-defined]
-    if node.__class__ is not ast.Name:
-        return None
-    parts.append(node.id)  # type: ignore[attr-defined]
-    return ".".join(reversed(parts))
-
-
 def _conditions(test: ast.AST) -> Iterator[str]:
     """The names a test uses as conditions: as a truth value (`if use_cuda`, `not args.cuda`,
     `a and b`, `use_gpu()` for a function of no arguments) or compared with a number (`n_gpu > 1`),
     never with a string or as an argument."""
     cls = test.__class__
     if cls is ast.Name or cls is ast.Attribute:
-        key = _dotted(test)
+        key = dotted(test)
         if key is not None:
             yield key
     elif cls is ast.Call and test.func.__class__ is ast.Name and not test.args and not test.keywords:  # type: ignore[attr-defined]

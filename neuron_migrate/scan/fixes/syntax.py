@@ -104,3 +104,49 @@ def comparison_needs_parens(root: ast.AST, node: ast.AST) -> bool:
     if isinstance(parent, ast.Call):
         return parent.func is node
     return not isinstance(parent, _LOOSE)
+
+
+def dotted(node: ast.AST) -> str | None:
+    """`use_cuda`, `args.cuda`, `self.use_gpu`: a name or an attribute chain on a name."""
+    parts: list[str] = []
+    while node.__class__ is ast.Attribute:
+        parts.append(node.attr)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    if node.__class__ is not ast.Name:
+        return None
+    parts.append(node.id)  # type: ignore[attr-defined]
+    return ".".join(reversed(parts))
+
+
+def parameter(fn: ast.AST, call: ast.Call, arg: ast.AST, method: bool) -> str | None:
+    """The parameter of `fn` that `arg` of `call` binds; None when it cannot be told (`*args`)."""
+    args: ast.arguments = fn.args  # type: ignore[attr-defined]
+    if arg.__class__ is ast.keyword:
+        name = arg.arg  # type: ignore[attr-defined]
+        known = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        return name if name in known else None  # type: ignore[no-any-return]
+    i = next(i for i, a in enumerate(call.args) if a is arg)
+    if any(a.__class__ is ast.Starred for a in call.args[: i + 1]):
+        return None
+    positional = [*args.posonlyargs, *args.args]
+    if method and call.func.__class__ is ast.Attribute:
+        i += 1  # `obj.f(x)`: x binds the parameter after `self`
+    return positional[i].arg if i < len(positional) else None
+
+
+def bound_method(fn: ast.AST, parent: ast.AST | None) -> bool:
+    """A function defined in a class body and not a staticmethod: `obj.f(x)` binds x after `self`."""
+    return parent.__class__ is ast.ClassDef and not any(
+        d.__class__ is ast.Name and d.id == "staticmethod" for d in fn.decorator_list)  # type: ignore[attr-defined]
+
+
+def defaults(args: ast.arguments) -> list[tuple[str, ast.expr]]:
+    """(parameter, its default) for each parameter that has one."""
+    positional = [*args.posonlyargs, *args.args]
+    out = [(a.arg, d) for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults, strict=True)]
+    return out + [(a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
+
+
+def defaulted(args: ast.arguments, value: ast.AST) -> str | None:
+    """The parameter whose default is `value`."""
+    return next((name for name, d in defaults(args) if d is value), None)

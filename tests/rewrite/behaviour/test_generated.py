@@ -32,6 +32,11 @@ EXTRAS = (
     ("def check():\n    assert torch.cuda.is_available(), \"CUDA needed\"\n    return torch.cuda.get_device_name(0)\n"
      'try:\n    print(check())\nexcept AssertionError as exc:\n    print("no:", exc)\n'),
     'torch.manual_seed(0)\nif torch.cuda.is_available():\n    torch.cuda.manual_seed_all(0)\nprint("r", round(torch.rand(1).item(), 6))\n',
+    'def setup(use_gpu):\n    if use_gpu:\n        print("cap", torch.cuda.get_device_capability())\nsetup(torch.cuda.is_available())\n',
+    ('def pick(gpu=torch.cuda.is_available()):\n    return torch.cuda.get_device_name(0) if gpu else "none"\n'
+     'print("name", pick())\n'),
+    ('if torch.cuda.is_available():\n    torch.backends.cudnn.benchmark = True\nelif len(__file__) > 1:\n    print("fallback")\n'
+     'else:\n    print("other")\n'),
 )
 
 program_text = st.builds(
