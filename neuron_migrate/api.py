@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from os import PathLike
 from pathlib import Path
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
     from neuron_migrate.ruleset.model import RulePack
     from neuron_migrate.scan.result import ScanResult
 
-__all__ = ["check", "check_program", "check_settings", "load", "rewrite", "rewrite_paths", "rewrite_text", "scan",
-           "scan_text", "scan_with_settings"]
+__all__ = ["check", "check_program", "check_settings", "gc_paused", "load", "rewrite", "rewrite_paths", "rewrite_text",
+           "scan", "scan_text", "scan_with_settings"]
 
 PathArg = str | PathLike[str]
 Progress = Callable[[int, int], None]
@@ -125,6 +126,14 @@ def scan(
         result = scan_with_settings(found, settings, pack, use_cache=use_cache, jobs=jobs, progress=progress,
                                     root=Path(root) if root is not None else None)
         return replace(build_report(result, settings, pack), warnings=tuple(result.warnings))
+
+
+def gc_paused() -> AbstractContextManager[None]:
+    """The cyclic collector off for a block that builds many objects and no garbage cycles (a
+    caller rendering a large report); see `scan.engine.gc_paused`."""
+    from neuron_migrate.scan.engine import gc_paused as paused
+
+    return paused()
 
 
 def stdin_name(filename: PathArg | None, cwd: Path | None = None) -> str:

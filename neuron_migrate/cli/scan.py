@@ -60,7 +60,6 @@ def run_scan(
     from neuron_migrate import api
     from neuron_migrate.emit import JUnitGrouping
     from neuron_migrate.errors import NeuronMigrateError
-    from neuron_migrate.scan.engine import gc_paused
 
     grouping = JUnitGrouping(choose("--junit-group", junit_group, tuple(JUnitGrouping)))
     if changed_only:
@@ -87,7 +86,7 @@ def run_scan(
         with ProgressBars(not quiet) as bars:
             report = api.scan(paths, settings=settings, use_cache=use_cache, jobs=jobs, progress=bars.stage("scanning"),
                               root=_display_root(paths))
-    with gc_paused():  # rendering tens of thousands of findings makes no garbage cycles
+    with api.gc_paused():  # rendering tens of thousands of findings makes no garbage cycles
         deliver(report, settings, pack, [(settings.format, output), *extra_outputs], quiet=quiet, junit_group=grouping,
                 show_source=show_source, statistics=statistics)
     return gate(report, settings, pack, quiet=quiet)
