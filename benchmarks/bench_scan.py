@@ -174,8 +174,9 @@ def main() -> None:
                   f"(target <= {COLD_TARGET:g}x): {'met' if median <= COLD_TARGET else 'MISSED'}")
         warm = results["neuron-migrate warm (library, cache)"] / ruff_s
         warm_cli = results["neuron-migrate warm (CLI, cache)"] / ruff_s
-        print(f"warm {warm:.2f}x ruff (target <= {WARM_TARGET:g}x): {'met' if warm <= WARM_TARGET else 'MISSED'}; "
-              f"full CLI {warm_cli:.2f}x")
+        # The target is the repeat scan end to end through the CLI (issue 12); the library call is shown beside it.
+        print(f"warm (CLI) {warm_cli:.2f}x ruff (target <= {WARM_TARGET:g}x): {'met' if warm_cli <= WARM_TARGET else 'MISSED'}; "
+              f"library {warm:.2f}x")
 
 
 if __name__ == "__main__":
