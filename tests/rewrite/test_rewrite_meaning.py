@@ -456,3 +456,13 @@ def test_a_moved_raise_or_fstring_assert_message_stops_saying_cuda() -> None:
     # Only a lone raise is the guard's message; other text under a guard is left alone.
     other = 'import torch\nif torch.cuda.is_available():\n    print("CUDA found")\n    torch.cuda.synchronize()\n'
     assert 'print("CUDA found")' in fixed(other)
+
+
+def test_an_assigned_is_cuda_attribute_gets_no_comparison_written_into_the_assignment() -> None:
+    """timm's loader: `self.is_cuda = torch.cuda.is_available() and device.type == 'cuda'`. The
+    accelerator target's `x.device.type == ...` cannot be an assignment target: the whole file
+    used to be skipped as not parsing."""
+    src = "import torch\nclass L:\n    def __init__(self, device):\n        self.is_cuda = device.type == 'cuda'\n"
+    out = fixed(src, A, unsafe=True)
+    assert "self.is_cuda = device.type == getattr(torch.accelerator.current_accelerator(), 'type', 'no accelerator')" in out
+    assert fixed(src, N, unsafe=True) == src.replace("self.is_cuda", "self.is_neuron").replace("'cuda'", "'neuron'")

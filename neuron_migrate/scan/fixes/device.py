@@ -284,6 +284,8 @@ def is_cuda_attribute(site: Site, span: Span, ctx: FixContext, target: Target) -
         return None
     if target is Target.NEURON:
         return FixResult("Use .is_neuron", (Edit(span, "is_neuron"),))
+    if node.ctx.__class__ is not ast.Load:  # type: ignore[attr-defined]
+        return None  # `self.is_cuda = ...`: a comparison cannot be assigned to (the program's own attribute)
     receiver = ctx.text(node.value)  # type: ignore[attr-defined]
     if "\n" in receiver:
         return None
