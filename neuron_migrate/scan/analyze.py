@@ -1164,7 +1164,9 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
                   if site.kind != "tokens" and not code.startswith(_NOT_CUDA_FAMILY)}
     findings: list[Finding] = []
     for (code, span), (rule, site) in spans.items():
-        if site.kind == "device_strings" and (span in argument_spans or already_listed(site)):
+        if site.kind == "device_strings" and (span in argument_spans or already_listed(site, lines)):
+            continue
+        if site.kind == "qualified_names" and already_listed(site, lines):  # a CUDA table entry's value, ported
             continue
         if site.kind == "tokens":
             if span.line in seen_lines:

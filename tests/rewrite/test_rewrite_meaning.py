@@ -466,3 +466,19 @@ def test_an_assigned_is_cuda_attribute_gets_no_comparison_written_into_the_assig
     out = fixed(src, A, unsafe=True)
     assert "self.is_cuda = device.type == getattr(torch.accelerator.current_accelerator(), 'type', 'no accelerator')" in out
     assert fixed(src, N, unsafe=True) == src.replace("self.is_cuda", "self.is_neuron").replace("'cuda'", "'neuron'")
+
+
+def test_a_torch_cuda_value_of_a_device_type_table_stays_and_gains_a_neuron_entry() -> None:
+    """diffusers' testing_utils: `{"cuda": torch.cuda.empty_cache, ...}`. Renaming the value made the
+    CUDA entry call Neuron's function, and a second run then copied it into a `neuron` entry (not
+    idempotent); the value is table data like its key."""
+    src = ('import torch\nEMPTY = {"cuda": torch.cuda.empty_cache, "cpu": None}\nN = {"cuda": torch.cuda.device_count(), "cpu": 0}\n'
+           'SEED = {"cuda": torch.cuda.manual_seed, "cpu": torch.manual_seed}\n')
+    seeds = {N: '"neuron": torch.neuron.manual_seed', A: '"neuron": torch.manual_seed'}  # a fixer's value, not a rename
+    for target, name in ((N, "torch.neuron"), (A, "torch.accelerator")):
+        once = fixed(src, target, unsafe=True)
+        assert once.splitlines()[1].startswith('EMPTY = {"cuda": torch.cuda.empty_cache, "neuron": ' + name)
+        assert f'N = {{"cuda": torch.cuda.device_count(), "neuron": {name}.device_count(), "cpu": 0}}' in once
+        assert f'SEED = {{"cuda": torch.cuda.manual_seed, {seeds[target]}, "cpu": torch.manual_seed}}' in once
+        assert fixed(once, target, unsafe=True) == once
+        assert not [f for f in scan(once) if f.code.startswith(("NM1", "NM2"))]  # ported: nothing left to report

@@ -8,10 +8,13 @@ accelerator target keeps the CUDA entry too, so the literal name is what it need
 
 A table key gets `"neuron": <what Neuron needs where CUDA had the value>`: a process-group backend
 `"nccl"` becomes `"neuron"` (TorchNeuron's backend), a CUDA device string its `neuron` form
-(`"cuda:0"` the bare `"neuron"`; a kept index is unsafe: see `device.explicit_index`). Other
-plain values (numbers, `torch.float16`, a string that names nothing CUDA) are copied, but only as
-an unsafe fix: that Neuron wants what CUDA wants there is an assumption. A value that is code or
-names something CUDA-specific (`"cudnn"`, `torch.cuda.Stream`) has no automatic fix.
+(`"cuda:0"` the bare `"neuron"`; a kept index is unsafe: see `device.explicit_index`). A
+`torch.cuda` name as the CUDA entry's value stays; the fix of that name's own rule adds the
+`neuron` entry with its rename (`table_value`: `{"cuda": torch.cuda.empty_cache}` gains
+`"neuron": torch.neuron.empty_cache`). Other plain values (numbers, `torch.float16`, a string
+that names nothing CUDA) are copied, but only as an unsafe fix: that Neuron wants what CUDA wants
+there is an assumption. A value that is code or names something CUDA-specific (`"cudnn"`, a
+`torch.cuda` name no rule renames) has no automatic fix.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from neuron_migrate.findings import Edit, Span
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
 from neuron_migrate.scan.fixes.device import drops_index, index_title
 from neuron_migrate.scan.fixes.syntax import parent_of
-from neuron_migrate.scan.matchers.site import Site
+from neuron_migrate.scan.matchers.site import LineIndex, Site
 
 _CONTAINERS = (ast.Tuple, ast.List, ast.Set)
 
@@ -141,25 +144,76 @@ def _table_entry(site: Site, table: ast.Dict, ctx: FixContext) -> FixResult | No
     if key is None or found is None:
         return None
     new, note, unsafe = found
-    k_span, v_span = ctx.span(literal), ctx.span(value)  # type: ignore[arg-type]
+    return FixResult('Add a "neuron" entry beside the CUDA one' + note, (_add_entry(ctx, literal, value, key, new),),
+                     unsafe=unsafe)
+
+
+def _add_entry(ctx: FixContext, key_node: ast.AST, value: ast.AST, key: str, new: str) -> Edit:
+    """The edit that adds `key: new` after the entry `key_node: value`; in a dict written one
+    entry per line, on its own line."""
+    k_span, v_span = ctx.span(key_node), ctx.span(value)
     own_line = ctx.lines.line(k_span.line)
     after = ctx.lines.line(v_span.end_line)[v_span.end_col :]
     indent = own_line[: k_span.col]
     if not indent.strip() and after.strip() == ",":  # one entry per line, a comma after each
         line_end = v_span.end_col + len(after)
-        edit = Edit(Span(v_span.end_line, line_end, v_span.end_line, line_end), f"\n{indent}{key}: {new},")
-    else:
-        edit = ctx.insert_after(value, f", {key}: {new}")
-    return FixResult('Add a "neuron" entry beside the CUDA one' + note, (edit,), unsafe=unsafe)
+        return Edit(Span(v_span.end_line, line_end, v_span.end_line, line_end), f"\n{indent}{key}: {new},")
+    return ctx.insert_after(value, f", {key}: {new}")
 
 
-def already_listed(site: Site) -> bool:
+def table_value(site: Site, lines: LineIndex) -> tuple[ast.Dict, ast.Constant, ast.AST] | None:
+    """(the table, its CUDA key, the value) when the matched name is the value of a table keyed by
+    device type (`{"cuda": torch.cuda.empty_cache}`, `{"cuda": torch.cuda.device_count()}`): the
+    CUDA entry's own value, data like the key. The statement's text is looked at first: most hold
+    no quoted `cuda` key, and the tree is not walked for them."""
+    stmt = site.stmt
+    first, last = stmt.lineno, stmt.end_lineno or stmt.lineno  # type: ignore[attr-defined]
+    text = lines.line(first) if first == last else "\n".join(lines.line(n) for n in range(first, last + 1))
+    if "{" not in text or ('"cuda' not in text and "'cuda" not in text):
+        return None
+    value = site.node
+    parent = parent_of(site.stmt, value)
+    if parent.__class__ is ast.Call and parent.func is value:  # type: ignore[union-attr]
+        value, parent = parent, parent_of(site.stmt, parent)  # type: ignore[assignment]
+    if parent.__class__ is not ast.Dict:
+        return None
+    i = next((i for i, v in enumerate(parent.values) if v is value), None)  # type: ignore[union-attr]
+    key = parent.keys[i] if i is not None else None  # type: ignore[union-attr]
+    if key.__class__ is not ast.Constant or not isinstance(key.value, str) or key.value.partition(":")[0] != "cuda":  # type: ignore[union-attr]
+        return None
+    return parent, key, value  # type: ignore[return-value]
+
+
+def table_value_fix(site: Site, span: Span, ctx: FixContext, fix: FixResult) -> FixResult | None:
+    """`{"cuda": torch.cuda.empty_cache}` -> `{"cuda": torch.cuda.empty_cache, "neuron":
+    torch.neuron.empty_cache}`: the CUDA entry keeps its value, and the `neuron` entry gets the
+    value as `fix` (the rule's fix of the matched name, one edit of its span) would write it."""
+    found = table_value(site, ctx.lines)
+    if found is None or len(fix.edits) != 1 or fix.edits[0].span != span:  # the CUDA value keeps its import
+        return None
+    _table, key_node, value = found
+    key = _spelled_like(ctx, key_node, neuron_entry(key_node.value, "cuda"))
+    text, matched = ctx.text(value), ctx.text(site.node)
+    if key is None or "\n" in text or not text.startswith(matched):
+        return None
+    edit = _add_entry(ctx, key_node, value, key, fix.edits[0].replacement + text[len(matched):])
+    return FixResult('Add a "neuron" entry beside the CUDA one', (edit,), fix.add_imports, unsafe=fix.unsafe)
+
+
+def _has_key(table: ast.Dict, key: str) -> bool:
+    return any(k.__class__ is ast.Constant and k.value == key for k in table.keys)  # type: ignore[union-attr]
+
+
+def already_listed(site: Site, lines: LineIndex) -> bool:
     """The entry's container (or the table it keys, or the table whose value it is) lists the
     `neuron` form too: nothing left to port (and reporting it would make the fix add the entry
     again on every run)."""
     container = container_of(site)
     if container is not None:
         return has_neuron_entry(container, site.literal, site.token)  # type: ignore[arg-type]
+    if site.kind == "qualified_names":
+        found = table_value(site, lines)
+        return found is not None and _has_key(found[0], neuron_entry(found[1].value, "cuda"))
     if site.literal is None:
         return False
     table = parent_of(site.stmt, site.literal)
