@@ -118,7 +118,6 @@ def scan(
     """Scan files and directories: the Report `neuron-migrate scan PATHS` renders. Its `warnings`
     are the notes the CLI prints on stderr (an unreadable ignore file, ...)."""
     from neuron_migrate.pipeline.finalize import build_report
-    from neuron_migrate.scan.engine import gc_paused
 
     found = existing(paths)
     settings, pack = _resolve(found[0], settings, overrides, config)

@@ -20,7 +20,7 @@ from typing import assert_never
 from neuron_migrate.findings import Edit, Fix, FixClass, Span, Target
 from neuron_migrate.ruleset.model import FixKind, Rule, TargetFix
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
-from neuron_migrate.scan.fixes.data import table_value, table_value_fix
+from neuron_migrate.scan.fixes.data import table_value_fix
 from neuron_migrate.scan.fixes.device import device_string
 from neuron_migrate.scan.fixes.registry import FIXERS
 from neuron_migrate.scan.fixes.syntax import block_of, parent_of
@@ -33,8 +33,8 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
     out: list[Fix] = []
     for target, tf in rule.fix.targets.items():
         result = _compute(tf, site, span, ctx, target)
-        if result is not None and site.kind == "qualified_names" and table_value(site, ctx.lines) is not None:
-            result = table_value_fix(site, span, ctx, result)  # the CUDA entry's own value: it stays
+        if result is not None and site.kind == "qualified_names":
+            result = table_value_fix(site, span, ctx, result)  # a CUDA table entry's own value stays
         if result is not None and result.edits:
             cls, title = rule.fix.fix_class, result.title
             if cls is FixClass.SAFE and rule.condition and _leaves_file(site, ctx):

@@ -185,11 +185,14 @@ def table_value(site: Site, lines: LineIndex) -> tuple[ast.Dict, ast.Constant, a
 
 
 def table_value_fix(site: Site, span: Span, ctx: FixContext, fix: FixResult) -> FixResult | None:
-    """`{"cuda": torch.cuda.empty_cache}` -> `{"cuda": torch.cuda.empty_cache, "neuron":
+    """`fix` (the rule's fix of the matched name) where the name is no CUDA table entry's value;
+    where it is, `{"cuda": torch.cuda.empty_cache}` -> `{"cuda": torch.cuda.empty_cache, "neuron":
     torch.neuron.empty_cache}`: the CUDA entry keeps its value, and the `neuron` entry gets the
-    value as `fix` (the rule's fix of the matched name, one edit of its span) would write it."""
+    value as `fix` (one edit of the name's span) would write it; None when it cannot."""
     found = table_value(site, ctx.lines)
-    if found is None or len(fix.edits) != 1 or fix.edits[0].span != span:  # the CUDA value keeps its import
+    if found is None:
+        return fix
+    if len(fix.edits) != 1 or fix.edits[0].span != span:  # the CUDA value keeps its import
         return None
     _table, key_node, value = found
     key = _spelled_like(ctx, key_node, neuron_entry(key_node.value, "cuda"))
@@ -221,11 +224,10 @@ def already_listed(site: Site, lines: LineIndex) -> bool:
         return False
     keys = table.keys  # type: ignore[attr-defined]
     if any(k is site.literal for k in keys):
-        want = neuron_entry(site.literal.value, site.token)  # type: ignore[attr-defined]
-        return any(k.__class__ is ast.Constant and k.value == want for k in keys)
+        return _has_key(table, neuron_entry(site.literal.value, site.token))  # type: ignore[arg-type,attr-defined]
     # `"nccl"` under `"cuda"` in a table that has its `"neuron"` entry: CUDA's own value, ported.
     key = next((k for k, v in zip(keys, table.values, strict=True) if v is site.literal), None)  # type: ignore[attr-defined]
     if key.__class__ is not ast.Constant or not isinstance(key.value, str):  # type: ignore[union-attr]
         return False
     kind, colon, index = key.value.partition(":")  # type: ignore[union-attr]
-    return kind == "cuda" and any(k.__class__ is ast.Constant and k.value == f"neuron{colon}{index}" for k in keys)
+    return kind == "cuda" and _has_key(table, f"neuron{colon}{index}")  # type: ignore[arg-type]
