@@ -482,3 +482,21 @@ def test_a_torch_cuda_value_of_a_device_type_table_stays_and_gains_a_neuron_entr
         assert f'SEED = {{"cuda": torch.cuda.manual_seed, {seeds[target]}, "cpu": torch.manual_seed}}' in once
         assert fixed(once, target, unsafe=True) == once
         assert not [f for f in scan(once) if f.code.startswith(("NM1", "NM2"))]  # ported: nothing left to report
+
+
+def test_a_table_value_is_found_in_a_long_table_in_an_if_header_and_in_a_decorator() -> None:
+    """The table test reads the statement's text only up to the value (an `if` or `with` header's
+    statement is the whole block), and a long statement by its tree; each shape still gains its
+    `neuron` entry."""
+    rows = "".join(f'    "dev{i}": None,\n' for i in range(60))
+    long = f'import torch\nTABLE = {{\n{rows}    "cuda": torch.cuda.empty_cache,\n}}\n'
+    assert '    "cuda": torch.cuda.empty_cache,\n    "neuron": torch.neuron.empty_cache,\n' in fixed(long, N, unsafe=True)
+    header = ('import torch\nif {"cuda": torch.cuda.is_available, "cpu": None}.get(kind):\n'
+              + "".join(f"    x{i} = {i}\n" for i in range(60)))
+    assert '{"cuda": torch.cuda.is_available, "neuron": torch.neuron.is_available, "cpu": None}' in fixed(header, N, unsafe=True)
+    decorated = ('import torch\n@register({"cuda": torch.cuda.synchronize,\n'
+                 '           "cpu": None})\ndef f():\n    pass\n')
+    assert '"cuda": torch.cuda.synchronize, "neuron": torch.neuron.synchronize,' in fixed(decorated, N, unsafe=True)
+    for src in (long, header, decorated):
+        once = fixed(src, N, unsafe=True)
+        assert fixed(once, N, unsafe=True) == once

@@ -161,16 +161,22 @@ def _add_entry(ctx: FixContext, key_node: ast.AST, value: ast.AST, key: str, new
     return ctx.insert_after(value, f", {key}: {new}")
 
 
+_TEXT_TEST_LINES = 40
+
+
 def table_value(site: Site, lines: LineIndex) -> tuple[ast.Dict, ast.Constant, ast.AST] | None:
     """(the table, its CUDA key, the value) when the matched name is the value of a table keyed by
     device type (`{"cuda": torch.cuda.empty_cache}`, `{"cuda": torch.cuda.device_count()}`): the
-    CUDA entry's own value, data like the key. The statement's text is looked at first: most hold
-    no quoted `cuda` key, and the tree is not walked for them."""
-    stmt = site.stmt
-    first, last = stmt.lineno, stmt.end_lineno or stmt.lineno  # type: ignore[attr-defined]
-    text = lines.line(first) if first == last else "\n".join(lines.line(n) for n in range(first, last + 1))
-    if "{" not in text or ('"cuda' not in text and "'cuda" not in text):
-        return None
+    CUDA entry's own value, data like the key. The statement's text up to the value's first line is
+    looked at first (the `{` and the key come before the value): most hold no quoted `cuda` key, and
+    the tree is not walked for them. Not the whole statement: a site in an `if` or `with` header has
+    the whole block as its statement. A long one (a table of thousands of sites) has its parents
+    mapped once instead of its text read again for each site."""
+    first, last = site.stmt_line, site.node.lineno  # type: ignore[attr-defined]
+    if last - first < _TEXT_TEST_LINES:
+        text = lines.line(first) if first == last else "\n".join(lines.line(n) for n in range(first, last + 1))
+        if "{" not in text or ('"cuda' not in text and "'cuda" not in text):
+            return None
     value = site.node
     parent = parent_of(site.stmt, value)
     if parent.__class__ is ast.Call and parent.func is value:  # type: ignore[union-attr]
