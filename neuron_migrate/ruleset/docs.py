@@ -64,6 +64,8 @@ def _match_summary(rule: Rule) -> list[str]:
         else:
             cond = "present"
         parts.append(f"argument {where} of {', '.join(f'`{c}`' for c in arg.call)}: {cond}")
+        if arg.named:
+            parts.append("the same value assigned to a name like " + ", ".join(f"`{n}`" for n in arg.named))
     return parts
 
 

@@ -53,7 +53,7 @@ _RUNTIME_FAMILY = "NM9"  # check's findings: each names its kind
 _LIST_MATCHERS = ("qualified_names", "device_strings", "methods", "attributes", "imports",
                   "env_vars", "files", "tokens", "default_devices")
 _MATCH_KEYS = frozenset(_LIST_MATCHERS) | {"arguments"}
-_ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing", "in_dict"})
+_ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing", "in_dict", "named"})
 _TARGETS = {t.value: t for t in Target}
 _FIX_KEYS = frozenset(_TARGETS) | {"class", "safety"}
 _INVALID_KEYS = frozenset(_TARGETS) | {"code", "count"}
@@ -145,7 +145,10 @@ def _argument(ctx: _Ctx, raw: Any, field: str) -> ArgumentPattern:
         raise ctx.error(f"{field}.in_dict", "expected true or false")
     if in_dict and not values:
         raise ctx.error(f"{field}.in_dict", "`in_dict` needs `values` to look for among the dict's values")
-    return ArgumentPattern(call, keyword, position, values, not_values, missing, in_dict)
+    named = tuple(n.lower() for n in _str_list(ctx, d.get("named", []), f"{field}.named"))
+    if named and not values:
+        raise ctx.error(f"{field}.named", "`named` needs `values`: a name is matched by the value assigned to it")
+    return ArgumentPattern(call, keyword, position, values, not_values, missing, in_dict, named)
 
 
 def _match(ctx: _Ctx, raw: Any, family: str) -> Match:

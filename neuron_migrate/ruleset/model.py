@@ -82,6 +82,12 @@ class ArgumentPattern:
     `not_values` is empty), is not in `not_values`, or, with `missing`, when it is absent. With
     `in_dict`, `values` are looked for among the values of a dict literal given as the argument
     (`device_map={"": 0}`).
+
+    `named`: globs over names (lower case, leading `_` dropped) that hold the argument's value
+    on its way from elsewhere: a module constant, a class field (a config dataclass), a `self.`
+    attribute or an argparse option assigned a matching value (also inside a list, a tuple or a
+    conditional) is matched where the file itself passes that value to no matched call
+    (`DEVICE_MAP = {"": 0}` in a constants module, `self._compile_backend = "inductor"`).
     """
 
     call: tuple[str, ...]
@@ -91,6 +97,7 @@ class ArgumentPattern:
     not_values: tuple[Any, ...] = ()
     missing: bool = False
     in_dict: bool = False
+    named: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from neuron_migrate.scan.aliases import AliasTable
 from neuron_migrate.scan.matchers import arguments as args_m
 from neuron_migrate.scan.matchers import device_strings as dev_m
 from neuron_migrate.scan.matchers import env_vars as env_m
-from neuron_migrate.scan.matchers.arguments import ArgumentTable
+from neuron_migrate.scan.matchers.arguments import ArgumentTable, NamedValueTable
 from neuron_migrate.scan.matchers.device_strings import DeviceStringTable
 from neuron_migrate.scan.matchers.env_vars import EnvVarTable
 from neuron_migrate.scan.matchers.files import FileTable
@@ -52,6 +52,7 @@ class CompiledPack:
     methods: dict[str, tuple[Rule, ...]]
     attributes: dict[str, tuple[Rule, ...]]
     arguments: ArgumentTable
+    named: NamedValueTable  # `match.arguments[].named`: names that carry an argument's value
     imports: ImportTable
     env: EnvVarTable
     files: FileTable
@@ -88,6 +89,7 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         methods=name_table(rules, "methods"),
         attributes=name_table(rules, "attributes"),
         arguments=ArgumentTable(rules),
+        named=NamedValueTable(rules),
         imports=imports,
         env=env,
         files=FileTable(rules),
@@ -136,7 +138,27 @@ _NOT_CHILDREN = frozenset(
 )
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_LITERALS = (ast.Constant, ast.UnaryOp)  # what `arguments.literal_value` may evaluate
+_LITERALS = (ast.Constant, ast.UnaryOp, ast.Dict)  # what `arguments.static_value` may evaluate
+# Class-field declarations whose default is the field's value (dataclasses, attrs, pydantic).
+_FIELD_CALLS = frozenset({"field", "Field", "ib", "attrib"})
+
+
+def _field_default(value: ast.AST) -> ast.AST:
+    """The default of `x: str = field(default="auto")` (also `Field("auto")`), else `value`."""
+    if value.__class__ is not ast.Call:
+        return value
+    func = value.func  # type: ignore[attr-defined]
+    name = func.id if func.__class__ is ast.Name else func.attr if func.__class__ is ast.Attribute else None
+    if name not in _FIELD_CALLS:
+        return value
+    for kw in value.keywords:  # type: ignore[attr-defined]
+        if kw.arg == "default":
+            return kw.value  # type: ignore[no-any-return]
+    if name == "Field" and value.args:  # type: ignore[attr-defined]
+        return value.args[0]  # type: ignore[attr-defined, no-any-return]
+    return value
+
+
 _SCOPE_END = ast.Pass()  # pushed under a function's body: popping it closes the function's scope
 # Calls whose arguments are messages for people (print, logging, warnings, exceptions).
 _MESSAGE_CALLS = frozenset({"print", "exit", "debug", "info", "warning", "warn", "error", "exception",
@@ -149,6 +171,7 @@ _MESSAGE_KEYWORDS = frozenset({"help", "description", "epilog", "usage", "msg", 
 class _Walker:
     def __init__(self, cp: CompiledPack, tree: ast.Module, source: str) -> None:
         self.cp = cp
+        self.tree = tree
         # Matchers whose words the file does not contain cannot match: leave them out of the walk.
         self.devices_on = any(t in source for t in cp.device_words)
         # One lowered copy and a test per word, not one per case form of it (a superset: the
@@ -179,6 +202,10 @@ class _Walker:
         # default is known; each keeps the statement it stands in.
         self.pending: list[tuple[ast.Call, Rule, ArgumentPattern, ast.AST, ast.AST,
                                  tuple[dict[str, ast.AST | None], ...], str, ast.AST, int]] = []
+        # Names assigned a value an argument pattern matches (`named`): (name, rule, where, the
+        # literal, statement, its line); reported unless this file passes the literal to a matched
+        # call or tests values against the name (`x in SUPPORTED_DEVICE_MAP`: a list of choices).
+        self.named: list[tuple[str, Rule, ast.AST, ast.AST, ast.AST, int]] = []
         self.stack: list[ast.AST] = []
         self._prepass(tree.body)
 
@@ -252,10 +279,13 @@ class _Walker:
 
     @staticmethod
     def _remember(table: dict[str, ast.AST | None], name: str, value: ast.AST) -> None:
-        literal = value if args_m.literal_value(value) is not args_m.UNKNOWN else None
+        """`name` stands for the literal `value` (a constant, or a dict of them: `{"": 0}`), or for
+        nothing known once assigned anything else too."""
+        value = _field_default(value)
+        literal = value if args_m.static_value(value) is not args_m.UNKNOWN else None
         if name in table:
             old = table[name]
-            if old is None or literal is None or args_m.literal_value(old) != args_m.literal_value(literal):
+            if old is None or literal is None or args_m.static_value(old) != args_m.static_value(literal):
                 literal = None  # assigned different values: unknown
         table[name] = literal
 
@@ -324,6 +354,10 @@ class _Walker:
             if (target.__class__ is ast.Attribute and target.value.__class__ is ast.Name  # type: ignore[attr-defined]
                     and target.value.id == "self"):  # type: ignore[attr-defined]
                 self._remember(self.fields, target.attr, value)  # type: ignore[attr-defined]
+                if self.cp.named:
+                    self._named(target.attr, node, value)  # type: ignore[attr-defined]
+            elif target.__class__ is ast.Name and not self.scopes and self.cp.named:  # a module constant, a class field
+                self._named(target.id, node, value)  # type: ignore[attr-defined]
             if target.__class__ is ast.Name:
                 # A local assignment shadows the module's constant of the same name, literal or not.
                 scope = self.scopes[-1] if self.scopes else None
@@ -331,6 +365,14 @@ class _Walker:
                     self._remember(scope, target.id, value)
                 if self.env_on and value.__class__ is ast.Dict and env_m.env_like_name(target.id):
                     self._env_dict(value)
+
+    def _named(self, name: str, node: ast.AST, value: ast.AST) -> None:
+        """`node` gives `name` the value `value`; a `named` pattern's value there is a candidate."""
+        for rule, pat in self.cp.named.match(name):
+            for literal in args_m.assigned_literals(_field_default(value)):
+                if args_m.holds_value(pat, literal):
+                    self.named.append((name, rule, node, literal, self.stmt, self.stmt_line))
+                    break
 
     def _subscript_keyword(self, target: ast.AST, value: ast.AST) -> None:
         """`kwargs["load_in_8bit"] = True`: a keyword argument on its way to a call."""
@@ -770,6 +812,10 @@ class _Walker:
             dest = name.replace("-", "_") if name else None
         if isinstance(dest, str):
             self.argparse[dest] = values
+            if self.cp.named:
+                for kw in call.keywords:
+                    if kw.arg in ("default", "const"):
+                        self._named(dest, kw, kw.value)
 
     def _call_env(self, call: ast.Call, fcls: type, leaf: str | None, qn: str | None) -> None:
         if qn is not None:
@@ -940,7 +986,11 @@ class _Walker:
             return
         value_node = arg.value if arg.__class__ is ast.keyword else arg  # type: ignore[attr-defined]
         if pat.in_dict:
-            self._dict_argument(call, rule, pat, arg, value_node, display)
+            if value_node.__class__ in (ast.Name, ast.Attribute):  # `dm = {"": 0}` ... `device_map=dm`
+                scopes = tuple(reversed(self.scopes))
+                self.pending.append((call, rule, pat, arg, value_node, scopes, display, self.stmt, self.stmt_line))
+            else:
+                self._dict_argument(call, rule, pat, arg, value_node, display)
             return
         if value_node.__class__ is ast.IfExp and (pat.values or pat.not_values):
             # `device_map="auto" if quantize else None`: either branch may be the value.
@@ -998,15 +1048,45 @@ class _Walker:
         for call, rule, pat, arg, value_node, scopes, display, stmt, stmt_line in self.pending:
             self.stmt, self.stmt_line = stmt, stmt_line  # the finding's statement is the call's
             for literal in self._variable(value_node, scopes):
+                if pat.in_dict:
+                    value = next((v for v in map(args_m.literal_value, args_m.dict_value_nodes(literal))
+                                  if v is not args_m.UNKNOWN and args_m.value_matches(pat, v)), args_m.UNKNOWN)
+                    if value is not args_m.UNKNOWN:
+                        self._report_argument(call, rule, arg, value_node, value, display, literal)
+                        break
+                    continue
                 value = args_m.literal_value(literal)
                 if args_m.value_matches(pat, value):
                     self._report_argument(call, rule, arg, value_node, value, display, literal)
                     break
+        if self.named:
+            # A value this file passes to a matched call is reported there; the others go elsewhere.
+            passed = {id(site.literal) for _, site in self.sites if site.literal is not None}
+            left = [c for c in self.named if id(c[3]) not in passed]
+            choices = _membership_names(self.tree) if left else set()
+            for name, rule, node, literal, stmt, stmt_line in left:
+                if name not in choices:
+                    self.stmt, self.stmt_line = stmt, stmt_line
+                    self._report(rule, "assigned", node, "", literal=literal)
 
     def _report(self, rule: Rule, kind: str, node: ast.AST, symbol: str, **extra: object) -> Site:
         site = Site(kind, node, symbol, self.stmt, self.stmt_line, **extra)  # type: ignore[arg-type]
         self.sites.append((rule, site))
         return site
+
+
+def _membership_names(tree: ast.AST) -> set[str]:
+    """The names (or attributes' last names) that values are tested against with `in`."""
+    out = set()
+    for node in ast.walk(tree):
+        if node.__class__ is ast.Compare:
+            for op, right in zip(node.ops, node.comparators, strict=True):  # type: ignore[attr-defined]
+                if op.__class__ in (ast.In, ast.NotIn):
+                    if right.__class__ is ast.Name:
+                        out.add(right.id)  # type: ignore[attr-defined]
+                    elif right.__class__ is ast.Attribute:
+                        out.add(right.attr)  # type: ignore[attr-defined]
+    return out
 
 
 # Node class -> (kind, expression fields, handler, block fields in reverse order of visit).
@@ -1124,7 +1204,8 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
     # computes none.
     fix_roots = cp.fix_roots if any(rule.fix.fix_class in _FIXABLE for rule, _ in walker.sites) else ()
     if parsed.sparse is not None and not parse_m.complete(parsed.sparse, walker.aliases, cp.regions, fix_roots,
-                                                          (*walker.assigned, *walker.defaulted)):
+                                                          (*walker.assigned, *walker.defaulted,
+                                                           *(c[0] for c in walker.named))):
         tree = parse_m.parse_whole(source, path)
         walker = _walk(cp, tree, source)
     if not walker.sites:
@@ -1173,8 +1254,10 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
                 continue
             seen_lines.add(span.line)
         symbol = site.symbol or _symbol(site, lines)
-        fixes = fixes_for(rule, site, span, ctx) if rule.fix.fix_class in _FIXABLE else ()
         fix_class = rule.fix.fix_class
+        if site.kind == "assigned":  # the fix belongs where the value is passed, which is elsewhere
+            fix_class = FixClass.MANUAL
+        fixes = fixes_for(rule, site, span, ctx) if fix_class in _FIXABLE else ()
         message = rule.render_message(symbol)
         if fixes and fix_class is FixClass.SAFE and all(f.applicability is FixClass.UNSAFE for f in fixes):
             fix_class = FixClass.UNSAFE  # this site's fix relies on what it cannot see (fixes.bindings)

@@ -87,8 +87,9 @@ def complete(sparse: SparseTree, aliases: AliasTable, gate: RegionGate, fix_root
              assigned: Collection[str] = ()) -> bool:
     """Whether the walk of the partial tree saw everything the whole tree would have shown it:
     no skipped function uses a name an import binds to a token's module that the text scan did
-    not see, nor a module-level name assigned a CUDA reference (`assigned`: `_ctx =
-    torch._C._CUDAGreenContext`, each use is a finding); the file star-imports no module with a
+    not see, nor a name whose uses decide findings (`assigned`: a module-level name assigned a
+    CUDA reference, `_ctx = torch._C._CUDAGreenContext`, each use is a finding; a name holding an
+    argument's value, passed on or tested against here); the file star-imports no module with a
     name a rule matches; and no module root a fix may have to import (`fix_roots`) is read only
     in skipped text."""
     if not gate.star_modules.isdisjoint(aliases.stars):

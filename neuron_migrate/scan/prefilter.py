@@ -218,6 +218,11 @@ def _argument(arg: ArgumentPattern, common_roots: frozenset[str]) -> list[tuple[
     for call in arg.call:
         callee = _literal(call[1:]) if call.startswith(".") else _dotted(call, common_roots)
         out += [(frozenset(callee | keyword | value), frozenset(value)) for value in values]
+    for glob in arg.named:  # `PIN_MEMORY = True`, `self._compile_backend = "inductor"`: the name's
+        # literal run as written in lower or upper case, inside a longer name too; and the value
+        for run in _literal(glob):
+            for spelled in dict.fromkeys((run.text, run.text.upper())):
+                out += [(frozenset({Token(spelled)} | value), frozenset(value)) for value in values]
     return out
 
 

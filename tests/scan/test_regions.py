@@ -627,3 +627,26 @@ def test_import_statements_are_read_by_their_text() -> None:
         ("local", None, "relative"), ("", None, "unread"), ("", None, "unread")]
     assert regions._imports("from torch.cuda import *\n", {"torch.cuda"}) is None
     assert regions._imports("x = 'import *'\n", {"torch.cuda"}) is None  # no module: unreadable
+
+
+def test_a_named_value_used_or_tested_in_a_skipped_function_parses_the_file_whole(
+        pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name holding an argument's value (`named`) is reported unless the file passes it to a
+    matched call or tests values against it; where that happens in a function the text gate
+    would skip, the file is parsed whole, so both ways agree."""
+    source = src("""
+        DEVICE_MAPS = ["auto", "balanced"]
+        BACKEND = "inductor"
+
+        FILLER
+
+        def check(name):
+            return name in DEVICE_MAPS
+
+        def relay():
+            return BACKEND
+        """)
+    found = both(pack, source, monkeypatch)
+    # The list of choices is tested against: not reported; the backend leaves through `relay`.
+    assert [(f.code, f.span.line) for f in found] == [("NM502", 2)]
+    assert sparse_tree(pack, source) is not None  # the split itself was possible

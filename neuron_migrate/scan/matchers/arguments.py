@@ -108,6 +108,64 @@ def literal_value(node: ast.AST) -> Any:
     return UNKNOWN
 
 
+class NamedValueTable:
+    """The argument patterns with `named` globs: which a name holding the argument's value matches."""
+
+    __slots__ = ("_patterns", "_cache")
+
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        self._patterns = [(compile_glob(g), rule, pat) for rule in rules for pat in rule.match.arguments
+                          for g in pat.named]
+        self._cache: dict[str, list[Candidate]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._patterns)
+
+    def match(self, name: str) -> list[Candidate]:
+        key = name.lower().lstrip("_")
+        hit = self._cache.get(key)
+        if hit is None:
+            found = {(rule.code, id(pat)): (rule, pat) for rx, rule, pat in self._patterns if rx.match(key)}
+            hit = self._cache[key] = list(found.values())
+        return hit
+
+
+def assigned_literals(value: ast.AST) -> list[ast.AST]:
+    """The literals a name assigned `value` may hold: the value, each branch of a conditional,
+    each element of a list or tuple of options (`[{"": 0}, "auto"]`)."""
+    out: list[ast.AST] = []
+    for branch in branches(value):
+        if branch.__class__ in (ast.List, ast.Tuple):
+            out += [b for e in branch.elts for b in branches(e)]  # type: ignore[attr-defined]
+        else:
+            out.append(branch)
+    return out
+
+
+def holds_value(pat: ArgumentPattern, literal: ast.AST) -> bool:
+    """Whether `literal` is a value `pat` matches (for `in_dict`, one of its dict's values)."""
+    if pat.in_dict:
+        return any(value_matches(pat, v) for v in map(literal_value, dict_value_nodes(literal)) if v is not UNKNOWN)
+    value = literal_value(literal)
+    return value is not UNKNOWN and value_matches(pat, value)
+
+
+def static_value(node: ast.AST) -> Any:
+    """`literal_value`, or for a device-map-like dict of literals (`{"": 0}`, `dict(a=1)`) a
+    hashable form of its items: what a variable may be remembered as; UNKNOWN otherwise."""
+    value = literal_value(node)
+    if value is not UNKNOWN or node.__class__ not in (ast.Dict, ast.Call):
+        return value
+    if node.__class__ is ast.Dict:
+        keys = [literal_value(k) if k is not None else UNKNOWN for k in node.keys]  # type: ignore[attr-defined]
+    else:
+        keys = [kw.arg for kw in node.keywords] if dict_value_nodes(node) else [UNKNOWN]  # type: ignore[attr-defined, union-attr]
+    values = [literal_value(v) for v in dict_value_nodes(node)]
+    if not values or UNKNOWN in keys or UNKNOWN in values or len(values) != len(keys):
+        return UNKNOWN
+    return ("dict", tuple(zip(keys, values, strict=True)))
+
+
 def same_value(a: Any, b: Any) -> bool:
     """YAML `true` must not equal source `1`: bools compare only with bools."""
     if (a.__class__ is bool) != (b.__class__ is bool):

@@ -1,0 +1,100 @@
+"""Values on their way to a call in another file (issue 12, "values that arrive from elsewhere"):
+a config dataclass field, a module constant, a `self.` attribute or an argparse option holding a
+value an argument rule matches (`named` in the rule table) is reported where it is assigned,
+unless this file passes it to the call itself (then the call is the site, once). The cases are
+written for these tests, shaped like HF fine-tuning scripts and deepspeed-style accelerators."""
+
+from __future__ import annotations
+
+import textwrap
+
+from neuron_migrate.ruleset.load import load_pack
+from neuron_migrate.scan.analyze import analyze_source
+
+PACK = load_pack()
+
+
+def found(code: str) -> list[tuple[int, str, str]]:
+    return [(f.span.line, f.code, f.fix_class.value) for f in analyze_source(textwrap.dedent(code).lstrip("\n"), "m.py", PACK)]
+
+
+def test_a_dataclass_field_default_reaches_the_call_that_reads_it() -> None:
+    lines = found("""
+        from dataclasses import dataclass, field
+        from transformers import AutoModelForCausalLM
+
+        @dataclass
+        class ScriptArguments:
+            device_map: str = field(default="auto", metadata={"help": "placement"})
+            load_in_8bit: bool = field(default=True)
+
+        def load(args: ScriptArguments):
+            return AutoModelForCausalLM.from_pretrained("m", device_map=args.device_map, load_in_8bit=args.load_in_8bit)
+        """)
+    # Passed on in this file: reported once, at the call, with the field's value.
+    assert [(line, code) for line, code, _ in lines] == [(10, "NM717"), (10, "NM710")]
+
+
+def test_a_value_passed_on_elsewhere_is_reported_where_it_is_assigned_with_no_fix() -> None:
+    lines = found("""
+        from dataclasses import dataclass
+
+        DEVICE_MAP = {"": 0}
+        DEVICE_MAP_OPTIONS = [{"": 0}, "auto"]
+
+        class CudaAccelerator:
+            def __init__(self):
+                self._compile_backend = "inductor"
+
+        @dataclass
+        class ModelConfig:
+            load_in_4bit: bool = True
+            pin_memory: bool = True
+            device_map: str = "sequential" if True else None
+        """)
+    assert lines == [(3, "NM721", "manual"), (4, "NM717", "manual"), (4, "NM721", "manual"),
+                     (8, "NM502", "manual"), (12, "NM710", "manual"), (13, "NM105", "manual"),
+                     (14, "NM717", "manual")]
+
+
+def test_argparse_options_default_and_const_carry_a_compile_backend() -> None:
+    lines = found("""
+        import argparse
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--compile", nargs="?", const="inductor", default=None)
+        parser.add_argument("--device-map", default="auto")
+        """)
+    assert [(line, code) for line, code, _ in lines] == [(4, "NM502"), (5, "NM717")]
+
+
+def test_names_that_only_label_list_or_hold_other_values_stay_silent() -> None:
+    assert found("""
+        SUPPORTED_DEVICE_MAP = ["balanced"]
+
+        class InductorError(Exception):
+            backend_name = "inductor"
+
+        DEVICE_MAP = {"": "cpu"}
+        PIN_MEMORY = False
+        BACKEND = "eager"
+
+        def check(device_map):
+            if device_map not in SUPPORTED_DEVICE_MAP:
+                raise ValueError(device_map)
+
+        def run():
+            backend = "inductor"  # a local: the file shows where it goes
+            return backend
+        """) == []
+
+
+def test_a_local_dict_reaches_device_map_through_its_name() -> None:
+    lines = found("""
+        from transformers import AutoModelForCausalLM
+
+        def load(name):
+            device_map = {"": 0}
+            return AutoModelForCausalLM.from_pretrained(name, device_map=device_map)
+        """)
+    assert [(line, code) for line, code, _ in lines] == [(5, "NM721")]
