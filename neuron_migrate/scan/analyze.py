@@ -1048,15 +1048,8 @@ class _Walker:
         for call, rule, pat, arg, value_node, scopes, display, stmt, stmt_line in self.pending:
             self.stmt, self.stmt_line = stmt, stmt_line  # the finding's statement is the call's
             for literal in self._variable(value_node, scopes):
-                if pat.in_dict:
-                    value = next((v for v in map(args_m.literal_value, args_m.dict_value_nodes(literal))
-                                  if v is not args_m.UNKNOWN and args_m.value_matches(pat, v)), args_m.UNKNOWN)
-                    if value is not args_m.UNKNOWN:
-                        self._report_argument(call, rule, arg, value_node, value, display, literal)
-                        break
-                    continue
-                value = args_m.literal_value(literal)
-                if args_m.value_matches(pat, value):
+                if args_m.holds_value(pat, literal):  # a literal, or for `in_dict` a dict of them
+                    value = args_m.literal_value(literal)
                     self._report_argument(call, rule, arg, value_node, value, display, literal)
                     break
         if self.named:
