@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from neuron_migrate.findings import Finding, FixClass, Span, Target
 from neuron_migrate.ruleset.model import ArgumentPattern, FixKind, Rule, RulePack
@@ -36,6 +37,9 @@ from neuron_migrate.scan.matchers.site import LineIndex, Site
 from neuron_migrate.scan.matchers.tokens import TokenTable, first_words
 from neuron_migrate.scan.prefilter import pattern_requirements, pattern_values
 from neuron_migrate.scan.regions import RegionGate
+
+if TYPE_CHECKING:
+    from neuron_migrate.scan.fixes.flow import Flow
 
 __all__ = ["CompiledPack", "analyze_file_path", "analyze_source", "compile_pack"]
 
@@ -206,6 +210,9 @@ class _Walker:
         # literal, statement, its line); reported unless this file passes the literal to a matched
         # call or tests values against the name (`x in SUPPORTED_DEVICE_MAP`: a list of choices).
         self.named: list[tuple[str, Rule, ast.AST, ast.AST, ast.AST, int]] = []
+        # Attributes whose value an argument was looked up in (`backend=self.mode`): every method
+        # that assigns one decides it (`fields` are file-wide), skipped or not.
+        self.field_reads: set[str] = set()
         self.stack: list[ast.AST] = []
         self._prepass(tree.body)
 
@@ -1040,6 +1047,7 @@ class _Walker:
             options = self.argparse.get(node.attr)  # type: ignore[attr-defined]
             if options is not None:
                 return options
+            self.field_reads.add(node.attr)  # type: ignore[attr-defined]
             found = self.fields.get(node.attr)  # type: ignore[attr-defined]
             return [found] if found is not None else []
         return []
@@ -1196,14 +1204,21 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
     # Where a module root is read only matters to fixes: a file with no site of a fixable rule
     # computes none.
     fix_roots = cp.fix_roots if any(rule.fix.fix_class in _FIXABLE for rule, _ in walker.sites) else ()
-    if parsed.sparse is not None and not parse_m.complete(parsed.sparse, walker.aliases, cp.regions, fix_roots,
-                                                          (*walker.assigned, *walker.defaulted,
-                                                           *(c[0] for c in walker.named))):
-        tree = parse_m.parse_whole(source, path)
+    sparse = parsed.sparse
+    if sparse is not None and not parse_m.complete(sparse, walker.aliases, cp.regions, fix_roots,
+                                                   (*walker.assigned, *walker.defaulted, *walker.field_reads,
+                                                    *(c[0] for c in walker.named))):
+        tree, sparse = parse_m.parse_whole(source, path), None
         walker = _walk(cp, tree, source)
     if not walker.sites:
         return []
-    return _findings(walker, tree, source, path, cell)
+    found, flow = _findings(walker, tree, source, path, cell)
+    if sparse is not None and flow is not None and any(sparse.hides(name) for name in flow.looked_up):
+        # A condition's value was followed to functions, callers or readers by name, and one of
+        # those names is written in a function left out: follow it through the whole file.
+        tree = parse_m.parse_whole(source, path)
+        found, _ = _findings(_walk(cp, tree, source), tree, source, path, cell)
+    return found
 
 
 def _walk(cp: CompiledPack, tree: ast.Module, source: str) -> _Walker:
@@ -1213,7 +1228,9 @@ def _walk(cp: CompiledPack, tree: ast.Module, source: str) -> _Walker:
     return walker
 
 
-def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: int | None) -> list[Finding]:
+def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
+              cell: int | None) -> tuple[list[Finding], Flow | None]:
+    """The findings of the walk's sites, and the value flow their fixes consulted (None if none)."""
     from neuron_migrate.scan.fixes.compute import (  # only files with a match pay for it
         FixContext,
         fixes_for,
@@ -1280,7 +1297,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str, cell: i
 
         findings = settle(findings, tree, lines, Target)
     findings.sort(key=lambda f: (f.span.line, f.span.col, f.code))
-    return findings
+    return findings, ctx.flow_consulted
 
 
 def _symbol(site: Site, lines: LineIndex) -> str:

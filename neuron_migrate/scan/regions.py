@@ -59,6 +59,7 @@ _FROM = re.compile(r"from[ \t]+([\w.]+)[ \t]+$")
 _COMMENT = re.compile(r"#[^\n]*")
 _NAME_RUN = re.compile(r"\w+", re.ASCII)
 _COMMENT_LINE = re.compile(r"\n[ \t]*#[^\n]*")
+_SELF_ATTRIBUTE = re.compile(r"\bself\.\w+[^\n=]*=(?!=)")  # an assignment to an attribute of `self`
 _SPACES = bytes(c if chr(c) in WORD_STR else 32 for c in range(256))  # bytes.translate: non-word -> " "
 _WORD_BYTES = frozenset(_SPACES) - {32}
 _NOT_STATEMENT = frozenset(" \t\f\n#)]}'\"")  # first characters that start no statement line
@@ -247,6 +248,9 @@ class RegionGate:
         needed = {t for req in met for t in req}
         inside: dict[_Need, set[int]] = {}
         in_context: set[_Need] = set()  # values the context holds: module constants, argparse defaults
+        # Methods that may set the value as an attribute (`self.mode = "inductor"`): attributes are
+        # file-wide, so another method's `backend=self.mode` reads it; both are parsed.
+        setters: set[int] = set()
         for t in needed:
             holders, outside = others[t] if t in others else where(self.plain[t])
             held = holders & candidates
@@ -254,6 +258,11 @@ class RegionGate:
                 inside[t] = held
             if t.value and (outside or len(held) < len(holders)):
                 in_context.add(t)
+            elif t.value and held:
+                setting = {i for i in held if _SELF_ATTRIBUTE.search(code, regions[i].start, regions[i].end)}
+                if setting:
+                    in_context.add(t)
+                    setters |= setting
         # Per candidate region, the tokens of met requirements it spells or hides behind a name.
         here: dict[int, set[_Need]] = {}
         for t, holders in inside.items():
@@ -274,7 +283,7 @@ class RegionGate:
                 needing.setdefault(t, []).append(req)
         keep = {i for i, tokens in here.items()
                 if any(all(u in tokens or u in in_context for u in req) for t in tokens for req in needing[t])}
-        return [regions[i] for i in sorted(candidates - keep)]
+        return [regions[i] for i in sorted(candidates - keep - setters)]
 
 
 def _needles(t: _Need) -> tuple[bytes, ...]:

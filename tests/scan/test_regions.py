@@ -650,3 +650,43 @@ def test_a_named_value_used_or_tested_in_a_skipped_function_parses_the_file_whol
     # The list of choices is tested against: not reported; the backend leaves through `relay`.
     assert [(f.code, f.span.line) for f in found] == [("NM502", 2)]
     assert sparse_tree(pack, source) is not None  # the split itself was possible
+
+
+@pytest.mark.parametrize("order", [("set", "use"), ("use", "set"), ("set", "other", "use"), ("use", "other", "set"),
+                                   ("wrapped", "use"), ("other", "use")])
+def test_an_attribute_set_in_one_method_reaches_an_argument_in_another(
+        pack: RulePack, monkeypatch: pytest.MonkeyPatch, order: tuple[str, ...]) -> None:
+    """`self.mode = "inductor"` in one method and `backend=self.mode` in another: attributes are
+    file-wide, so the method that sets the value and any other that assigns the attribute decide
+    the finding. The partial parse used to skip the setter (it holds no `compile`) and the user
+    (the value was in no context), and lost the finding."""
+    methods = {
+        "set": '    def setup(self):\n        self.mode = "inductor"\n',
+        "wrapped": '    def setup(self):\n        self.mode = (\n            "inductor"\n        )\n',
+        "other": '    def reset(self):\n        self.mode = "eager"\n',
+        "use": "    def build(self, m):\n        return torch.compile(m, backend=self.mode)\n",
+    }
+    source = src("import torch\n\nFILLER\n\nclass Engine:\n" + "\n".join(methods[k] for k in order))
+    codes = {f.code for f in both(pack, source, monkeypatch)}
+    # One value assigned: the backend is Inductor. Two different values: unknown, so no finding.
+    assert ("NM502" in codes) is ("other" not in order and ("set" in order or "wrapped" in order))
+
+
+def test_a_condition_followed_into_a_skipped_caller_parses_the_file_whole(
+        pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch's numa/binding.py: `def _get_gpu_count(): return torch.cuda.device_count()`. Whether
+    its fix is safe depends on the callers (`fixes.flow`), which sit in functions without a CUDA
+    word; the partial parse used to drop them and call the fix safe."""
+    source = src("""
+        import torch
+
+        FILLER
+
+        def _get_gpu_count() -> int:
+            return torch.cuda.device_count()
+
+        def report(sink):
+            sink.publish(_get_gpu_count())
+        """)
+    found = [f for f in both(pack, source, monkeypatch) if f.code == "NM202"]
+    assert [f.fix_class.value for f in found] == ["unsafe"]

@@ -22,6 +22,7 @@ from neuron_migrate.ruleset.model import FixKind, Rule, TargetFix
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
 from neuron_migrate.scan.fixes.data import table_value_fix
 from neuron_migrate.scan.fixes.device import device_string
+from neuron_migrate.scan.fixes.flow import decided_here
 from neuron_migrate.scan.fixes.registry import FIXERS
 from neuron_migrate.scan.fixes.syntax import block_of, parent_of
 from neuron_migrate.scan.matchers.site import Site
@@ -59,36 +60,12 @@ def _through_rebound_name(site: Site, ctx: FixContext) -> bool:
 def _leaves_file(site: Site, ctx: FixContext) -> bool:
     """The condition's value reaches code this file does not show (`flow`)."""
     node = site.node
-    if _tested_by(site.stmt, node):
+    if decided_here(site.stmt, node):
         return False  # the common case, decided without mapping the file
     parent = parent_of(ctx.tree, node)
     if parent.__class__ is ast.Call and parent.func is node:  # type: ignore[union-attr]
         node = parent  # the value is the call's: `torch.cuda.is_available()`
     return ctx.flow.leaves_file(node)
-
-
-def _tested_by(stmt: ast.AST, node: ast.AST) -> bool:
-    """`node` (or its call) is the test of the `if`, `while` or `assert` it stands in, alone or
-    under `and`/`or`/`not` and comparisons: the value decides that statement and goes nowhere else
-    (`flow` comes to the same answer by walking up from it)."""
-    if stmt.__class__ not in (ast.If, ast.While, ast.Assert):
-        return False
-    todo = [stmt.test]  # type: ignore[attr-defined]
-    while todo:
-        expr = todo.pop()
-        if expr is node:
-            return True
-        cls = expr.__class__
-        if cls is ast.BoolOp:
-            todo += expr.values  # type: ignore[attr-defined]
-        elif cls is ast.Compare:
-            todo.append(expr.left)  # type: ignore[attr-defined]
-            todo += expr.comparators  # type: ignore[attr-defined]
-        elif cls is ast.UnaryOp and expr.op.__class__ is ast.Not:  # type: ignore[attr-defined]
-            todo.append(expr.operand)  # type: ignore[attr-defined]
-        elif cls is ast.Call and expr.func is node:  # type: ignore[attr-defined]
-            return True
-    return False
 
 
 def _compute(tf: TargetFix, site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:

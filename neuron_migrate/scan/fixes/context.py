@@ -63,6 +63,11 @@ class FixContext:
             self._flow = Flow(self.tree)
         return self._flow
 
+    @property
+    def flow_consulted(self) -> Flow | None:
+        """The flow, if a fix asked it anything (its `looked_up` names)."""
+        return self._flow
+
     def span(self, node: ast.AST) -> Span:
         return self.lines.span(node)
 

@@ -33,6 +33,10 @@ class Flow:
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
         self.program = _runs_as_program(tree)
+        # The names looked up file-wide (functions, their callers, readers of a name or attribute),
+        # by their last part: where the tree lacks some functions (`scan.regions`), the answer
+        # holds only if none of them is written in those.
+        self.looked_up: set[str] = set()
 
     @cached_property
     def _index(self) -> tuple[dict[str, list[ast.AST]], dict[str, list[ast.Call]], dict[str, list[ast.AST]]]:
@@ -53,6 +57,10 @@ class Flow:
                 if key is not None:
                     loads[key].append(node)
         return functions, calls, loads
+
+    def _lookup(self, table: int, key: str) -> list[ast.AST]:
+        self.looked_up.add(key.rpartition(".")[2])
+        return self._index[table].get(key, [])  # type: ignore[return-value]
 
     def leaves_file(self, value: ast.AST) -> bool:
         """Whether the value of `value` can reach code outside this file."""
@@ -107,7 +115,7 @@ class Flow:
         if func.__class__ is ast.Attribute and func.attr in _LOGGED:  # type: ignore[attr-defined]
             return False
         name = _callee(call)
-        defs = self._index[0].get(name or "", [])
+        defs = self._lookup(0, name) if name else []
         if not defs:
             return True  # a function of another module
         for fn in defs:
@@ -125,7 +133,7 @@ class Flow:
         if scope is None or scope.__class__ is ast.ClassDef or "." in key:
             if not self.program:
                 return True
-            uses = self._index[2].get(key, [])
+            uses = self._lookup(2, key)
         else:
             uses = self._uses_in(scope, key)
         return any(self._leaves(u, depth + 1, seen) for u in uses)
@@ -137,7 +145,7 @@ class Flow:
         name: str = fn.name  # type: ignore[attr-defined]
         if not self.program and not name.startswith("_"):
             return True  # another module may call it
-        return any(self._leaves(c, depth + 1, seen) for c in self._index[1].get(name, []))
+        return any(self._leaves(c, depth + 1, seen) for c in self._lookup(1, name))
 
     def _parent(self, node: ast.AST) -> ast.AST | None:
         return parent_of(self.tree, node)
@@ -153,7 +161,7 @@ class Flow:
         return bound_method(fn, self._parent(fn))
 
     def _uses_in(self, scope: ast.AST, key: str) -> list[ast.AST]:
-        return [n for n in self._index[2].get(key, []) if self._within(n, scope)]
+        return [n for n in self._lookup(2, key) if self._within(n, scope)]
 
     def _within(self, node: ast.AST, scope: ast.AST) -> bool:
         parent = self._parent(node)
@@ -162,6 +170,31 @@ class Flow:
                 return True
             parent = self._parent(parent)
         return False
+
+
+def decided_here(stmt: ast.AST, node: ast.AST) -> bool:
+    """`node` (or its call) is the test of the `if`, `while` or `assert` it stands in, alone or
+    under `and`/`or`/`not` and comparisons: the value decides that statement and goes nowhere else
+    (`Flow.leaves_file` comes to the same answer by walking up from it, without the file's other
+    functions: the only answer a partially parsed file can give)."""
+    if stmt.__class__ not in (ast.If, ast.While, ast.Assert):
+        return False
+    todo = [stmt.test]  # type: ignore[attr-defined]
+    while todo:
+        expr = todo.pop()
+        if expr is node:
+            return True
+        cls = expr.__class__
+        if cls is ast.BoolOp:
+            todo += expr.values  # type: ignore[attr-defined]
+        elif cls is ast.Compare:
+            todo.append(expr.left)  # type: ignore[attr-defined]
+            todo += expr.comparators  # type: ignore[attr-defined]
+        elif cls is ast.UnaryOp and expr.op.__class__ is ast.Not:  # type: ignore[attr-defined]
+            todo.append(expr.operand)  # type: ignore[attr-defined]
+        elif cls is ast.Call and expr.func is node:  # type: ignore[attr-defined]
+            return True
+    return False
 
 
 def _callee(call: ast.Call) -> str | None:

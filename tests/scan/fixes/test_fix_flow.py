@@ -1,4 +1,4 @@
-"""`fixes.flow` and the shortcut in front of it (`compute._tested_by`): a condition that is an
+"""`fixes.flow` and the shortcut in front of it (`flow.decided_here`): a condition that is an
 `if`/`while`/`assert` test, alone or under `and`/`or`/`not` and comparisons, decides that statement
 only; the shortcut must agree with the walk up the file's tree wherever it answers."""
 
@@ -8,8 +8,7 @@ import ast
 
 import pytest
 
-from neuron_migrate.scan.fixes.compute import _tested_by
-from neuron_migrate.scan.fixes.flow import Flow
+from neuron_migrate.scan.fixes.flow import Flow, decided_here
 
 CONDITIONS = [
     ("if torch.cuda.is_available():\n    pass\n", True),
@@ -34,7 +33,7 @@ def test_the_shortcut_answers_only_where_the_walk_says_the_value_stays(src: str,
     tree = ast.parse("import torch\n" + src)
     stmt = tree.body[1]
     node = _condition(stmt)
-    assert _tested_by(stmt, node) is shortcut
+    assert decided_here(stmt, node) is shortcut
     call = next(n for n in ast.walk(stmt) if isinstance(n, ast.Call) and n.func is node)
     if shortcut:
         assert Flow(tree).leaves_file(call) is False
