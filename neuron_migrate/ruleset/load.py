@@ -51,7 +51,7 @@ _RULE_KEYS = frozenset(_RULE_REQUIRED) | {"status", "since", "kind", "default", 
 _RUNTIME_KEYS = ("kind", "ends_run", "hotspot")  # only NM9xx rules (check's findings) have these
 _RUNTIME_FAMILY = "NM9"  # check's findings: each names its kind
 _LIST_MATCHERS = ("qualified_names", "device_strings", "methods", "attributes", "imports",
-                  "env_vars", "files", "tokens", "default_devices")
+                  "env_vars", "files", "tokens", "default_devices", "project_modules")
 _MATCH_KEYS = frozenset(_LIST_MATCHERS) | {"arguments"}
 _ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing", "in_dict", "named"})
 _TARGETS = {t.value: t for t in Target}
@@ -273,13 +273,19 @@ def _rule(ctx: _Ctx, raw: Any, index: int, file_family: str | None, fixers: froz
         raise ctx.error(runtime_only[0], f"only NM9xx runtime rules have `{runtime_only[0]}`")
     else:
         kind = ""
+    match = _match(ctx, d["match"], family)
+    project = _project(ctx, d.get("project", ""))
+    if bool(match.project_modules) != (project == "kernel-module"):
+        raise ctx.error("project", "`match.project_modules` and `project: kernel-module` go together")
+    if not all(CODE_RE.match(c) for c in match.project_modules):
+        raise ctx.error("match.project_modules", "expected rule codes (NM + 3 digits)")
     return Rule(
         code=code,
         name=name,
         title=_str(ctx, d["title"], "title"),
         category=category,
         severity=_enum(ctx, Severity, d["severity"], "severity"),
-        match=_match(ctx, d["match"], family),
+        match=match,
         fix=fix,
         message=_str(ctx, d["message"], "message"),
         why=_str(ctx, d["why"], "why"),
@@ -292,7 +298,7 @@ def _rule(ctx: _Ctx, raw: Any, index: int, file_family: str | None, fixers: froz
         status=_enum(ctx, Status, d.get("status", "stable"), "status"),
         since=_str(ctx, str(d.get("since", "0.1.0")), "since"),
         default=_bool(ctx, d.get("default", True), "default"),
-        project=_project(ctx, d.get("project", "")),
+        project=project,
         condition=_bool(ctx, d.get("condition", False), "condition"),
         source_file=ctx.file,
     )

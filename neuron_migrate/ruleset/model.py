@@ -119,11 +119,16 @@ class Match:
     # Device types (`cuda`) that a device-like parameter of a function the file defines defaults
     # to (`def autocast_ctx(device_type="cuda")`): each call of it that leaves the parameter out.
     default_devices: tuple[str, ...] = ()
+    # Rule codes: an import of one of the scanned project's own modules in which one of these rules
+    # reports (`from .ops import fused_add`, ops.py defining Triton kernels); needs the project
+    # fact `kernel-module`, which decides it once every file is scanned (scan/project.py).
+    project_modules: tuple[str, ...] = ()
 
     def is_empty(self) -> bool:
         return not any(
             (self.qualified_names, self.device_strings, self.methods, self.attributes,
-             self.arguments, self.imports, self.env_vars, self.files, self.tokens, self.default_devices)
+             self.arguments, self.imports, self.env_vars, self.files, self.tokens, self.default_devices,
+             self.project_modules)
         )
 
 
@@ -154,6 +159,7 @@ FIXER_NAMES: frozenset[str] = frozenset({
 # analysis reports the site, the scan keeps the finding only where the fact holds (scan/project.py).
 PROJECT_FACTS: frozenset[str] = frozenset({
     "cuda-build",  # the build of the project holding the file compiles CUDA sources
+    "kernel-module",  # the imported module of the project is one `match.project_modules` names
 })
 
 

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from neuron_migrate.errors import NeuronMigrateError
 from neuron_migrate.findings import Finding
-from neuron_migrate.ruleset.model import RulePack
+from neuron_migrate.ruleset.model import Rule, RulePack
 from neuron_migrate.scan.cache import (
     DIRECTIVES,
     ROWS,
@@ -38,6 +38,7 @@ from neuron_migrate.scan.cache import (
 from neuron_migrate.scan.diagnostics import SYNTAX_ERROR, UNREADABLE, Diagnosis, tool_finding
 from neuron_migrate.scan.directives import find_directives
 from neuron_migrate.scan.discover import Candidate, choose_root, discover
+from neuron_migrate.scan.matchers.project_modules import candidate_findings
 from neuron_migrate.scan.notebook import code_cells
 from neuron_migrate.scan.prefilter import Prefilter, build_prefilter
 from neuron_migrate.scan.project import ProjectFacts, conditional_codes, keep_rows
@@ -114,11 +115,12 @@ def scan_paths(
     total = len(found.files)
     advance = _progress_counter(progress, total, total - len(todo))
     if todo:  # a fully cached scan builds no gate and imports no analyser
-        context = _Context(pack, build_prefilter(pack), max_file_size, analyzer)
+        context = _Context(pack, build_prefilter(pack), max_file_size, analyzer,
+                           tuple(r for r in pack.rules.values() if r.match.project_modules))
         for c, (content, rows, drows) in zip(todo, _analyze(todo, context, jobs, advance), strict=True):
             entries[c.rel] = (c.mtime_ns, c.ctime_ns, c.size, c.mode, c.inode, content, checked_ns, rows, drows)
 
-    project_rows = _project_filter(pack, root_dir)
+    project_rows = _project_filter(pack, root_dir, entries)
     files = [FileResult.from_rows(rel, project_rows(rel, entry[ROWS]), [row_to_directive(d) for d in entry[DIRECTIVES]])
              for rel, entry in entries.items()]
     files += [FileResult(rel, [problem.to_finding(pack, rel)], []) for rel, problem in found.problems]
@@ -135,13 +137,23 @@ def scan_paths(
                       duration_s=time.perf_counter() - started, warnings=warnings)
 
 
-def _project_filter(pack: RulePack, root: str) -> Callable[[str, tuple[Row, ...]], Sequence[Row]]:
+def _project_filter(pack: RulePack, root: str, entries: dict[str, Entry]) -> Callable[[str, tuple[Row, ...]], Sequence[Row]]:
     """A file's rows less the findings whose project fact (a rule's `project:`) does not hold
-    (`scan.project`); the cache keeps every row, so a changed build file needs no re-analysis."""
+    (`scan.project`); the cache keeps every row, so a changed build file needs no re-analysis, and
+    an importer's entry stays valid when the module it imports changes."""
     needs = conditional_codes(pack)
     if not needs:
         return lambda rel, rows: rows
-    facts = ProjectFacts(root)
+    kernel_codes = frozenset(c for rule in pack.rules.values() for c in rule.match.project_modules)
+
+    def kernel_modules() -> set[str]:
+        """The files where a `project_modules` rule reports (its own project fact holding)."""
+        return {rel for rel, entry in entries.items()
+                if any(row[_CODE_AT] in kernel_codes
+                       and (row[_CODE_AT] not in needs or facts.holds(needs[row[_CODE_AT]], rel, row[_SYMBOL_AT]))
+                       for row in entry[ROWS])}
+
+    facts = ProjectFacts(root, kernel_modules)
 
     def rows_of(rel: str, rows: tuple[Row, ...]) -> Sequence[Row]:
         kept = keep_rows(rows, rel, facts, needs, _CODE_AT, _SYMBOL_AT) if rows else None
@@ -176,6 +188,7 @@ class _Context:
     prefilter: Prefilter
     max_file_size: int
     analyzer: Analyzer | None  # None: neuron_migrate.scan.analyze, imported where it runs
+    project_modules: tuple[Rule, ...] = ()  # `match.project_modules` rules: every file's own-module imports
 
 
 _WORKER: _Context | None = None
@@ -277,6 +290,8 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
             directives = find_directives(text)
             if ctx.prefilter.may_match(data):
                 findings += _analyze_text(analyzer, text, c.rel, ctx.pack, None)
+            if ctx.project_modules:  # an importer needs no CUDA word of its own
+                findings += candidate_findings(text, c.rel, ctx.project_modules)
         elif c.kind == "notebook":
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             content = digest(data)

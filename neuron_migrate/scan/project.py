@@ -9,22 +9,29 @@ pyproject.toml, setup.cfg, CMakeLists.txt); its build compiles CUDA when one of 
 of a compiled module (`from pkg import _C`) is kept only for a relative import or one of the
 project's own packages (a directory or module beside the build file, or under its `src/`), so
 `torch._C` and other installed packages' `_C` stay silent.
+
+`kernel-module`: the import (`from .ops import fused_add`, the finding's symbol) loads a module of
+the project in which a rule of `match.project_modules` reports, i.e. one that defines Triton
+kernels or loads a CUDA extension (`scan.matchers.project_modules` finds the imports; the scan
+tells which files are such modules, once every file's findings are known, cached or not).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from neuron_migrate.findings import Finding
 from neuron_migrate.ruleset.model import RulePack
+from neuron_migrate.scan.matchers.project_modules import targets
 
 __all__ = ["BUILD_FILES", "ProjectFacts", "conditional_codes", "keep_findings", "keep_rows"]
 
 BUILD_FILES = ("setup.py", "pyproject.toml", "setup.cfg", "CMakeLists.txt")
 _MAX_BUILD_BYTES = 2 * 1024 * 1024
+_PACKAGE_ITSELF = re.compile(r"from \.+ import ")
 _CUDA_BUILD = re.compile(
     rb"CUDAExtension|\.cu['\"]|\*\.cu\b|enable_language\s*\(\s*CUDA|LANGUAGES[^)\n]*\bCUDA\b"
     rb"|find_package\s*\(\s*CUDA(?:Toolkit)?\b"
@@ -39,13 +46,27 @@ def conditional_codes(pack: RulePack) -> dict[str, str]:
 class ProjectFacts:
     """The facts of the projects under one scan root, each build directory read at most once."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, kernel_modules: Callable[[], set[str]] = set) -> None:
+        """`kernel_modules`: the files (relative to the root) that are kernel modules, asked once
+        when a `kernel-module` finding is first checked."""
         self.root = os.path.abspath(root)
         self._project: dict[str, str | None] = {}  # directory -> its project's build directory
         self._cuda: dict[str, bool] = {}  # build directory -> whether it builds CUDA
+        self._find_kernels = kernel_modules
+        self._kernels: set[str] | None = None
+        self._kernel_names: frozenset[str] = frozenset()  # their module (or package) names
 
     def holds(self, fact: str, rel: str, symbol: str) -> bool:
         """Whether `fact` holds for the finding with `symbol` in the file at `rel` (relative to the root)."""
+        if fact == "kernel-module":
+            if self._kernels is None:
+                self._kernels = self._find_kernels()
+                self._kernel_names = frozenset(_module_name(k) for k in self._kernels)
+            # Most imports name no kernel module: only those that may are resolved (`from . import x`
+            # loads its package's `__init__.py`, whose name it does not spell).
+            if not _PACKAGE_ITSELF.match(symbol) and not any(n in symbol for n in self._kernel_names):
+                return False
+            return any(t != rel and t in self._kernels for t in targets(rel, symbol))
         if fact != "cuda-build":
             return False
         build = self._project_dir(os.path.dirname(os.path.join(self.root, rel)))
@@ -78,6 +99,12 @@ class ProjectFacts:
         if hit is None:
             hit = self._cuda[build] = any(_CUDA_BUILD.search(_head(os.path.join(build, n))) for n in BUILD_FILES)
         return hit
+
+
+def _module_name(rel: str) -> str:
+    """`pkg/ops.py` -> "ops"; `pkg/sub/__init__.py` -> "sub"."""
+    parts = rel.removesuffix(".py").split("/")
+    return parts[-2] if parts[-1] == "__init__" and len(parts) > 1 else parts[-1]
 
 
 def _head(path: str) -> bytes:

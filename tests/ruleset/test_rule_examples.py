@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,7 @@ from neuron_migrate.rewrite.apply import apply_fixes_to_source
 from neuron_migrate.ruleset.load import load_pack
 from neuron_migrate.ruleset.model import Example, Rule
 from neuron_migrate.scan.analyze import analyze_file_path, analyze_source
+from neuron_migrate.scan.engine import scan_paths
 
 PACK = load_pack()
 MATCHED = [r for r in PACK.rules.values() if not r.match.is_empty()]
@@ -55,6 +57,21 @@ def _example_path(rule: Rule) -> str:
     return "csrc/" + rule.match.files[0].replace("*", "example").replace("?", "x")
 
 
+# What a `project_modules` rule's example imports: a module of the same package defining a Triton kernel.
+_KERNELS = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef _add(x_ptr, y_ptr, n: tl.constexpr):\n"
+            "    pass\n\n\ndef fused_add(x, y):\n    return x + y\n")
+
+
+def _project_findings(rule: Rule, code: str, root: Path) -> list[Finding]:
+    """`code` as `pkg/user.py` beside `pkg/kernels.py`, scanned as a project: the rule's findings there."""
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "kernels.py").write_text(_KERNELS)
+    (root / "pkg" / "user.py").write_text(code)
+    result = scan_paths([root], PACK, use_cache=False, jobs=1)
+    return [f for fr in result.files if fr.path == "pkg/user.py" for f in fr.findings if f.code == rule.code]
+
+
 def _apply(code: str, target: Target) -> str:
     result = apply_fixes_to_source(code, _findings(code), target, unsafe=True)
     assert not result.error, result.error
@@ -63,17 +80,26 @@ def _apply(code: str, target: Target) -> str:
 
 
 @pytest.mark.parametrize(("rule", "code"), list(_valid_cases()))
-def test_valid_example_is_not_flagged(rule: Rule, code: str) -> None:
+def test_valid_example_is_not_flagged(rule: Rule, code: str, tmp_path: Path) -> None:
     ast.parse(code)
+    if rule.match.project_modules:  # decided by the project around the file
+        assert _project_findings(rule, code, tmp_path) == []
+        return
     found = [f for f in [*_findings(code), *analyze_file_path(_FILE, PACK)] if f.code == rule.code]
     assert found == [], [f"{f.location()} {f.symbol}" for f in found]
 
 
 @pytest.mark.parametrize(("rule", "example"), list(_invalid_cases()))
-def test_invalid_example_is_flagged(rule: Rule, example: Example) -> None:
+def test_invalid_example_is_flagged(rule: Rule, example: Example, tmp_path: Path) -> None:
     if rule.match.files:  # the file itself is the finding; its text is not Python
         found = [f for f in analyze_file_path(_example_path(rule), PACK) if f.code == rule.code]
         assert len(found) == example.count and all(f.span.line == 1 for f in found)
+        return
+    if rule.match.project_modules:
+        found = _project_findings(rule, example.code, tmp_path)
+        assert len(found) == example.count, [f"{f.location()} {f.symbol}" for f in found]
+        assert all(f.message == rule.render_message(f.symbol) and not f.fixes for f in found)
+        assert all(example.code.splitlines()[f.span.line - 1] == f.source_line for f in found)
         return
     found = [f for f in _findings(example.code) if f.code == rule.code]
     assert len(found) == example.count, [f"{f.location()} {f.symbol}" for f in found]

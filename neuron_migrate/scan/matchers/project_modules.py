@@ -1,0 +1,120 @@
+"""`match.project_modules`: imports of the scanned project's own modules, kept (`scan.project`,
+fact `kernel-module`) where the imported module is one in which a listed rule reports: a module
+that defines Triton kernels or loads the project's CUDA extension, imported under an ordinary
+name (`from .ops import fused_add`).
+
+Every Python file is read for them, also one the prefilter lets through unparsed (an importer
+needs no CUDA word of its own), so the imports are found in the text: a statement that starts a
+line with `from .` (relative), or `from P` / `import P` where `P` is a directory the file sits in
+(its own package). Text in a string that looks like such a statement can be one too; it is then
+reported only if it names a kernel module of the project.
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+import re
+from collections.abc import Iterable
+
+from neuron_migrate.findings import Finding, Span
+from neuron_migrate.ruleset.model import Rule
+
+# From a line's start: an import statement up to the end of its logical line (a parenthesised
+# name list may span lines; a backslash continuation is not followed).
+_COMMENT = re.compile(r"#[^\n]*")  # inside a parenthesised name list (no strings in an import)
+_STATEMENT = re.compile(r"[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]*))")
+
+
+def import_sites(text: str, rel: str) -> list[tuple[int, int, int, str]]:
+    """(line, start column, end column, statement) of each import of the project's own modules in
+    `text`, the file at `rel`; the statement in one line, as it can be parsed alone."""
+    packages = [p for p in posixpath.dirname(rel).split("/") if p.isidentifier()]
+    needles = ["from ."] + [f"{kw} {p}" for p in packages for kw in ("from", "import")]
+    starts: set[int] = set()
+    for needle in needles:
+        i = text.find(needle)
+        while i >= 0:
+            line_start = text.rfind("\n", 0, i) + 1
+            if not text[line_start:i].strip(" \t"):
+                starts.add(line_start)
+            i = text.find(needle, i + 1)
+    out = []
+    for start in sorted(starts):
+        m = _STATEMENT.match(text, start)
+        if m is None:
+            continue
+        statement = " ".join(_COMMENT.sub("", m.group(0)).split())
+        if not _own(statement, packages):
+            continue
+        line = text.count("\n", 0, start) + 1
+        nl = text.find("\n", start)
+        first = text[start:nl if nl >= 0 else len(text)]
+        col = len(first) - len(first.lstrip(" \t"))
+        out.append((line, col, len(first.rstrip()), statement))
+    return out
+
+
+def _parsed(statement: str) -> ast.Import | ast.ImportFrom | None:
+    try:
+        node = ast.parse(statement).body[0]
+    except (SyntaxError, ValueError, IndexError):
+        return None
+    return node if isinstance(node, (ast.Import, ast.ImportFrom)) else None
+
+
+def _own(statement: str, packages: list[str]) -> bool:
+    node = _parsed(statement)
+    if isinstance(node, ast.ImportFrom):
+        return node.level > 0 or (node.module or "").partition(".")[0] in packages
+    return node is not None and any(a.name.partition(".")[0] in packages for a in node.names)
+
+
+def targets(rel: str, statement: str) -> list[str]:
+    """The files of the project (relative to the scan root, like `rel`) the import may load: each
+    module it names as a file or a package, and each imported name as a submodule."""
+    node = _parsed(statement)
+    if node is None:
+        return []
+    here = posixpath.dirname(rel)
+    stems: list[str] = []
+    if isinstance(node, ast.ImportFrom):
+        if node.level:
+            base = here
+            for _ in range(node.level - 1):
+                base = posixpath.dirname(base)
+        else:
+            holder = _package_base(here, (node.module or "").partition(".")[0])
+            if holder is None:
+                return []
+            base = holder
+        module = posixpath.join(base, *(node.module or "").split(".")) if node.module else base
+        stems.append(module)
+        stems += [posixpath.join(module, a.name) for a in node.names if a.name != "*"]
+    else:
+        for a in node.names:
+            holder = _package_base(here, a.name.partition(".")[0])
+            if holder is not None:
+                stems.append(posixpath.join(holder, *a.name.split(".")))
+    return [f for s in stems for f in (f"{s}.py", f"{s}/__init__.py")]
+
+
+def _package_base(here: str, top: str) -> str | None:
+    """The directory holding package `top`, the nearest of the file's directories named so."""
+    parts = here.split("/") if here else []
+    for i in range(len(parts) - 1, -1, -1):
+        if parts[i] == top:
+            return "/".join(parts[:i])
+    return None
+
+
+def candidate_findings(text: str, rel: str, rules: Iterable[Rule]) -> list[Finding]:
+    """One finding per rule per own-module import; `scan.project` keeps those naming a kernel module."""
+    sites = import_sites(text, rel)
+    if not sites:
+        return []
+    lines = text.split("\n")
+    return [Finding(code=rule.code, severity=rule.severity, fix_class=rule.fix.fix_class, category=rule.category,
+                    path=rel, span=Span(line, col, line, end), message=rule.render_message(statement),
+                    source_line=lines[line - 1], symbol=statement, statement_line=line)
+            for rule in rules for line, col, end, statement in sites]

@@ -1,0 +1,170 @@
+"""A project's own module that runs Triton or CUDA kernels, imported under an ordinary name
+(issue 12: "a repository's own module that wraps triton/CUDA kernels"): NM725 marks each import
+of it, whether or not the importing file holds a CUDA word, and follows changes to the kernel
+module through the cache. The projects are written for these tests, shaped like fused-kernel
+libraries (a `kernels`/`ops` module beside the model code)."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import time
+from pathlib import Path
+
+from neuron_migrate.ruleset.load import load_pack
+from neuron_migrate.scan.engine import scan_paths
+from neuron_migrate.scan.matchers.project_modules import import_sites, targets
+
+PACK = load_pack()
+
+TRITON_OPS = """
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def _add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        pass
+
+
+    def fused_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        _add_kernel[(1,)](x, y, out, x.numel(), BLOCK=1024)
+        return out
+    """
+
+PROJECT = {
+    "src/fastlm/__init__.py": "",
+    "src/fastlm/ops.py": TRITON_OPS,
+    "src/fastlm/helpers.py": "def scale(x, s):\n    return x * s\n",
+    "src/fastlm/model.py": """
+        import torch.nn as nn
+
+        from .ops import fused_add  # <-
+        from . import ops  # <-
+        from .helpers import scale
+        from fastlm.ops import fused_add as add2  # <-
+        import fastlm.ops as fops  # <-
+        from fastlm import (  # <-
+            helpers,
+            ops as kernels,
+        )
+
+
+        class Block(nn.Module):
+            def forward(self, x):
+                return scale(fused_add(x, x), 0.5)
+        """,
+    "src/fastlm/layers/norm.py": """
+        from ..ops import fused_add  # <-
+        from ..helpers import scale
+        """,
+    "tests/test_model.py": """
+        from fastlm.ops import fused_add
+        from .conftest import fixture
+        """,
+}
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+
+
+def nm725(root: Path, **kw: object) -> set[tuple[str, int]]:
+    result = scan_paths([root], PACK, jobs=1, **kw)  # type: ignore[arg-type]
+    return {(f.path, f.span.line) for f in result.findings if f.code == "NM725"}
+
+
+def marked(files: dict[str, str]) -> set[tuple[str, int]]:
+    return {(rel, i) for rel, text in files.items()
+            for i, line in enumerate(textwrap.dedent(text).lstrip("\n").split("\n"), 1) if line.endswith("# <-")}
+
+
+def test_imports_of_a_kernel_module_are_reported_and_plain_modules_are_not(tmp_path: Path) -> None:
+    write(tmp_path, PROJECT)
+    # tests/ sits in no package named fastlm: its `from fastlm.ops import ...` names an installed
+    # package as far as the text shows, and is left alone (the kernel module reports itself).
+    assert nm725(tmp_path, use_cache=False) == marked(PROJECT)
+
+
+def test_the_kernel_modules_own_findings_stay_and_the_import_message_names_the_statement(tmp_path: Path) -> None:
+    write(tmp_path, PROJECT)
+    result = scan_paths([tmp_path], PACK, jobs=1, use_cache=False)
+    codes = {f.code for f in result.findings if f.path == "src/fastlm/ops.py"}
+    assert {"NM704", "NM705"} <= codes and "NM725" not in codes
+    first = next(f for f in result.findings if f.code == "NM725" and f.span.line == 3)
+    assert first.symbol == "from .ops import fused_add" and first.fix_class.value == "manual"
+    assert first.message.startswith("`from .ops import fused_add` loads a module of this project")
+
+
+def test_a_cached_importer_follows_its_kernel_module(tmp_path: Path) -> None:
+    """The importer's cache entry stays valid when the imported module changes: which modules are
+    kernel modules is decided after every file's findings are known."""
+    write(tmp_path, PROJECT)
+    cache = tmp_path / ".cache"
+    expected = marked(PROJECT)
+    assert nm725(tmp_path, cache_dir=cache) == expected
+    assert nm725(tmp_path, cache_dir=cache) == expected  # served from the cache
+    ops = tmp_path / "src/fastlm/ops.py"
+    time.sleep(0.01)
+    ops.write_text("def fused_add(x, y):\n    return x + y\n", encoding="utf-8")  # ported to PyTorch
+    os.utime(ops)
+    assert nm725(tmp_path, cache_dir=cache) == set()
+    write(tmp_path, {"src/fastlm/ops.py": TRITON_OPS})
+    assert nm725(tmp_path, cache_dir=cache) == expected
+
+
+def test_an_extension_wrapper_counts_where_the_build_compiles_cuda(tmp_path: Path) -> None:
+    files = {
+        "setup.py": "from torch.utils.cpp_extension import CUDAExtension\n"
+                    "ext = CUDAExtension('boxops._C', ['boxops/csrc/nms.cu'])\n",
+        "boxops/__init__.py": "",
+        "boxops/nms.py": "from . import _C\n\ndef nms(b, s, t):\n    return _C.nms(b, s, t)\n",
+        "boxops/detect.py": "from .nms import nms  # <-\n",
+    }
+    write(tmp_path, files)
+    assert nm725(tmp_path, use_cache=False) == marked(files)
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(name='boxops')\n")  # no CUDA build
+    assert nm725(tmp_path, use_cache=False) == set()
+
+
+def test_import_sites_and_their_target_files() -> None:
+    text = textwrap.dedent("""
+        '''Usage:
+
+        from .ops import example_in_a_docstring
+        '''
+        import os
+        from .ops import (a,
+                          b)  # two lines
+        x = 1; from .ops import c
+        if True:
+            from pkg.sub import d as e
+        import pkg.ops, json
+        from pkgx import f
+        """)
+    sites = [(line, statement) for line, _, _, statement in import_sites(text, "pkg/model.py")]
+    # A docstring line that reads like an import is a candidate too (kept only if it names a
+    # kernel module); a statement after `;` is not seen.
+    assert sites == [(4, "from .ops import example_in_a_docstring"), (7, "from .ops import (a, b)"),
+                     (11, "from pkg.sub import d as e"), (12, "import pkg.ops, json")]
+    assert targets("pkg/model.py", "from .ops import (a, b)") == [
+        "pkg/ops.py", "pkg/ops/__init__.py", "pkg/ops/a.py", "pkg/ops/a/__init__.py", "pkg/ops/b.py", "pkg/ops/b/__init__.py"]
+    assert targets("src/pkg/sub/m.py", "from ... import ops")[:2] == ["src.py", "src/__init__.py"]
+    assert targets("src/pkg/sub/m.py", "import pkg.ops, json") == ["src/pkg/ops.py", "src/pkg/ops/__init__.py"]
+    assert targets("pkg/model.py", "from os import path") == []
+
+
+def test_a_package_whose_init_defines_the_kernels_is_reached_by_name_and_by_dots(tmp_path: Path) -> None:
+    files = {
+        "lib/__init__.py": "",
+        "lib/kern/__init__.py": TRITON_OPS,
+        "lib/kern/api.py": "from . import fused_add  # <-\nfrom .. import kern  # <-\n",
+        "lib/use.py": "from .kern import fused_add  # <-\nfrom . import kern  # <-\nfrom .kernels import x\n",
+    }
+    write(tmp_path, files)
+    assert nm725(tmp_path, use_cache=False) == marked(files)
