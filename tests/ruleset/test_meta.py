@@ -56,6 +56,13 @@ def test_every_family_has_rules_and_nm0_is_exactly_the_tool_diagnostics():
     assert [r.code for r in RULES if r.code.startswith("NM0")] == [f"NM00{i}" for i in range(1, 8)]
 
 
+def test_project_modules_name_live_rules_that_match_in_a_file():
+    """A kernel module is one where these rules report: each must exist and match by itself."""
+    for rule in RULES:
+        for code in rule.match.project_modules:
+            assert code in PACK.rules and not PACK.rules[code].match.project_modules, (rule.code, code)
+
+
 def test_redirects_point_to_live_codes():
     for old, new in PACK.redirects.items():
         assert old not in PACK.rules and new in PACK.rules
