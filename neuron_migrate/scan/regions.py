@@ -12,7 +12,9 @@ A region is parsed when, for some rule pattern whose required tokens (those the 
 derives) all appear in the file, the region holds each of them, spelled or hidden behind a name
 the region uses (`tc` from `import torch.cuda as tc` stands for `cuda`). An argument's string
 value is the exception: the analyser may find it where a variable got it, so the context may hold
-it instead (a module constant, an argparse default). Every other region becomes `pass` on its
+it instead (a module constant, an argparse default), or a method that sets it as an attribute of
+`self` (`self.mode = "inductor"`, read by another method's `backend=self.mode`), which is then
+parsed too. Every other region becomes `pass` on its
 first line and the module is parsed once: line numbers and columns are those of the file, every
 other character is parsed where it stands, and each block keeps a statement where a region stood.
 
