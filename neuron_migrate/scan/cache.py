@@ -55,9 +55,11 @@ def default_cache_dir(root: str) -> Path:
     return Path(env) if env else Path(root) / CACHE_DIR_NAME
 
 
-def cache_key(pack_digest: str, max_file_size: int) -> str:
+def cache_key(pack_digest: str, max_file_size: int, project: tuple[str, ...] = ()) -> str:
+    """`project`: facts about the project that a file's raw findings depend on (its top-level
+    package names: which imports are its own, `scan.matchers.project_modules`)."""
     parts = (__version__, sys.implementation.cache_tag or "", sys.version, pack_digest,
-             str(max_file_size), ",".join(FINDING_FIELDS), ",".join(FIX_FIELDS), _code_stamp())
+             str(max_file_size), ",".join(FINDING_FIELDS), ",".join(FIX_FIELDS), _code_stamp(), ",".join(project))
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 

@@ -38,7 +38,7 @@ from neuron_migrate.scan.cache import (
 from neuron_migrate.scan.diagnostics import SYNTAX_ERROR, UNREADABLE, Diagnosis, tool_finding
 from neuron_migrate.scan.directives import find_directives
 from neuron_migrate.scan.discover import Candidate, choose_root, discover
-from neuron_migrate.scan.matchers.project_modules import candidate_findings
+from neuron_migrate.scan.matchers.project_modules import candidate_findings, top_level
 from neuron_migrate.scan.notebook import code_cells
 from neuron_migrate.scan.prefilter import Prefilter, build_prefilter
 from neuron_migrate.scan.project import ProjectFacts, conditional_codes, keep_rows
@@ -95,9 +95,11 @@ def scan_paths(
     found = discover(paths, root=root_dir, file_globs=file_globs, include=include, exclude=exclude,
                      respect_gitignore=respect_gitignore)
 
+    project_modules = tuple(r for r in pack.rules.values() if r.match.project_modules)
+    top = top_level(root_dir) if project_modules else ()
     cache = None
     if use_cache:
-        cache = ScanCache(root_dir, cache_dir or default_cache_dir(root_dir), cache_key(pack.digest, max_file_size))
+        cache = ScanCache(root_dir, cache_dir or default_cache_dir(root_dir), cache_key(pack.digest, max_file_size, top))
         cache.load()
     entries: dict[str, Entry] = {}
     todo: list[Candidate] = []
@@ -115,8 +117,7 @@ def scan_paths(
     total = len(found.files)
     advance = _progress_counter(progress, total, total - len(todo))
     if todo:  # a fully cached scan builds no gate and imports no analyser
-        context = _Context(pack, build_prefilter(pack), max_file_size, analyzer,
-                           tuple(r for r in pack.rules.values() if r.match.project_modules))
+        context = _Context(pack, build_prefilter(pack), max_file_size, analyzer, project_modules, top)
         for c, (content, rows, drows) in zip(todo, _analyze(todo, context, jobs, advance), strict=True):
             entries[c.rel] = (c.mtime_ns, c.ctime_ns, c.size, c.mode, c.inode, content, checked_ns, rows, drows)
 
@@ -189,6 +190,7 @@ class _Context:
     max_file_size: int
     analyzer: Analyzer | None  # None: neuron_migrate.scan.analyze, imported where it runs
     project_modules: tuple[Rule, ...] = ()  # `match.project_modules` rules: every file's own-module imports
+    top_level: tuple[str, ...] = ()  # the project's top-level packages and modules (their imports are its own)
 
 
 _WORKER: _Context | None = None
@@ -291,7 +293,7 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
             if ctx.prefilter.may_match(data):
                 findings += _analyze_text(analyzer, text, c.rel, ctx.pack, None)
             if ctx.project_modules:  # an importer needs no CUDA word of its own
-                findings += candidate_findings(text, c.rel, ctx.project_modules)
+                findings += candidate_findings(text, c.rel, ctx.project_modules, ctx.top_level)
         elif c.kind == "notebook":
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             content = digest(data)

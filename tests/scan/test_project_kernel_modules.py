@@ -13,7 +13,7 @@ from pathlib import Path
 
 from neuron_migrate.ruleset.load import load_pack
 from neuron_migrate.scan.engine import scan_paths
-from neuron_migrate.scan.matchers.project_modules import import_sites, targets
+from neuron_migrate.scan.matchers.project_modules import import_sites, targets, top_level
 
 PACK = load_pack()
 
@@ -61,8 +61,13 @@ PROJECT = {
         from ..helpers import scale
         """,
     "tests/test_model.py": """
-        from fastlm.ops import fused_add
+        from fastlm.ops import fused_add  # <-
         from .conftest import fixture
+        import fastlm.helpers
+        """,
+    "train.py": """
+        import fastlm.ops  # <-
+        from fastlm.model import Block
         """,
 }
 
@@ -86,8 +91,7 @@ def marked(files: dict[str, str]) -> set[tuple[str, int]]:
 
 def test_imports_of_a_kernel_module_are_reported_and_plain_modules_are_not(tmp_path: Path) -> None:
     write(tmp_path, PROJECT)
-    # tests/ sits in no package named fastlm: its `from fastlm.ops import ...` names an installed
-    # package as far as the text shows, and is left alone (the kernel module reports itself).
+    # tests/ and train.py import the package by its top-level name (under src/).
     assert nm725(tmp_path, use_cache=False) == marked(PROJECT)
 
 
@@ -155,8 +159,12 @@ def test_import_sites_and_their_target_files() -> None:
     assert targets("pkg/model.py", "from .ops import (a, b)") == [
         "pkg/ops.py", "pkg/ops/__init__.py", "pkg/ops/a.py", "pkg/ops/a/__init__.py", "pkg/ops/b.py", "pkg/ops/b/__init__.py"]
     assert targets("src/pkg/sub/m.py", "from ... import ops")[:2] == ["src.py", "src/__init__.py"]
-    assert targets("src/pkg/sub/m.py", "import pkg.ops, json") == ["src/pkg/ops.py", "src/pkg/ops/__init__.py"]
-    assert targets("pkg/model.py", "from os import path") == []
+    # The file's own package is where it sits; another name may be a top-level one, at the root or in src/.
+    assert targets("src/pkg/sub/m.py", "import pkg.ops, json") == [
+        "src/pkg/ops.py", "src/pkg/ops/__init__.py", "json.py", "json/__init__.py", "src/json.py", "src/json/__init__.py"]
+    # Any other name is the project's only if such a file is in it (never an installed package's).
+    assert targets("pkg/model.py", "from os import path")[:2] == ["os.py", "os/__init__.py"]
+    assert targets("pkg/model.py", "not an import") == []
 
 
 def test_a_package_whose_init_defines_the_kernels_is_reached_by_name_and_by_dots(tmp_path: Path) -> None:
@@ -168,3 +176,9 @@ def test_a_package_whose_init_defines_the_kernels_is_reached_by_name_and_by_dots
     }
     write(tmp_path, files)
     assert nm725(tmp_path, use_cache=False) == marked(files)
+
+
+def test_top_level_names_are_the_roots_and_srcs_packages_and_modules(tmp_path: Path) -> None:
+    write(tmp_path, {"pkg/__init__.py": "", "notes/readme.py": "", "script.py": "", "bad-name.py": "",
+                     "src/lib/__init__.py": "", "src/tool.py": ""})
+    assert top_level(str(tmp_path)) == ("lib", "pkg", "script", "tool")

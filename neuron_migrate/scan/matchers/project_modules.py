@@ -6,13 +6,15 @@ name (`from .ops import fused_add`).
 Every Python file is read for them, also one the prefilter lets through unparsed (an importer
 needs no CUDA word of its own), so the imports are found in the text: a statement that starts a
 line with `from .` (relative), or `from P` / `import P` where `P` is a directory the file sits in
-(its own package). Text in a string that looks like such a statement can be one too; it is then
-reported only if it names a kernel module of the project.
+(its own package) or one of the project's top-level packages and modules (`top_level`: a script at
+the root importing `kernels.softmax`). Text in a string that looks like such a statement can be one
+too; it is then reported only if it names a kernel module of the project.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import posixpath
 import re
 from collections.abc import Iterable
@@ -26,10 +28,33 @@ _COMMENT = re.compile(r"#[^\n]*")  # inside a parenthesised name list (no string
 _STATEMENT = re.compile(r"[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]*))")
 
 
-def import_sites(text: str, rel: str) -> list[tuple[int, int, int, str]]:
+def top_level(root: str) -> tuple[str, ...]:
+    """The packages (directories with an `__init__.py`) and modules at the root of the project and
+    of its `src/`: what a script at the root imports by its bare name."""
+    names: set[str] = set()
+    for base in (root, os.path.join(root, "src")):
+        try:
+            entries = list(os.scandir(base))
+        except OSError:
+            continue
+        for e in entries:
+            name = e.name.removesuffix(".py")
+            if not name.isidentifier():
+                continue
+            try:
+                if (e.name.endswith(".py") and e.is_file()) or (
+                        e.is_dir() and os.path.isfile(os.path.join(e.path, "__init__.py"))):
+                    names.add(name)
+            except OSError:
+                continue
+    return tuple(sorted(names))
+
+
+def import_sites(text: str, rel: str, top: Iterable[str] = ()) -> list[tuple[int, int, int, str]]:
     """(line, start column, end column, statement) of each import of the project's own modules in
-    `text`, the file at `rel`; the statement in one line, as it can be parsed alone."""
-    packages = [p for p in posixpath.dirname(rel).split("/") if p.isidentifier()]
+    `text`, the file at `rel` (`top`: the project's top-level names); the statement in one line, as
+    it can be parsed alone."""
+    packages = list(dict.fromkeys([*(p for p in posixpath.dirname(rel).split("/") if p.isidentifier()), *top]))
     needles = ["from ."] + [f"{kw} {p}" for p in packages for kw in ("from", "import")]
     starts: set[int] = set()
     for needle in needles:
@@ -77,40 +102,37 @@ def targets(rel: str, statement: str) -> list[str]:
     if node is None:
         return []
     here = posixpath.dirname(rel)
-    stems: list[str] = []
+    modules: list[tuple[str, list[str]]] = []  # (a module's path, names that may be its submodules)
     if isinstance(node, ast.ImportFrom):
+        names = [a.name for a in node.names if a.name != "*"]
+        dotted = node.module.split(".") if node.module else []
         if node.level:
             base = here
             for _ in range(node.level - 1):
                 base = posixpath.dirname(base)
+            modules.append((posixpath.join(base, *dotted), names))
         else:
-            holder = _package_base(here, (node.module or "").partition(".")[0])
-            if holder is None:
-                return []
-            base = holder
-        module = posixpath.join(base, *(node.module or "").split(".")) if node.module else base
-        stems.append(module)
-        stems += [posixpath.join(module, a.name) for a in node.names if a.name != "*"]
+            modules += [(posixpath.join(b, *dotted), names) for b in _bases(here, dotted[0])]
     else:
         for a in node.names:
-            holder = _package_base(here, a.name.partition(".")[0])
-            if holder is not None:
-                stems.append(posixpath.join(holder, *a.name.split(".")))
+            modules += [(posixpath.join(b, *a.name.split(".")), []) for b in _bases(here, a.name.partition(".")[0])]
+    stems = [s for module, names in modules for s in (module, *(posixpath.join(module, n) for n in names))]
     return [f for s in stems for f in (f"{s}.py", f"{s}/__init__.py")]
 
 
-def _package_base(here: str, top: str) -> str | None:
-    """The directory holding package `top`, the nearest of the file's directories named so."""
+def _bases(here: str, top: str) -> list[str]:
+    """Where package `top` may sit: the nearest of the file's directories named so, else the
+    project's root or its `src/` (a top-level package)."""
     parts = here.split("/") if here else []
     for i in range(len(parts) - 1, -1, -1):
         if parts[i] == top:
-            return "/".join(parts[:i])
-    return None
+            return ["/".join(parts[:i])]
+    return ["", "src"]
 
 
-def candidate_findings(text: str, rel: str, rules: Iterable[Rule]) -> list[Finding]:
+def candidate_findings(text: str, rel: str, rules: Iterable[Rule], top: Iterable[str] = ()) -> list[Finding]:
     """One finding per rule per own-module import; `scan.project` keeps those naming a kernel module."""
-    sites = import_sites(text, rel)
+    sites = import_sites(text, rel, top)
     if not sites:
         return []
     lines = text.split("\n")
