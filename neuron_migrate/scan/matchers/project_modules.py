@@ -53,31 +53,34 @@ def top_level(root: str) -> tuple[str, ...]:
 def import_sites(text: str, rel: str, top: Iterable[str] = ()) -> list[tuple[int, int, int, str]]:
     """(line, start column, end column, statement) of each import of the project's own modules in
     `text`, the file at `rel` (`top`: the project's top-level names); the statement in one line, as
-    it can be parsed alone."""
-    packages = list(dict.fromkeys([*(p for p in posixpath.dirname(rel).split("/") if p.isidentifier()), *top]))
-    needles = ["from ."] + [f"{kw} {p}" for p in packages for kw in ("from", "import")]
-    starts: set[int] = set()
-    for needle in needles:
-        i = text.find(needle)
-        while i >= 0:
-            line_start = text.rfind("\n", 0, i) + 1
-            if not text[line_start:i].strip(" \t"):
-                starts.add(line_start)
-            i = text.find(needle, i + 1)
+    it can be parsed alone. Every import statement has the word `import` on its first line: the
+    text is searched for that word only (one search, whatever the number of package names)."""
+    packages = {p for p in posixpath.dirname(rel).split("/") if p.isidentifier()}.union(top)
     out = []
-    for start in sorted(starts):
-        m = _STATEMENT.match(text, start)
-        if m is None:
-            continue
-        statement = " ".join(_COMMENT.sub("", m.group(0)).split())
-        if not _own(statement, packages):
-            continue
-        line = text.count("\n", 0, start) + 1
-        nl = text.find("\n", start)
-        first = text[start:nl if nl >= 0 else len(text)]
-        col = len(first) - len(first.lstrip(" \t"))
-        out.append((line, col, len(first.rstrip()), statement))
+    seen = -1
+    i = text.find("import")
+    while i >= 0:
+        start = text.rfind("\n", 0, i) + 1
+        if start != seen:
+            seen = start
+            m = _STATEMENT.match(text, start)
+            if m is not None and m.end() > i and _own(m, packages):
+                statement = " ".join(_COMMENT.sub("", m.group(0)).split())
+                if _parsed(statement) is not None:
+                    nl = text.find("\n", start)
+                    first = text[start:nl if nl >= 0 else len(text)]
+                    col = len(first) - len(first.lstrip(" \t"))
+                    out.append((text.count("\n", 0, start) + 1, col, len(first.rstrip()), statement))
+        i = text.find("import", i + 6)
     return out
+
+
+def _own(m: re.Match[str], packages: set[str]) -> bool:
+    """Whether the statement `_STATEMENT` matched imports a relative module or one of `packages`."""
+    module = m.group(1)
+    if module is not None:
+        return module.startswith(".") or module.partition(".")[0] in packages
+    return any(name.split()[0].partition(".")[0] in packages for name in m.group(3).split(",") if name.split())
 
 
 def _parsed(statement: str) -> ast.Import | ast.ImportFrom | None:
@@ -86,13 +89,6 @@ def _parsed(statement: str) -> ast.Import | ast.ImportFrom | None:
     except (SyntaxError, ValueError, IndexError):
         return None
     return node if isinstance(node, (ast.Import, ast.ImportFrom)) else None
-
-
-def _own(statement: str, packages: list[str]) -> bool:
-    node = _parsed(statement)
-    if isinstance(node, ast.ImportFrom):
-        return node.level > 0 or (node.module or "").partition(".")[0] in packages
-    return node is not None and any(a.name.partition(".")[0] in packages for a in node.names)
 
 
 def targets(rel: str, statement: str) -> list[str]:
