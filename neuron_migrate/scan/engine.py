@@ -259,13 +259,20 @@ def _init_worker(context: _Context) -> None:
 def gc_paused() -> Iterator[None]:
     """The cyclic collector off for a block that builds many objects and no garbage cycles (syntax
     trees, findings, report rows): each collection re-walks every live object, and a scan keeps
-    tens of thousands of findings alive (measured: 0.38 s of a cold CLI scan of torch)."""
+    tens of thousands of findings alive (measured: 0.38 s of a cold CLI scan of torch).
+
+    On the way out the objects built meanwhile join the oldest generation untraversed (freeze, then
+    unfreeze): left young, the first allocation after `enable` walked all of them at once (measured:
+    a repeat `api.scan` of torch in one process, 0.32 s -> 0.19 s; a fresh process showed no
+    difference). Garbage cycles among them are still collected, by the next full collection."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 

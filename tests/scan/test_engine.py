@@ -341,3 +341,26 @@ def test_ipython_lines_are_blanked_in_place():
     assert blank_ipython(source).split("\n") == [
         "", "x = ('%d'", "     % 3)", "", "", "for i in range(2):", "    pass", "", "y = 1  # really?", ""]
     assert blank_ipython("%%writefile a.py\nimport torch\n") == "\n\n"
+
+
+def test_gc_paused_restores_the_collector_and_cycles_built_meanwhile_are_still_collected():
+    import gc
+
+    class Node:
+        pass
+
+    assert gc.isenabled()
+    with engine.gc_paused():
+        assert not gc.isenabled()
+        for _ in range(100):
+            a, b = Node(), Node()
+            a.other, b.other = b, a
+    assert gc.isenabled()
+    assert gc.collect() >= 200  # every pair is garbage, found by a full collection
+    gc.disable()
+    try:
+        with engine.gc_paused():
+            pass
+        assert not gc.isenabled()  # a caller's choice stands
+    finally:
+        gc.enable()
