@@ -14,7 +14,7 @@ def test_timeout_still_reports_what_ran(tmp_path: Path) -> None:
     assert sorted(f["code"] for f in run.report["findings"]) == ["NM901", "NM913"]
     (t,) = [f for f in run.report["findings"] if f["code"] == "NM913"]
     assert t["details"]["seconds"] == 1 and t["details"]["killed"] is False
-    assert t["span"]["line"] == 8  # time.sleep(...) inside the loop
+    assert t["span"]["line"] == 7  # the time.sleep(...) it was stopped in
     assert run.report["extras"]["check"]["exit"][0]["status"] == "terminated"
     assert run.exit_code == 1
 
