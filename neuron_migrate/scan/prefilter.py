@@ -219,10 +219,11 @@ def _argument(arg: ArgumentPattern, common_roots: frozenset[str]) -> list[tuple[
         callee = _literal(call[1:]) if call.startswith(".") else _dotted(call, common_roots)
         out += [(frozenset(callee | keyword | value), frozenset(value)) for value in values]
     for glob in arg.named:  # `PIN_MEMORY = True`, `self._compile_backend = "inductor"`: the name's
-        # literal run as written in lower or upper case, inside a longer name too; and the value
+        # literal run as written in lower or upper case, inside a longer name too; and the value,
+        # written in the same assignment (never taken from elsewhere: no value token)
         for run in _literal(glob):
             for spelled in dict.fromkeys((run.text, run.text.upper())):
-                out += [(frozenset({Token(spelled)} | value), frozenset(value)) for value in values]
+                out += [(frozenset({Token(spelled)} | value), frozenset()) for value in values]
     return out
 
 
