@@ -144,7 +144,8 @@ def test_import_sites_and_their_target_files() -> None:
         '''
         import os
         from .ops import (a,
-                          b)  # two lines
+                          b,  # two lines
+        )
         x = 1; from .ops import c
         if True:
             from pkg.sub import d as e
@@ -154,8 +155,8 @@ def test_import_sites_and_their_target_files() -> None:
     sites = [(line, statement) for line, _, _, statement in import_sites(text, "pkg/model.py")]
     # A docstring line that reads like an import is a candidate too (kept only if it names a
     # kernel module); a statement after `;` is not seen.
-    assert sites == [(4, "from .ops import example_in_a_docstring"), (7, "from .ops import (a, b)"),
-                     (11, "from pkg.sub import d as e"), (12, "import pkg.ops, json")]
+    assert sites == [(4, "from .ops import example_in_a_docstring"), (7, "from .ops import (a, b,)"),
+                     (12, "from pkg.sub import d as e"), (13, "import pkg.ops, json")]
     assert targets("pkg/model.py", "from .ops import (a, b)") == [
         "pkg/ops.py", "pkg/ops/__init__.py", "pkg/ops/a.py", "pkg/ops/a/__init__.py", "pkg/ops/b.py", "pkg/ops/b/__init__.py"]
     assert targets("src/pkg/sub/m.py", "from ... import ops")[:2] == ["src.py", "src/__init__.py"]

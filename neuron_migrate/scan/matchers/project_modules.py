@@ -65,7 +65,7 @@ def import_sites(text: str, rel: str, top: Iterable[str] = ()) -> list[tuple[int
             seen = start
             m = _STATEMENT.match(text, start)
             if m is not None and m.end() > i and _own(m, packages):
-                statement = " ".join(_COMMENT.sub("", m.group(0)).split())
+                statement = " ".join(_COMMENT.sub("", m.group(0)).split()).replace("( ", "(").replace(" )", ")")
                 if _parsed(statement) is not None:
                     nl = text.find("\n", start)
                     first = text[start:nl if nl >= 0 else len(text)]
