@@ -183,3 +183,11 @@ def test_top_level_names_are_the_roots_and_srcs_packages_and_modules(tmp_path: P
     write(tmp_path, {"pkg/__init__.py": "", "notes/readme.py": "", "script.py": "", "bad-name.py": "",
                      "src/lib/__init__.py": "", "src/tool.py": ""})
     assert top_level(str(tmp_path)) == ("lib", "pkg", "script", "tool")
+
+
+def test_crlf_files_give_the_line_without_its_carriage_return(tmp_path: Path) -> None:
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/ops.py": TRITON_OPS})
+    (tmp_path / "pkg" / "use.py").write_bytes(b"import os\r\nfrom .ops import fused_add\r\n")
+    result = scan_paths([tmp_path], PACK, jobs=1, use_cache=False)
+    (found,) = [f for f in result.findings if f.code == "NM725"]
+    assert (found.path, found.span.line, found.source_line) == ("pkg/use.py", 2, "from .ops import fused_add")

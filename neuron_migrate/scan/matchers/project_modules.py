@@ -22,9 +22,9 @@ from collections.abc import Iterable
 from neuron_migrate.findings import Finding, Span
 from neuron_migrate.ruleset.model import Rule
 
+_COMMENT = re.compile(r"#[^\n]*")  # inside a parenthesised name list (no strings in an import)
 # From a line's start: an import statement up to the end of its logical line (a parenthesised
 # name list may span lines; a backslash continuation is not followed).
-_COMMENT = re.compile(r"#[^\n]*")  # inside a parenthesised name list (no strings in an import)
 _STATEMENT = re.compile(r"[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]*))")
 
 
