@@ -22,6 +22,7 @@ from neuron_migrate.findings import Finding, FixClass, Span, Target
 from neuron_migrate.ruleset.model import ArgumentPattern, FixKind, Rule, RulePack
 from neuron_migrate.scan import parse as parse_m
 from neuron_migrate.scan.aliases import AliasTable
+from neuron_migrate.scan.fixes.syntax import LEAVES
 from neuron_migrate.scan.matchers import arguments as args_m
 from neuron_migrate.scan.matchers import device_strings as dev_m
 from neuron_migrate.scan.matchers import env_vars as env_m
@@ -136,10 +137,6 @@ def _cover(words: Collection[str]) -> tuple[str, ...]:
 
 # --- the walk ---------------------------------------------------------------------------------
 
-_NOT_CHILDREN = frozenset(
-    {"ctx", "op", "ops", "id", "attr", "arg", "name", "names", "module", "level", "kind", "type_comment",
-     "conversion", "is_async", "asname", "rest", "kwd_attrs", "type_ignores", "simple", "tag"}
-)
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LITERALS = (ast.Constant, ast.UnaryOp, ast.Dict)  # what `arguments.static_value` may evaluate
@@ -1133,7 +1130,7 @@ _DISPATCH: dict[type, _Entry] = {
 
 
 def _dispatch_entry(cls: type) -> _Entry:
-    fields = [f for f in cls._fields if f not in _NOT_CHILDREN]  # type: ignore[attr-defined]
+    fields = [f for f in cls._fields if f not in LEAVES]  # type: ignore[attr-defined]
     if issubclass(cls, ast.stmt) or cls in (ast.ExceptHandler, ast.match_case):
         blocks = tuple(f for f in reversed(fields) if f in _BLOCKS)
         kind = _CASE if cls is ast.match_case else _STMT

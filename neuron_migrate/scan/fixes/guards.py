@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from neuron_migrate.findings import Edit, Finding, FixClass, Severity, Span, Target
-from neuron_migrate.scan.fixes.syntax import bound_method, defaults, dotted, parameter
+from neuron_migrate.scan.fixes.syntax import LEAVES, ChildFields, bound_method, defaults, dotted, parameter
 from neuron_migrate.scan.matchers.site import LineIndex
 
 _BLOCKS = ("body", "orelse", "finalbody")
@@ -189,22 +189,15 @@ _GUARDING = frozenset({ast.If, ast.While, ast.IfExp, ast.BoolOp, ast.Assign, ast
 _READ: dict[type, bool] = {}
 
 
-# Fields that hold no node, or only nodes that hold nothing the guard rule reads (contexts,
-# operators, import aliases): leaving them out of the walk changes no scope's relevant nodes.
-_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "names", "type_ignores", "id", "attr", "arg", "name", "module",
-                          "level", "kind", "type_comment", "conversion", "is_async", "asname", "rest",
-                          "kwd_attrs", "simple", "tag"})
-_FIELDS: dict[type, tuple[str, ...]] = {}
+# Leaving out fields that hold nothing the guard rule reads (contexts, operators, import aliases)
+# changes no scope's relevant nodes.
+_FIELDS = ChildFields(LEAVES)
 
 
 def _children(node: ast.AST, out: list[ast.AST]) -> list[ast.AST]:
-    """`out` extended by the node's children in `ast.iter_child_nodes` order (less the leaves of
-    `_LEAF_FIELDS` and `_BARREN`): the walk's hot loop, without a generator per node."""
-    cls = node.__class__
-    fields = _FIELDS.get(cls)
-    if fields is None:
-        fields = _FIELDS[cls] = tuple(f for f in cls._fields if f not in _LEAF_FIELDS)  # type: ignore[attr-defined]
-    for f in fields:
+    """`out` extended by the node's children in `ast.iter_child_nodes` order (less `LEAVES` and
+    `_BARREN`): the walk's hot loop, without a generator per node."""
+    for f in _FIELDS[node.__class__]:
         v = getattr(node, f, None)
         if v.__class__ is list:
             out += [x for x in v if isinstance(x, ast.AST) and x.__class__ not in _BARREN]

@@ -28,9 +28,26 @@ def parent_of(root: ast.AST, node: ast.AST) -> ast.AST | None:
 
 
 # Fields that hold no node, or only the shared context and operator singletons (no one's parent).
-_NO_CHILD = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind", "type_comment",
-                       "conversion", "is_async", "asname", "rest", "kwd_attrs", "simple", "tag"})
-_FIELDS: dict[type, tuple[str, ...]] = {}
+NO_CHILD = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind", "type_comment",
+                      "conversion", "is_async", "asname", "rest", "kwd_attrs", "simple", "tag"})
+# ... and import aliases and type-ignore comments: nothing a rule, the walk or a guard reads.
+LEAVES = NO_CHILD | {"names", "type_ignores"}
+
+
+class ChildFields(dict[type, tuple[str, ...]]):
+    """Per node class, its fields that may hold child nodes, less `leaves`; computed on first
+    lookup, so `table[cls]` in a hot loop costs one dict hit and no call."""
+
+    def __init__(self, leaves: frozenset[str]) -> None:
+        super().__init__()
+        self.leaves = leaves
+
+    def __missing__(self, cls: type) -> tuple[str, ...]:
+        fields = self[cls] = tuple(f for f in cls._fields if f not in self.leaves)  # type: ignore[attr-defined]
+        return fields
+
+
+_FIELDS = ChildFields(NO_CHILD)
 
 
 def _parents(root: ast.AST) -> dict[int, ast.AST]:
@@ -39,11 +56,7 @@ def _parents(root: ast.AST) -> dict[int, ast.AST]:
     todo = [root]
     while todo:
         node = todo.pop()
-        cls = node.__class__
-        fields = _FIELDS.get(cls)
-        if fields is None:
-            fields = _FIELDS[cls] = tuple(f for f in cls._fields if f not in _NO_CHILD)  # type: ignore[attr-defined]
-        for f in fields:
+        for f in _FIELDS[node.__class__]:
             v = getattr(node, f, None)
             if v.__class__ is list:
                 for child in v:
