@@ -5,13 +5,9 @@ sparse-ops libraries that ship a CUDA extension."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
-from neuron_migrate.ruleset.load import load_pack
-from neuron_migrate.scan.engine import scan_paths
-
-PACK = load_pack()
+from tests.scan.conftest import marked, sites, write
 
 CUDA_SETUP = """
     import glob
@@ -77,27 +73,14 @@ PACKAGE = {
 }
 
 
-def write(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-
-
 def nm724(root: Path, **kw: object) -> set[tuple[str, int]]:
-    result = scan_paths([root], PACK, jobs=1, **kw)  # type: ignore[arg-type]
-    return {(f.path, f.span.line) for f in result.findings if f.code == "NM724"}
-
-
-def marked() -> set[tuple[str, int]]:
-    return {(rel, i) for rel, text in PACKAGE.items()
-            for i, line in enumerate(textwrap.dedent(text).lstrip("\n").split("\n"), 1) if line.endswith("# <-")}
+    return sites(root, "NM724", **kw)
 
 
 def test_compiled_extension_imports_are_reported_where_the_build_compiles_cuda(tmp_path: Path) -> None:
     write(tmp_path, {**PACKAGE, "setup.py": CUDA_SETUP})
     # torch's and torchvision's own `_C` are not the project's extension.
-    assert nm724(tmp_path, use_cache=False) == marked()
+    assert nm724(tmp_path, use_cache=False) == marked(PACKAGE)
 
 
 def test_compiled_extension_imports_stay_silent_without_a_cuda_build(tmp_path: Path) -> None:
@@ -114,7 +97,7 @@ def test_a_cmake_cuda_build_counts_and_the_nearest_project_decides(tmp_path: Pat
                      # A vendored project with its own CPU-only build: its `_C` is plain C++.
                      "third_party/lite/setup.py": CPU_SETUP,
                      "third_party/lite/boxops/__init__.py": "from . import _C\n"})
-    assert nm724(tmp_path, use_cache=False) == marked()
+    assert nm724(tmp_path, use_cache=False) == marked(PACKAGE)
 
 
 def test_a_changed_build_file_changes_the_result_of_a_cached_scan(tmp_path: Path) -> None:
@@ -122,4 +105,4 @@ def test_a_changed_build_file_changes_the_result_of_a_cached_scan(tmp_path: Path
     write(project, {**PACKAGE, "setup.py": CPU_SETUP})
     assert nm724(project, cache_dir=cache) == set()
     write(project, {"setup.py": CUDA_SETUP})
-    assert nm724(project, cache_dir=cache) == marked()
+    assert nm724(project, cache_dir=cache) == marked(PACKAGE)

@@ -11,11 +11,9 @@ import textwrap
 import time
 from pathlib import Path
 
-from neuron_migrate.ruleset.load import load_pack
 from neuron_migrate.scan.engine import scan_paths
 from neuron_migrate.scan.matchers.project_modules import import_sites, targets, top_level
-
-PACK = load_pack()
+from tests.scan.conftest import PACK, marked, sites, write
 
 TRITON_OPS = """
     import torch
@@ -72,21 +70,8 @@ PROJECT = {
 }
 
 
-def write(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-
-
 def nm725(root: Path, **kw: object) -> set[tuple[str, int]]:
-    result = scan_paths([root], PACK, jobs=1, **kw)  # type: ignore[arg-type]
-    return {(f.path, f.span.line) for f in result.findings if f.code == "NM725"}
-
-
-def marked(files: dict[str, str]) -> set[tuple[str, int]]:
-    return {(rel, i) for rel, text in files.items()
-            for i, line in enumerate(textwrap.dedent(text).lstrip("\n").split("\n"), 1) if line.endswith("# <-")}
+    return sites(root, "NM725", **kw)
 
 
 def test_imports_of_a_kernel_module_are_reported_and_plain_modules_are_not(tmp_path: Path) -> None:

@@ -1,0 +1,31 @@
+"""Helpers for the tests that scan small projects written on disk (project facts, kernel modules)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from neuron_migrate.ruleset.load import load_pack
+from neuron_migrate.scan.engine import scan_paths
+
+PACK = load_pack()
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    """Each file's text, dedented, at its path under `root`."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+
+
+def sites(root: Path, code: str, **kw: object) -> set[tuple[str, int]]:
+    """(path, line) of each `code` finding of a scan of `root`."""
+    result = scan_paths([root], PACK, jobs=1, **kw)  # type: ignore[arg-type]
+    return {(f.path, f.span.line) for f in result.findings if f.code == code}
+
+
+def marked(files: dict[str, str]) -> set[tuple[str, int]]:
+    """(path, line) of each line of `files` that ends with `# <-`: where a test expects a finding."""
+    return {(rel, i) for rel, text in files.items()
+            for i, line in enumerate(textwrap.dedent(text).lstrip("\n").split("\n"), 1) if line.endswith("# <-")}
