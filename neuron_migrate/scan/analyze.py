@@ -37,7 +37,7 @@ from neuron_migrate.scan.matchers.qualified_names import QualifiedNameTable
 from neuron_migrate.scan.matchers.site import LineIndex, Site
 from neuron_migrate.scan.matchers.tokens import TokenTable, first_words
 from neuron_migrate.scan.prefilter import pattern_requirements, pattern_values
-from neuron_migrate.scan.regions import RegionGate
+from neuron_migrate.scan.regions import RegionGate, SparseTree
 
 if TYPE_CHECKING:
     from neuron_migrate.scan.fixes.flow import Flow
@@ -1183,6 +1183,8 @@ def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
 
 _NOT_CUDA_FAMILY = "NM8"
 _FIXABLE = (FixClass.SAFE, FixClass.UNSAFE)  # the fix classes whose findings get fixes computed
+# Parses of a partial tree with more regions (those its walk depended on), before the whole parse.
+_WIDENINGS = 3
 _NOT_CUDA_CATEGORIES = frozenset({"compile"})
 
 
@@ -1195,27 +1197,41 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
     """
     cp = compile_pack(pack)
     parsed = parse_m.parse(source, path, cp.regions if cell is None else None)
-    walker = _walk(cp, parsed.tree, source)
-    tree = parsed.tree
-    # Each use of an assigned CUDA alias or of a function defaulting to a CUDA device is a finding.
-    # Where a module root is read only matters to fixes: a file with no site of a fixable rule
-    # computes none.
-    fix_roots = cp.fix_roots if any(rule.fix.fix_class in _FIXABLE for rule, _ in walker.sites) else ()
-    sparse = parsed.sparse
-    if sparse is not None and not parse_m.complete(sparse, walker.aliases, cp.regions, fix_roots,
-                                                   (*walker.assigned, *walker.defaulted, *walker.field_reads,
-                                                    *(c[0] for c in walker.named))):
-        tree, sparse = parse_m.parse_whole(source, path), None
+    tree, sparse = parsed.tree, parsed.sparse
+    for _ in range(_WIDENINGS + 1):
         walker = _walk(cp, tree, source)
-    if not walker.sites:
-        return []
-    found, flow = _findings(walker, tree, source, path, cell)
-    if sparse is not None and flow is not None and any(sparse.hides(name) for name in flow.looked_up):
-        # A condition's value was followed to functions, callers or readers by name, and one of
-        # those names is written in a function left out: follow it through the whole file.
-        tree = parse_m.parse_whole(source, path)
-        found, _ = _findings(_walk(cp, tree, source), tree, source, path, cell)
-    return found
+        if sparse is not None:
+            # Each use of an assigned CUDA alias or of a function defaulting to a CUDA device is a
+            # finding. Where a module root is read only matters to fixes: a file with no site of a
+            # fixable rule computes none.
+            fix_roots = cp.fix_roots if any(rule.fix.fix_class in _FIXABLE for rule, _ in walker.sites) else ()
+            hidden = parse_m.depends(sparse, walker.aliases, cp.regions, fix_roots,
+                                     read=(*walker.assigned, *walker.defaulted), set_=walker.field_reads,
+                                     written=[c[0] for c in walker.named])
+            if hidden is None or hidden:
+                tree, sparse = _widened(sparse, hidden, source, path)
+                continue
+        if not walker.sites:
+            return []
+        found, flow = _findings(walker, tree, source, path, cell)
+        if sparse is not None and flow is not None:
+            # A condition's value was followed to functions, callers or readers by name, and some
+            # of those names are written in functions left out: follow it through them too.
+            hidden = sparse.hiding(flow.looked_up)
+            if hidden:
+                tree, sparse = _widened(sparse, hidden, source, path)
+                continue
+        return found
+    tree = parse_m.parse_whole(source, path)  # still widening: the whole file decides
+    walker = _walk(cp, tree, source)
+    return _findings(walker, tree, source, path, cell)[0] if walker.sites else []
+
+
+def _widened(sparse: SparseTree, hidden: set[int] | None, source: str, path: str) -> tuple[ast.Module, SparseTree | None]:
+    if hidden is None:
+        return parse_m.parse_whole(source, path), None
+    parsed = parse_m.widen(sparse, hidden, source, path)
+    return parsed.tree, parsed.sparse
 
 
 def _walk(cp: CompiledPack, tree: ast.Module, source: str) -> _Walker:

@@ -6,9 +6,10 @@ most of a cold scan's parse. The partial parse never changes a result:
 - every skipped function is still checked for syntax (by `symtable`, which reads the text without
   building a syntax tree); when that check fails for any reason the file is parsed whole, so a
   syntax error anywhere is reported (NM001) with the position the whole parse gives;
-- after the walk, `complete` tells whether the walk depended on skipped text (a name an import
-  binds to a rule's module used there, a star import, a module root a fix would have to import);
-  then the file is parsed and walked whole.
+- after the walk, `depends` tells which skipped functions the walk depended on (one that uses a
+  name an import binds to a rule's module, or a module root a fix would have to import, or a
+  name whose uses decide findings); `widen` parses the file again with those in, and the walk
+  repeats. A star import of a rule's module, or a fourth round, parses the file whole.
 
 `NEURON_MIGRATE_PARTIAL_PARSE=0` turns it off (every file parsed whole); findings are the same
 either way, only slower.
@@ -24,9 +25,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from neuron_migrate.scan.aliases import AliasTable
-from neuron_migrate.scan.regions import RegionGate, SparseTree
+from neuron_migrate.scan.regions import RegionGate, SparseTree, Use
 
-__all__ = ["ENV", "Parsed", "complete", "parse", "parse_whole", "partial_enabled"]
+__all__ = ["ENV", "Parsed", "depends", "parse", "parse_whole", "partial_enabled", "widen"]
 
 ENV = "NEURON_MIGRATE_PARTIAL_PARSE"
 
@@ -83,22 +84,38 @@ def _valid(text: str, path: str) -> bool:
     return True
 
 
-def complete(sparse: SparseTree, aliases: AliasTable, gate: RegionGate, fix_roots: Collection[str],
-             assigned: Collection[str] = ()) -> bool:
-    """Whether the walk of the partial tree saw everything the whole tree would have shown it:
-    no skipped function uses a name an import binds to a token's module that the text scan did
-    not see, nor a name whose uses decide findings (`assigned`: a module-level name assigned a
-    CUDA reference, `_ctx = torch._C._CUDAGreenContext`, each use is a finding; a name holding an
-    argument's value, passed on or tested against here); the file star-imports no module with a
-    name a rule matches; and no module root a fix may have to import (`fix_roots`) is read only
-    in skipped text."""
+def depends(sparse: SparseTree, aliases: AliasTable, gate: RegionGate, fix_roots: Collection[str], *,
+            read: Collection[str] = (), set_: Collection[str] = (), written: Collection[str] = ()) -> set[int] | None:
+    """The skipped regions the walk of the partial tree depended on (indexes, empty when none),
+    or None when the whole file must be read (it star-imports a module with a name a rule
+    matches). A region is depended on when it reads a name an import binds to a token's module
+    that the text scan did not see there; or a name whose uses decide findings (`read`: a
+    module-level name assigned a CUDA reference, `_ctx = torch._C._CUDAGreenContext`, each use
+    is a finding; a function defaulting to a CUDA device); or assigns an attribute an argument's
+    value was looked up in (`set_`); or writes a name passed on or tested against here
+    (`written`); or reads a module root that a fix may have to import (`fix_roots`)."""
     if not gate.star_modules.isdisjoint(aliases.stars):
-        return False
-    if any(sparse.hides(name) for name in assigned):
-        return False
-    for name, target in aliases.names.items():
-        if not gate.hidden(target) <= sparse.anchors.get(name, frozenset()) and sparse.hides(name):
-            return False
+        return None
     bound = set(aliases.names.values())
-    return not any(top not in bound and top not in aliases.implicit_seen and sparse.hides(top)
-                   for top in fix_roots)
+    reads = [*read, *(top for top in fix_roots if top not in bound and top not in aliases.implicit_seen),
+             *(name for name, target in aliases.names.items()
+               if not gate.hidden(target) <= sparse.anchors.get(name, frozenset()))]
+    return sparse.hiding(written) | sparse.hiding(reads, Use.READ) | sparse.hiding(set_, Use.SET)
+
+
+def widen(sparse: SparseTree, regions: Collection[int], source: str, path: str) -> Parsed:
+    """The file parsed again with the skipped `regions` parsed too; whole once none is left. They
+    passed the syntax check with the others, so the parse fails only on a split that no longer
+    stands (then the whole parse decides)."""
+    if len(regions) < sparse.skipped:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                tree = _sparse_parser(path)(sparse.blanked(regions))
+            except SyntaxError:
+                pass
+            else:
+                wider = sparse.without(tree, regions)
+                if wider.stands():
+                    return Parsed(tree, wider)
+    return Parsed(parse_whole(source, path), None)

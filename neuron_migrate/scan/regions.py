@@ -26,9 +26,10 @@ string: that region is then parsed after all (a few times at most, then the whol
 
 Comment lines are blanked before the token tests: a token in prose keeps no region, a
 `# import ...` forces none. What the walk resolves across regions is checked after it
-(`SparseTree.hides`): a name bound by an import that the text scan missed, a `from m import *`
-of a module with a name a rule matches, a module root read without an import; any of them sends
-the file back to a whole parse, so the findings are those of the whole tree.
+(`SparseTree.hiding`): a name bound by an import that the text scan missed, a module root read
+without an import, a name whose uses decide findings; the skipped regions that write one are
+then parsed too (`scan.parse.widen`), and a `from m import *` of a module with a name a rule
+matches sends the file to a whole parse, so the findings are those of the whole tree.
 
 Skipped regions are still checked for syntax, and the walk's dependencies on them are checked
 after it, by `scan.parse`, the only caller: the findings are always those of the whole tree.
@@ -40,8 +41,9 @@ import ast
 import bisect
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from functools import partial
 from typing import NamedTuple
 
@@ -62,6 +64,9 @@ _COMMENT = re.compile(r"#[^\n]*")
 _NAME_RUN = re.compile(r"\w+", re.ASCII)
 _COMMENT_LINE = re.compile(r"\n[ \t]*#[^\n]*")
 _SELF_ATTRIBUTE = re.compile(r"\bself\.\w+[^\n=]*=(?!=)")  # an assignment to an attribute of `self`
+# After an attribute: it is assigned (`= value`, possibly after a closing bracket or a line
+# break), or annotated (`: T`, the rest of its line read by `_assigned`).
+_STORE = re.compile(r"[ \t\r\n\\)]*(?:=(?!=)|:([^\n]*))")
 _SPACES = bytes(c if chr(c) in WORD_STR else 32 for c in range(256))  # bytes.translate: non-word -> " "
 _WORD_BYTES = frozenset(_SPACES) - {32}
 _NOT_STATEMENT = frozenset(" \t\f\n#)]}'\"")  # first characters that start no statement line
@@ -78,6 +83,14 @@ class _Need(NamedTuple):
     left: bool
     right: bool
     value: bool
+
+
+class Use(Enum):
+    """How a name written in a skipped region is counted (`SparseTree.hiding`)."""
+
+    ANY = "any"  # wherever it is written
+    READ = "read"  # not as an attribute of something else (`x.name`): a name read, called or bound
+    SET = "set"  # as an attribute assigned (`self.name = value`, `self.name: T = value`)
 
 
 @dataclass(slots=True)
@@ -106,10 +119,41 @@ class SparseTree:
         under `if 1:` so that its indentation stands (line numbers are not the file's)."""
         return "".join(("if 1:\n" if r.indent else "") + self._source[r.start:r.end] + "\n" for r in self._skipped)
 
-    def hides(self, name: str) -> bool:
-        """Whether `name` occurs as a whole word in a region that was not parsed."""
-        return any(_region_at(self._skipped, self._starts, pos) >= 0
-                   for pos in occurrences(self._source, Token(name, True, True), WORD_STR))
+    def hiding(self, names: Iterable[str], use: Use = Use.ANY) -> set[int]:
+        """The skipped regions (indexes into `skipped`) where one of `names` is written as a whole
+        word, in the way `use` says. The tests read text, so they may count more than the walk of
+        the region would see, never less."""
+        source, found = self._source, set()
+        for name in names:
+            n = len(name)
+            for pos in occurrences(source, Token(name, True, True), WORD_STR):
+                k = _region_at(self._skipped, self._starts, pos)
+                if k < 0 or k in found:
+                    continue
+                if use is Use.ANY or (use is Use.READ and not _attribute(source, pos)) or (
+                        use is Use.SET and _attribute(source, pos, line_start=True) and _assigned(source, pos + n)):
+                    found.add(k)
+        return found
+
+    def hides(self, names: Iterable[str], use: Use = Use.ANY) -> bool:
+        return bool(self.hiding(names, use))
+
+    def without(self, tree: ast.Module, parsed: Collection[int]) -> SparseTree:
+        """This file's tree with the skipped regions `parsed` parsed after all (`tree`: the
+        source parsed so, as `blanked` spells it)."""
+        return SparseTree(tree, self._source, [r for k, r in enumerate(self._skipped) if k not in parsed], self.anchors)
+
+    def blanked(self, parsed: Collection[int]) -> str:
+        """The source to parse with the skipped regions `parsed` parsed after all."""
+        return _blank(self._source, [r for k, r in enumerate(self._skipped) if k not in parsed])
+
+    def stands(self) -> bool:
+        """Whether each skipped region's `pass` is a statement where the region stood."""
+        return len(_placeholders_stand(self.tree, self._skipped)) == len(self._skipped)
+
+    @property
+    def skipped(self) -> int:
+        return len(self._skipped)
 
 
 class RegionGate:
@@ -505,6 +549,32 @@ def _without_comment_lines(source: str) -> str:
         pos = m.end()
     pieces.append(source[pos:])
     return "".join(pieces)
+
+
+def _attribute(source: str, pos: int, line_start: bool = False) -> bool:
+    """Whether the word at `pos` follows a `.` on its line (`x.name`): an attribute of something
+    else. A word that starts its line counts as one when `line_start` is set (a bracket or a
+    backslash may continue `x.` from the line before)."""
+    i = pos - 1
+    while i >= 0 and source[i] in " \t":
+        i -= 1
+    if i < 0 or source[i] == "\n":
+        return line_start
+    return source[i] == "."
+
+
+def _assigned(source: str, end: int) -> bool:
+    """Whether the attribute ending at `end` is assigned a value: `= value`, or an annotation with
+    a value on its line, or a line that goes on (an open bracket, a backslash, a comment: the
+    value may follow)."""
+    m = _STORE.match(source, end)
+    if m is None:
+        return False
+    rest = m.group(1)
+    if rest is None:
+        return True
+    return ("=" in rest or "#" in rest or rest.rstrip().endswith("\\")
+            or sum(map(rest.count, "([{")) > sum(map(rest.count, ")]}")))
 
 
 def _region_at(regions: list[Region], starts: list[int], pos: int) -> int:

@@ -690,3 +690,71 @@ def test_a_condition_followed_into_a_skipped_caller_parses_the_file_whole(
         """)
     found = [f for f in both(pack, source, monkeypatch) if f.code == "NM202"]
     assert [f.fix_class.value for f in found] == ["unsafe"]
+
+
+@pytest.mark.parametrize(("text", "assigned"), [
+    ("self.mode = 1", True), ("self.mode: str = 'a'", True), ("(self.mode) = 1", True), ("a = self.mode = 1", True),
+    ("self.mode \\\n    = 1", True), ("self.mode: dict[\n    str, int] = {}", True), ("self.mode: int  # later\n", True),
+    ("self.mode == 1", False), ("if self.mode:\n    pass", False), ("f(self.mode)", False), ("self.mode += 1", False),
+    ("{self.mode: 1}", False), ("self.mode: int", False), ("x[self.mode:]", False),
+])
+def test_an_attribute_counts_as_set_where_the_text_may_assign_it(text: str, assigned: bool) -> None:
+    # Counting more than the walk would see only costs a wider parse; counting less loses findings.
+    pos = text.index("mode")
+    assert regions._attribute(text, pos) and regions._assigned(text, pos + len("mode")) is assigned
+
+
+@pytest.mark.parametrize(("text", "attribute", "or_line_start"), [
+    ("x.name", True, True), ("x . name", True, True), ("f(name)", False, False),
+    ("name()", False, True), ("x = (a.\n    name)", False, True),
+])
+def test_a_name_after_a_dot_on_its_line_is_an_attribute(text: str, attribute: bool, or_line_start: bool) -> None:
+    # A word that starts its line may continue `a.` from the line before: a read, for a name; a
+    # possible attribute, for an attribute assigned.
+    pos = text.index("name")
+    assert regions._attribute(text, pos) is attribute
+    assert regions._attribute(text, pos, line_start=True) is or_line_start
+
+
+def test_only_the_regions_a_walk_depended_on_are_parsed_again(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pinned = torch.cuda.is_pinned`: each use of `pinned` is a finding. The function calling it
+    holds no CUDA word, so the text gate skips it; the walk then finds `pinned` written there and
+    that one function is parsed too, not the whole file. An attribute of the same name elsewhere
+    (`x.pinned`) is no use of it."""
+    source = src("""
+        import torch
+
+        pinned = torch.cuda.is_pinned
+
+        FILLER
+
+        def check(x):
+            return pinned(x)
+
+        def other(x):
+            return x.pinned
+        """)
+    sparse = sparse_tree(pack, source)
+    assert sparse is not None and [r.line for r in sparse._skipped] == [5, 9, 13, 17, 21, 24]
+    walker = analyze._walk(analyze.compile_pack(pack), sparse.tree, source)
+    hidden = parse.depends(sparse, walker.aliases, analyze.compile_pack(pack).regions, (), read=walker.assigned)
+    assert hidden == {4}  # `check`; not `other`
+    wider = parse.widen(sparse, hidden, source, "m.py")
+    assert wider.sparse is not None and [r.line for r in wider.sparse._skipped] == [5, 9, 13, 17, 24]
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM299", 3), ("NM290", 22)]
+
+
+def test_a_method_that_reads_an_attribute_without_assigning_it_stays_skipped(pack: RulePack) -> None:
+    """`backend=self.mode` looks the attribute up in every method that assigns it; a method that only reads it
+    (`if self.mode:`) decides nothing and is not parsed."""
+    methods = ('    def setup(self):\n        self.mode = "inductor"\n\n'
+               "    def show(self):\n        if self.mode:\n            print(self.mode == 'x')\n\n"
+               "    def build(self, m):\n        return torch.compile(m, backend=self.mode)\n")
+    source = src("import torch\n\nFILLER\n\nclass Engine:\n" + methods)
+    cp = analyze.compile_pack(pack)
+    sparse = sparse_tree(pack, source)
+    assert sparse is not None
+    walker = analyze._walk(cp, sparse.tree, source)
+    assert walker.field_reads == {"mode"}
+    assert parse.depends(sparse, walker.aliases, cp.regions, (), set_=walker.field_reads) == set()
+    assert "NM502" in {f.code for f in analyze.analyze_source(source, "m.py", pack)}
