@@ -9,7 +9,7 @@ import re
 from neuron_migrate.findings import Edit, Span, Target
 from neuron_migrate.scan.fixes.bindings import evidently_torch
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
-from neuron_migrate.scan.fixes.syntax import comparison_needs_parens, parent_of
+from neuron_migrate.scan.fixes.syntax import comparison_needs_parens, parent_of, walk
 from neuron_migrate.scan.matchers.site import Site
 
 ACCELERATOR = "torch.accelerator.current_accelerator"
@@ -132,7 +132,7 @@ def reads_device_indices(tree: ast.Module, source: str) -> bool:
         return False
     called: set[int] = set()
     indexed: list[ast.AST] = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if node.__class__ is ast.Attribute and node.attr == "index":  # type: ignore[attr-defined]
             indexed.append(node)
         elif node.__class__ is ast.Call:

@@ -16,7 +16,7 @@ import ast
 from collections import defaultdict
 from functools import cached_property
 
-from neuron_migrate.scan.fixes.syntax import bound_method, defaulted, dotted, parameter, parent_of
+from neuron_migrate.scan.fixes.syntax import bound_method, defaulted, dotted, parameter, parent_of, walk
 
 # Calls that only show a value: it decides nothing there.
 _SHOWN = frozenset({"print", "str", "repr", "format", "bool", "int", "float"})
@@ -44,7 +44,7 @@ class Flow:
         functions: dict[str, list[ast.AST]] = defaultdict(list)
         calls: dict[str, list[ast.Call]] = defaultdict(list)
         loads: dict[str, list[ast.AST]] = defaultdict(list)
-        for node in ast.walk(self.tree):
+        for node in walk(self.tree):
             cls = node.__class__
             if cls in _FUNCTIONS:
                 functions[node.name].append(node)  # type: ignore[attr-defined]

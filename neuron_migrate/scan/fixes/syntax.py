@@ -50,6 +50,25 @@ class ChildFields(dict[type, tuple[str, ...]]):
 _FIELDS = ChildFields(NO_CHILD)
 
 
+def walk(root: ast.AST) -> list[ast.AST]:
+    """Every node under `root` (itself first) in `ast.walk`'s order, less the shared context and
+    operator singletons: a list built without a generator per node (`ast.walk` is most of the
+    time of a file-wide search on a large tree)."""
+    out = [root]
+    fields = _FIELDS
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        for f in fields[node.__class__]:
+            v = getattr(node, f, None)
+            if v.__class__ is list:
+                out += [child for child in v if isinstance(child, ast.AST)]
+            elif isinstance(v, ast.AST):
+                out.append(v)
+    return out
+
+
 def _parents(root: ast.AST) -> dict[int, ast.AST]:
     """Child id -> parent for every node under `root`, without a generator per node."""
     out: dict[int, ast.AST] = {}

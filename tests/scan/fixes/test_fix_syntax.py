@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
+from neuron_migrate.scan.fixes import syntax
 from neuron_migrate.scan.fixes.syntax import block_of
 
 SOURCE = textwrap.dedent("""
@@ -53,3 +54,16 @@ def test_block_of_finds_the_list_holding_each_statement() -> None:
 def test_block_of_a_statement_elsewhere_is_none() -> None:
     tree = ast.parse(SOURCE)
     assert block_of(tree, ast.parse("x = 1").body[0]) is None
+
+
+def test_walk_visits_what_ast_walk_does_in_its_order_less_contexts_and_operators() -> None:
+    tree = ast.parse(
+        "import torch\n@dec(x=1)\nclass A(B, metaclass=M):\n    def f(self, a: int = 2, *b, **c) -> None:\n"
+        "        if a and not b or -a < 3:\n            return [i for i in b if i]\n"
+        "        match c:\n            case {'k': [1, *rest]}:\n                print(f'{a!r:>{c}}', *rest)\n"
+        "        try:\n            del a\n        except (KeyError, ValueError) as e:\n            raise e from None\n"
+        "x = lambda q=3: q ** 2\n")
+    singletons = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+    expected = [n for n in ast.walk(tree) if not isinstance(n, singletons)]
+    found = syntax.walk(tree)
+    assert len(found) == len(expected) and all(a is b for a, b in zip(found, expected, strict=True))
