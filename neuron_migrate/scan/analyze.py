@@ -22,7 +22,7 @@ from neuron_migrate.findings import Finding, FixClass, Span, Target
 from neuron_migrate.ruleset.model import ArgumentPattern, FixKind, Rule, RulePack
 from neuron_migrate.scan import parse as parse_m
 from neuron_migrate.scan.aliases import AliasTable
-from neuron_migrate.scan.fixes.syntax import LEAVES
+from neuron_migrate.scan.fixes.syntax import LEAVES, walk
 from neuron_migrate.scan.matchers import arguments as args_m
 from neuron_migrate.scan.matchers import device_strings as dev_m
 from neuron_migrate.scan.matchers import env_vars as env_m
@@ -1076,7 +1076,7 @@ class _Walker:
 def _membership_names(tree: ast.AST) -> set[str]:
     """The names (or attributes' last names) that values are tested against with `in`."""
     out = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if node.__class__ is ast.Compare:
             for op, right in zip(node.ops, node.comparators, strict=True):  # type: ignore[attr-defined]
                 if op.__class__ in (ast.In, ast.NotIn):

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from neuron_migrate.ruleset.model import ArgumentPattern, Match, RulePack
-from neuron_migrate.scan.matchers.tokens import CUDA_SOURCE, first_words_of
+from neuron_migrate.scan.matchers.tokens import CUDA_SOURCE, first_words_of, required_words
 
 _WILDCARD = re.compile(r"[*?]|\[[^\]]*\]")
 # Characters that continue a name. Non-ASCII bytes count as word boundaries: a non-ASCII
@@ -199,8 +199,11 @@ def _required(m: Match, common_roots: frozenset[str], in_code: bool = False) -> 
     out += [(_literal(p), none) for p in (*m.device_strings, *m.methods, *m.attributes, *m.env_vars,
                                           *m.default_devices)]
     out += [pair for arg in m.arguments for pair in _argument(arg, common_roots)]
-    if m.tokens:  # words inside names and strings, in any case: no word bounds (in code, `.cu` ends a string)
-        out += [(frozenset({Token(w, right=in_code and w in CUDA_SOURCE)}), none) for w in first_words_of(m.tokens)]
+    if m.tokens and not in_code:  # words inside names and strings, in any case: no word bounds
+        out += [(frozenset({Token(w)}), none) for w in first_words_of(m.tokens)]
+    elif m.tokens:  # per pattern, each of its words (a region's test reads them in any case); `.cu` ends a string
+        out += [(frozenset(Token(w) for w in required_words(p)), none) for p in m.tokens if not p.startswith("!")]
+        out += [(frozenset({Token(w, right=True)}), none) for w in CUDA_SOURCE]
     return out
 
 

@@ -758,3 +758,32 @@ def test_a_method_that_reads_an_attribute_without_assigning_it_stays_skipped(pac
     assert walker.field_reads == {"mode"}
     assert parse.depends(sparse, walker.aliases, cp.regions, (), set_=walker.field_reads) == set()
     assert "NM502" in {f.code for f in analyze.analyze_source(source, "m.py", pack)}
+
+
+def test_a_word_pattern_keeps_a_function_only_with_all_its_words(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`bits_and_bytes*` (the CUDA-word net) needs `bits` and `bytes`, in any case: a function
+    that only counts `nbytes` holds neither the pattern nor anything else and is skipped; one
+    naming `BitsAndBytesConfig` is parsed and reported."""
+    source = src("""
+        import torch
+
+        FILLER
+
+        def size(t):
+            return t.nbytes + t.element_size()
+
+        def quantized(model_cls):
+            return model_cls(quantization=make(BitsAndBytesConfig))
+        """)
+    assert skipped_lines(pack, source) == [3, 7, 11, 15, 19]
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM290", 23)]
+
+
+@pytest.mark.parametrize(("pattern", "words"), [
+    ("cuda*", ("cuda",)), ("bits_and_bytes*", ("bits", "bytes")), ("x_formers*", ("formers",)),
+    ("flash_attn*", ("flash", "attn")), ("onnxruntime_gpu", ("onnxruntime",)), ("load_in_8bit", ("bit",)),
+])
+def test_a_word_pattern_requires_each_of_its_words(pattern: str, words: tuple[str, ...]) -> None:
+    from neuron_migrate.scan.matchers.tokens import required_words
+
+    assert required_words(pattern) == words

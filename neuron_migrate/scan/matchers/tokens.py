@@ -26,7 +26,7 @@ _PROSE_WORDS = 3  # a string with more whitespace-separated words than this is p
 _MAX_STRING = 200
 CUDA_SOURCE = (".cu", ".cuh")
 _MISS = object()
-_EVERYDAY = frozenset({"load", "in", "attention", "gpu"})
+_EVERYDAY = frozenset({"load", "in", "and", "attention", "gpu"})
 
 
 def words(text: str) -> list[str]:
@@ -119,6 +119,15 @@ def first_words_of(patterns: tuple[str, ...]) -> tuple[str, ...]:
     if out:
         out.update(dict.fromkeys(CUDA_SOURCE))  # a source file name: `"kernel.cu"`
     return tuple(out)
+
+
+def required_words(pattern: str) -> tuple[str, ...]:
+    """Lower-case text all of which a name or string matching `pattern` contains, in some case
+    (`bits`, `bytes` for `bits_and_bytes*`): each word of its literal parts, less everyday and
+    one- or two-letter words (which filter nothing); its rarest run when none is left."""
+    runs = [r for r in re.split(r"[*?]|\[[^\]]*\]|_", pattern) if r]
+    kept = [w for r in runs for w in words(r) if len(w) > 2 and w not in _EVERYDAY]
+    return tuple(dict.fromkeys(kept)) or (max(runs, key=_rarity).lower(),)
 
 
 def _words_regex(alternatives: list[str]) -> re.Pattern[str]:
