@@ -137,7 +137,7 @@ def test_import_sites_and_their_target_files() -> None:
         import pkg.ops, json
         from pkgx import f
         """)
-    sites = [(line, statement) for line, _, _, statement in import_sites(text, "pkg/model.py")]
+    sites = [(line, statement) for line, _, _, statement, _ in import_sites(text, "pkg/model.py")]
     # A docstring line that reads like an import is a candidate too (kept only if it names a
     # kernel module); a statement after `;` is not seen.
     assert sites == [(4, "from .ops import example_in_a_docstring"), (7, "from .ops import (a, b,)"),

@@ -14,6 +14,7 @@ too; it is then reported only if it names a kernel module of the project.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import posixpath
 import re
@@ -50,10 +51,10 @@ def top_level(root: str) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-def import_sites(text: str, rel: str, top: Iterable[str] = ()) -> list[tuple[int, int, int, str]]:
-    """(line, start column, end column, statement) of each import of the project's own modules in
-    `text`, the file at `rel` (`top`: the project's top-level names); the statement in one line, as
-    it can be parsed alone. Every import statement has the word `import` on its first line: the
+def import_sites(text: str, rel: str, top: Iterable[str] = ()) -> list[tuple[int, int, int, str, str]]:
+    """(line, start column, end column, statement, the line's text) of each import of the
+    project's own modules in `text`, the file at `rel` (`top`: the project's top-level names); the
+    statement in one line, as it can be parsed alone. Every import statement has the word `import` on its first line: the
     text is searched for that word only (one search, whatever the number of package names)."""
     packages = {p for p in posixpath.dirname(rel).split("/") if p.isidentifier()}.union(top)
     out = []
@@ -70,7 +71,7 @@ def import_sites(text: str, rel: str, top: Iterable[str] = ()) -> list[tuple[int
                     nl = text.find("\n", start)
                     first = text[start:nl if nl >= 0 else len(text)]
                     col = len(first) - len(first.lstrip(" \t"))
-                    out.append((text.count("\n", 0, start) + 1, col, len(first.rstrip()), statement))
+                    out.append((text.count("\n", 0, start) + 1, col, len(first.rstrip()), statement, first))
         i = text.find("import", i + 6)
     return out
 
@@ -83,6 +84,7 @@ def _own(m: re.Match[str], packages: set[str]) -> bool:
     return any(name.split()[0].partition(".")[0] in packages for name in m.group(3).split(",") if name.split())
 
 
+@functools.lru_cache(maxsize=4096)  # the same statements recur across a project's files; callers only read
 def _parsed(statement: str) -> ast.Import | ast.ImportFrom | None:
     try:
         node = ast.parse(statement).body[0]
@@ -131,8 +133,7 @@ def candidate_findings(text: str, rel: str, rules: Iterable[Rule], top: Iterable
     sites = import_sites(text, rel, top)
     if not sites:
         return []
-    lines = text.split("\n")
     return [Finding(code=rule.code, severity=rule.severity, fix_class=rule.fix.fix_class, category=rule.category,
                     path=rel, span=Span(line, col, line, end), message=rule.render_message(statement),
-                    source_line=lines[line - 1], symbol=statement, statement_line=line)
-            for rule in rules for line, col, end, statement in sites]
+                    source_line=first, symbol=statement, statement_line=line)
+            for rule in rules for line, col, end, statement, first in sites]
