@@ -85,6 +85,9 @@ class _Need(NamedTuple):
     value: bool
 
 
+_IMPORT_WORD = _Need("import", True, True, False)  # what the requirement of an import pattern holds
+
+
 class Use(Enum):
     """How a name written in a skipped region is counted (`SparseTree.hiding`)."""
 
@@ -327,9 +330,47 @@ class RegionGate:
         for req in met:
             for t in req:
                 needing.setdefault(t, []).append(req)
+        # An import pattern matches an import statement, which spells its module and names: the
+        # region must hold one that does (`torch._C` used and `import` written elsewhere is none).
+        stated = (_statements(code, flat, regions, starts, offsets(b"import"), candidates)
+                  if any(_IMPORT_WORD in req for req in met) else {})
         keep = {i for i, tokens in here.items()
-                if any(all(u in tokens or u in in_context for u in req) for t in tokens for req in needing[t])}
+                if any(all(u in tokens or u in in_context for u in req) and (
+                    _IMPORT_WORD not in req or _spelled(req, stated.get(i, ()), self.plain))
+                    for t in tokens for req in needing[t])}
         return [regions[i] for i in sorted(candidates - keep - setters)]
+
+
+def _statements(code: str, flat: bytes, regions: list[Region], starts: list[int], imports: list[int],
+                candidates: set[int]) -> dict[int, tuple[tuple[str, set[bytes]], ...] | None]:
+    """Per candidate region, the text and words of each import statement in it (from its line's
+    start: `from m import x`), or None where one may be written in a way this does not read (a
+    backslash continuation, a name list left open): then any import pattern may match there."""
+    out: dict[int, list[tuple[str, set[bytes]]] | None] = {}
+    for pos in imports:
+        i = _region_at(regions, starts, pos)
+        if i not in candidates or (i in out and out[i] is None):
+            continue
+        line_start = code.rfind("\n", 0, pos) + 1
+        m = _IMPORT.match(code, pos)
+        items = m.group(1).rstrip() if m is not None else ""
+        # `from m \` and `import x` on the next line: the module is on the line before.
+        continued = line_start > 0 and not code[line_start:pos].strip() and code[
+            code.rfind("\n", 0, line_start - 1) + 1:line_start - 1].rstrip(" \t\r").endswith("\\")
+        if m is None or continued or items.endswith("\\") or (items.startswith("(") and not items.endswith(")")):
+            out[i] = None
+            continue
+        out.setdefault(i, []).append((code[line_start:m.end()], set(flat[line_start + 1:m.end() + 1].split())))  # type: ignore[union-attr]
+    return {i: tuple(v) if v is not None else None for i, v in out.items()}
+
+
+def _spelled(req: tuple[_Need, ...], statements: tuple[tuple[str, set[bytes]], ...] | None,
+             plain: dict[_Need, bytes]) -> bool:
+    """Whether one of a region's import statements spells every token of `req` (None: unknown)."""
+    if statements is None:
+        return True
+    return any(all(t == _IMPORT_WORD or (plain[t] in words if t in plain else t.text in text) for t in req)
+               for text, words in statements)
 
 
 def _needles(t: _Need) -> tuple[bytes, ...]:
