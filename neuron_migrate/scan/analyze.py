@@ -87,6 +87,9 @@ def compile_pack(pack: RulePack) -> CompiledPack:
     imports = ImportTable(rules)
     roots = set(qualified.roots) | {p.split(".")[0] for p, _, _ in imports.patterns}
     roots |= {c.split(".")[0] for r in rules for a in r.match.arguments for c in a.call if c[0] not in ".*"}
+    # The modules a fix may write (and so import, or spell through the file's binding of them).
+    fix_roots = frozenset({"torch"} | {tf.value.partition(".")[0] for r in rules for tf in r.fix.targets.values()
+                                       if tf.kind is FixKind.RENAME})
     compiled = CompiledPack(
         pack=pack,
         qualified=qualified,
@@ -105,9 +108,8 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         env_words=_cover([w.lower() for w in _words([literal_prefix(p) for p, _, _ in env.patterns])]),
         token_words=_cover([w.lower() for w in first_words(rules)]),
         regions=RegionGate(pattern_requirements(pack, in_code=True), pattern_values(pack, in_code=True),
-                           {name.rpartition(".")[0] for name in qualified.exact}),
-        fix_roots=frozenset({"torch"} | {tf.value.partition(".")[0] for r in rules for tf in r.fix.targets.values()
-                                         if tf.kind is FixKind.RENAME}),
+                           {name.rpartition(".")[0] for name in qualified.exact}, fix_roots),
+        fix_roots=fix_roots,
     )
     if len(_COMPILED) >= 8:
         _COMPILED.pop(next(iter(_COMPILED)))

@@ -163,10 +163,12 @@ class RegionGate:
     """The per-region test, built from each rule pattern's required tokens."""
 
     def __init__(self, requirements: Sequence[Collection[Token]], values: Sequence[Collection[Token]],
-                 star_modules: Collection[str]) -> None:
+                 star_modules: Collection[str], spelled: Collection[str] = ()) -> None:
         """`requirements`: per rule pattern, its required tokens; `values`: per pattern, those of
         them that are an argument's string value (its match may be in a region, the value in the
-        context: a module constant, an argparse default)."""
+        context: a module constant, an argparse default); `spelled`: the modules a fix may write,
+        through the file's binding of them (`AliasTable.spelling`)."""
+        self.spelled = frozenset(spelled)
         needs = [frozenset(_Need(*t, t in vs) for t in r) for r, vs in zip(requirements, values, strict=True)]
         # The modules whose `from m import *` binds a name a rule matches (`torch.cuda`: `synchronize`).
         self.star_modules = frozenset(star_modules)
@@ -268,7 +270,7 @@ class RegionGate:
             return located[word]
 
         importing = Counter(i for i in (_region_at(regions, starts, pos) for pos in offsets(b"import")) if i >= 0)
-        forced = where(b"add_argument")[0] | _binding_regions(regions, bindings, importing, offsets)
+        forced = where(b"add_argument")[0] | _binding_regions(regions, bindings, importing, offsets, self.spelled)
         candidates = {i for i in range(len(regions)) if i not in forced}
         # The requirements the whole file meets; then, for their tokens only, the candidate
         # regions holding each, and whether the context does (a forced region counts as context).
@@ -436,7 +438,7 @@ def _imports(source: str, star_modules: Collection[str]) -> list[Binding] | None
 
 
 def _binding_regions(regions: list[Region], bindings: list[Binding], importing: Counter[int],
-                     offsets: Callable[[bytes], list[int]]) -> set[int]:
+                     offsets: Callable[[bytes], list[int]], spelled: Collection[str]) -> set[int]:
     """The regions whose imports the rest of the file may depend on (`importing`: how many
     `import` words each region holds). The alias table is file-wide, so a binding in a function
     resolves names elsewhere. It does not matter when every import in the file binds that name
@@ -466,9 +468,10 @@ def _binding_regions(regions: list[Region], bindings: list[Binding], importing: 
             same = bool(b.name) and len(keys[b.name]) == 1
             if same and (-1, b.name) in first_bound:
                 continue
-            # A module bound under its own name (`import numpy as np`) is also how fixes spell
-            # it (`AliasTable.spelling`): that binding counts even where nothing else reads it.
-            if not b.name or (b.target is not None and "." not in b.target):
+            # A module a fix writes, bound under a name of its own (`import torch as th`), is also
+            # how fixes spell it (`AliasTable.spelling`): that binding counts even where nothing
+            # else reads it. Any other (`import sympy` in a function) counts only where it is read.
+            if not b.name or (b.target is not None and "." not in b.target and b.target in spelled):
                 matter.add(i)
                 break
             for pos in offsets(b.name.encode()):
