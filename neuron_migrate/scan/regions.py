@@ -189,9 +189,18 @@ class RegionGate:
         self.probes = {t: min((p for p in loose if p in t.text.lower()), key=len).encode()
                        for t in self.other if not (t.left or t.right or t.value)}
         self.needles = {t: _needles(t) for t in self.other if t not in self.probes}
-        # Per requirement, its whole words (a subset test against the file's words) and the rest.
-        self._split = [(req, frozenset(self.plain[t] for t in req if t in self.plain),
-                        tuple(t for t in req if t not in self.plain)) for req in self.requirements]
+        # Per requirement, its whole words (a subset test against the file's words) and the rest,
+        # filed under one of its words (a file meets only those filed under a word it has) or,
+        # with none, unfiled.
+        self._split: dict[bytes, list[tuple[tuple[_Need, ...], frozenset[bytes], tuple[_Need, ...]]]] = {}
+        self._unfiled: list[tuple[tuple[_Need, ...], frozenset[bytes], tuple[_Need, ...]]] = []
+        for req in self.requirements:
+            words = frozenset(self.plain[t] for t in req if t in self.plain)
+            entry = (req, words, tuple(t for t in req if t not in self.plain))
+            if words:
+                self._split.setdefault(min(words), []).append(entry)
+            else:
+                self._unfiled.append(entry)
 
     def hidden(self, qualified: str) -> frozenset[str]:
         """The tokens a name bound to `qualified` stands for (`cuda` for `tc` = `torch.cuda`)."""
@@ -282,18 +291,25 @@ class RegionGate:
         vocab_lower = vocab.lower()
         nowhere: tuple[set[int], bool] = (set(), False)
         probed: dict[bytes, tuple[set[int], bool]] = {}
-        others = {}
-        for t in self.other:
-            probe = self.probes.get(t)
-            if probe is None:
-                absent = any(n not in vocab for n in self.needles[t])
-                others[t] = nowhere if absent else _holding(code, t, regions, starts)
-            else:
-                if probe not in probed:
-                    probed[probe] = (nowhere if _WORD_BYTES.issuperset(probe) and probe not in vocab_lower
-                                     else _spread(partial(lowered.find, probe), regions, starts))
-                others[t] = probed[probe]
-        met = [req for req, words, rest in self._split if words <= present and all(any(others[t]) for t in rest)]
+        others: dict[_Need, tuple[set[int], bool]] = {}
+
+        def other(t: _Need) -> tuple[set[int], bool]:
+            """The regions holding a token that is no whole word, and whether the context does."""
+            if t not in others:
+                probe = self.probes.get(t)
+                if probe is None:
+                    absent = any(n not in vocab for n in self.needles[t])
+                    others[t] = nowhere if absent else _holding(code, t, regions, starts)
+                else:
+                    if probe not in probed:
+                        probed[probe] = (nowhere if _WORD_BYTES.issuperset(probe) and probe not in vocab_lower
+                                         else _spread(partial(lowered.find, probe), regions, starts))
+                    others[t] = probed[probe]
+            return others[t]
+
+        met = [req for word, entries in self._split.items() if word in present for req, words, rest in entries
+               if words <= present and all(any(others.get(t) or other(t)) for t in rest)]
+        met += [req for req, _, rest in self._unfiled if all(any(others.get(t) or other(t)) for t in rest)]
         if any(all(t.value for t in req) for req in met):
             return []  # its match may be in any region, its value in the context
         needed = {t for req in met for t in req}
@@ -303,7 +319,7 @@ class RegionGate:
         # file-wide, so another method's `backend=self.mode` reads it; both are parsed.
         setters: set[int] = set()
         for t in needed:
-            holders, outside = others[t] if t in others else where(self.plain[t])
+            holders, outside = where(self.plain[t]) if t in self.plain else other(t)
             held = holders & candidates
             if held:
                 inside[t] = held
@@ -328,18 +344,23 @@ class RegionGate:
             if hidden:
                 for i in where(name.encode())[0] & candidates:
                     here.setdefault(i, set()).update(hidden)
-        needing: dict[_Need, list[tuple[_Need, ...]]] = {}
-        for req in met:
-            for t in req:
-                needing.setdefault(t, []).append(req)
+        holding: dict[_Need, list[int]] = {}
+        for i, tokens in here.items():
+            for t in tokens:
+                holding.setdefault(t, []).append(i)
         # An import pattern matches an import statement, which spells its module and names: the
         # region must hold one that does (`torch._C` used and `import` written elsewhere is none).
         stated = (_statements(code, flat, regions, starts, offsets(b"import"), candidates)
                   if any(_IMPORT_WORD in req for req in met) else {})
-        keep = {i for i, tokens in here.items()
-                if any(all(u in tokens or u in in_context for u in req) and (
-                    _IMPORT_WORD not in req or _spelled(req, stated.get(i, ()), self.plain))
-                    for t in tokens for req in needing[t])}
+        keep: set[int] = set()
+        for req in met:
+            # A region meeting `req` holds each of its tokens the context does not: it is among
+            # those holding the rarest of them (`torch` is in every region, `synchronize` in few).
+            key = min([t for t in req if t not in in_context] or req, key=lambda t: len(holding.get(t, ())))
+            for i in holding.get(key, ()):
+                if i not in keep and all(u in here[i] or u in in_context for u in req) and (
+                        _IMPORT_WORD not in req or _spelled(req, stated.get(i, ()), self.plain)):
+                    keep.add(i)
         return [regions[i] for i in sorted(candidates - keep - setters)]
 
 
