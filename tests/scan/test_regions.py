@@ -819,27 +819,3 @@ def test_an_import_pattern_keeps_a_function_only_where_an_import_spells_it(
     assert skipped_lines(pack, source) == [3, 7, 11, 15, 19]
     assert [f.span.line for f in both(pack, source, monkeypatch) if f.code == "NM724"] == [24, 28]
 
-
-def test_a_common_root_is_required_where_its_name_is_used(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Most patterns start with `torch`, so the file gate leaves it out; a function's test keeps
-    it: `re.compile` holds `compile` but no `torch` and is skipped. A name an import binds to
-    `torch.compile` stands for both words where it is used."""
-    source = src("""
-        import re
-        import torch
-        from torch import compile as jit
-
-        FILLER
-
-        def pattern():
-            return re.compile("x+")
-
-        def build(m):
-            return torch.compile(m, mode="max-autotune")
-
-        def other(m):
-            return jit(m)
-        """)
-    assert skipped_lines(pack, source) == [5, 9, 13, 17, 21]
-    found = {(f.code, f.span.line) for f in both(pack, source, monkeypatch)}
-    assert {("NM501", 25), ("NM507", 25)} <= found and not any(line == 22 for _, line in found)
