@@ -23,6 +23,8 @@ def _escape_control(match: re.Match[str]) -> str:
 
 def printable(text: str) -> str:
     """`text` with every control character shown as a `\\xNN` escape (a tab, too)."""
+    if text.isprintable():  # holds none of them (the common case: a warm scan's report has 30k lines)
+        return text
     return _CONTROL.sub(_escape_control, text)
 
 
