@@ -138,9 +138,6 @@ class SparseTree:
                     found.add(k)
         return found
 
-    def hides(self, names: Iterable[str], use: Use = Use.ANY) -> bool:
-        return bool(self.hiding(names, use))
-
     def without(self, tree: ast.Module, parsed: Collection[int]) -> SparseTree:
         """This file's tree with the skipped regions `parsed` parsed after all (`tree`: the
         source parsed so, as `blanked` spells it)."""
