@@ -54,8 +54,9 @@ def top_level(root: str) -> tuple[str, ...]:
 def import_sites(text: str, rel: str, top: Iterable[str] = ()) -> list[tuple[int, int, int, str, str]]:
     """(line, start column, end column, statement, the line's text) of each import of the
     project's own modules in `text`, the file at `rel` (`top`: the project's top-level names); the
-    statement in one line, as it can be parsed alone. Every import statement has the word `import` on its first line: the
-    text is searched for that word only (one search, whatever the number of package names)."""
+    statement in one line, as it can be parsed alone. Every import statement has the word
+    `import` on its first line: the text is searched for that word only (one search, whatever the
+    number of package names)."""
     packages = {p for p in posixpath.dirname(rel).split("/") if p.isidentifier()}.union(top)
     out = []
     seen = -1
