@@ -24,7 +24,7 @@ from neuron_migrate.scan.fixes.data import table_value_fix
 from neuron_migrate.scan.fixes.device import device_string
 from neuron_migrate.scan.fixes.flow import decided_here
 from neuron_migrate.scan.fixes.registry import FIXERS
-from neuron_migrate.scan.fixes.syntax import block_of, parent_of, walk
+from neuron_migrate.scan.fixes.syntax import block_of, if_holding, parent_of
 from neuron_migrate.scan.matchers.site import Site
 
 __all__ = ["FixContext", "fixes_for", "remove_statement_edits", "removed_import"]
@@ -151,12 +151,10 @@ def remove_statement_edits(site: Site, ctx: FixContext, target: Target) -> tuple
 def _emptied_guard(ctx: FixContext, block: list[ast.stmt]) -> ast.If | None:
     """The `if <guard>:` (no else) whose whole body is `block`, when its test only asks questions
     (names, comparisons, torch calls): removing it with its body leaves no `if ...: pass`."""
-    for node in walk(ctx.tree):
-        if node.__class__ is ast.If and node.body is block:  # type: ignore[attr-defined]
-            if node.orelse or not _questions_only(node.test, ctx):  # type: ignore[attr-defined]
-                return None
-            return node  # type: ignore[return-value]
-    return None
+    node = if_holding(ctx.tree, block)
+    if node is None or node.body is not block or node.orelse or not _questions_only(node.test, ctx):
+        return None
+    return node
 
 
 def _questions_only(test: ast.AST, ctx: FixContext) -> bool:
@@ -181,8 +179,8 @@ def _inverted_guard(ctx: FixContext, block: list[ast.stmt]) -> tuple[Edit, ...] 
     by the else block, instead of `if <test>: pass` (`if not <test>:` loses its `not`). Only for
     the plain layout: the header, the body, `else:` and the else block each on their own lines.
     An `elif` chain after the body is nested under `if not <test>:` (`_nested_chain`)."""
-    node = next((n for n in walk(ctx.tree) if n.__class__ is ast.If and n.body is block), None)
-    if node is None or not node.orelse:  # type: ignore[attr-defined]
+    node = if_holding(ctx.tree, block)
+    if node is None or node.body is not block or not node.orelse:
         return None
     test, orelse = node.test, node.orelse  # type: ignore[attr-defined]
     header = ctx.lines.line(node.lineno)

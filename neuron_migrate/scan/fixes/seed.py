@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from neuron_migrate.findings import Edit, Span, Target
 from neuron_migrate.scan.aliases import AliasTable
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
-from neuron_migrate.scan.fixes.syntax import block_of, walk
+from neuron_migrate.scan.fixes.syntax import block_of, if_holding
 from neuron_migrate.scan.matchers.site import Site
 
 _SEED_ALL = "torch.manual_seed"
@@ -51,10 +51,8 @@ def _asks_only(test: ast.AST) -> bool:
 
 
 def _holder(tree: ast.AST, block: list[ast.stmt]) -> ast.If | None:
-    for node in walk(tree):
-        if node.__class__ is ast.If and (node.body is block or node.orelse is block):  # type: ignore[attr-defined]
-            return node if _asks_only(node.test) else None  # type: ignore[attr-defined,return-value]
-    return None
+    node = if_holding(tree, block)
+    return node if node is not None and _asks_only(node.test) else None
 
 
 def _neighbours(tree: ast.AST, stmt: ast.stmt, step: int) -> Iterator[ast.stmt]:

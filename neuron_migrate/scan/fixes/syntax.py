@@ -88,6 +88,14 @@ def _parents(root: ast.AST) -> dict[int, ast.AST]:
     return out
 
 
+def if_holding(root: ast.AST, block: list[ast.stmt]) -> ast.If | None:
+    """The `if` whose body or else block is `block` (through the parent map, built once per tree)."""
+    parent = parent_of(root, block[0]) if block else None
+    if parent.__class__ is ast.If and (parent.body is block or parent.orelse is block):  # type: ignore[union-attr]
+        return parent  # type: ignore[return-value]
+    return None
+
+
 _BLOCKS = ("body", "orelse", "finalbody")
 _HOLDERS = ("handlers", "cases")  # except handlers and match cases: each has a body
 
