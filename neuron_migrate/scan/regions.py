@@ -347,7 +347,7 @@ class RegionGate:
                 holding.setdefault(t, []).append(i)
         # An import pattern matches an import statement, which spells its module and names: the
         # region must hold one that does (`torch._C` used and `import` written elsewhere is none).
-        stated = (_statements(code, flat, regions, starts, offsets(b"import"), candidates)
+        stated = (_statements(code, flat, regions, starts, bindings, candidates)
                   if any(_IMPORT_WORD in req for req in met) else {})
         keep: set[int] = set()
         for req in met:
@@ -361,26 +361,23 @@ class RegionGate:
         return [regions[i] for i in sorted(candidates - keep - setters)]
 
 
-def _statements(code: str, flat: bytes, regions: list[Region], starts: list[int], imports: list[int],
+def _statements(code: str, flat: bytes, regions: list[Region], starts: list[int], bindings: list[Binding],
                 candidates: set[int]) -> dict[int, tuple[tuple[str, set[bytes]], ...] | None]:
     """Per candidate region, the text and words of each import statement in it (from its line's
-    start: `from m import x`), or None where one may be written in a way this does not read (a
-    backslash continuation, a name list left open): then any import pattern may match there."""
+    start: `from m import x`), or None where `_imports` could not read one: then any import
+    pattern may match there. (Every `import` of a candidate region is a statement it read.)"""
     out: dict[int, list[tuple[str, set[bytes]]] | None] = {}
-    for pos in imports:
-        i = _region_at(regions, starts, pos)
-        if i not in candidates or (i in out and out[i] is None):
+    last = -1
+    for b in bindings:
+        i = _region_at(regions, starts, b.pos)
+        if i not in candidates or b.pos == last or (i in out and out[i] is None):
             continue
-        line_start = code.rfind("\n", 0, pos) + 1
-        m = _IMPORT.match(code, pos)
-        items = m.group(1).rstrip() if m is not None else ""
-        # `from m \` and `import x` on the next line: the module is on the line before.
-        continued = line_start > 0 and not code[line_start:pos].strip() and code[
-            code.rfind("\n", 0, line_start - 1) + 1:line_start - 1].rstrip(" \t\r").endswith("\\")
-        if m is None or continued or items.endswith("\\") or (items.startswith("(") and not items.endswith(")")):
+        last = b.pos  # a statement binding several names is read once
+        if b.key[1] == "unread":
             out[i] = None
             continue
-        out.setdefault(i, []).append((code[line_start:m.end()], set(flat[line_start + 1:m.end() + 1].split())))  # type: ignore[union-attr]
+        line_start = code.rfind("\n", 0, b.pos) + 1
+        out.setdefault(i, []).append((code[line_start:b.end], set(flat[line_start + 1:b.end + 1].split())))  # type: ignore[union-attr]
     return {i: tuple(v) if v is not None else None for i, v in out.items()}
 
 
@@ -409,19 +406,21 @@ class Binding(NamedTuple):
     name: str
     target: str | None  # the qualified name; None for a relative import (the project's own)
     key: tuple[str | None, str]  # what the binding sets: equal keys, equal effect
+    end: int = 0  # offset just past the statement's names
 
 
 def _imports(source: str, star_modules: Collection[str]) -> list[Binding] | None:
     """Every import binding the text spells (in strings and comments too: more is safe), with an
-    unnamed one for an `import` it cannot read (prose, a backslash continuation); None when the
-    file star-imports one of `star_modules`, or a module it cannot read (then any free name may
-    be a rule's). A star import of any other module binds no name the walk resolves."""
+    unnamed one for an `import` it cannot read (prose, a backslash continuation, also a `from m`
+    carried over to the `import` line by one); None when the file star-imports one of
+    `star_modules`, or a module it cannot read (then any free name may be a rule's). A star
+    import of any other module binds no name the walk resolves."""
     out: list[Binding] = []
     for m in _IMPORT.finditer(source):
         i = m.start()
         if i and source[i - 1] in WORD_STR:
             continue
-        items = m.group(1)
+        items, end = m.group(1), m.end()
         line_start = source.rfind("\n", 0, i) + 1
         before = _FROM.search(source, line_start, i)
         module = before.group(1) if before else None
@@ -430,8 +429,10 @@ def _imports(source: str, star_modules: Collection[str]) -> list[Binding] | None
                 return None
             continue
         items = _COMMENT.sub("", items)
-        if items.startswith("(") and not items.rstrip().endswith(")"):  # a `)` inside a comment
-            out.append(Binding(i, "", None, (None, "unread")))
+        if (items.startswith("(") and not items.rstrip().endswith(")")) or (  # a `)` inside a comment
+                line_start and not source[line_start:i].strip()
+                and source[source.rfind("\n", 0, line_start - 1) + 1:line_start - 1].rstrip(" \t\r").endswith("\\")):
+            out.append(Binding(i, "", None, (None, "unread"), end))
             continue
         for item in items.strip("()").split(","):
             parts = item.split()
@@ -439,19 +440,19 @@ def _imports(source: str, star_modules: Collection[str]) -> list[Binding] | None
                 continue
             if not (len(parts) == 1 or (len(parts) == 3 and parts[1] == "as")) or not all(
                     name.isidentifier() for name in (*parts[0].split("."), *parts[2:])):
-                out.append(Binding(i, "", None, (None, "unread")))  # prose, or a continuation line
+                out.append(Binding(i, "", None, (None, "unread"), end))  # prose, or a continuation line
                 continue
             target, bound = parts[0], parts[-1]
             if module is None:
                 if len(parts) == 1:  # `import a.b.c` binds `a`, and its uses spell the rest
                     target = bound = target.partition(".")[0]
-                    out.append(Binding(i, bound, target, (target, "import")))
+                    out.append(Binding(i, bound, target, (target, "import"), end))
                 else:
-                    out.append(Binding(i, bound, target, (target, "import as")))
+                    out.append(Binding(i, bound, target, (target, "import as"), end))
             elif module.startswith("."):
-                out.append(Binding(i, bound, None, (None, "relative")))
+                out.append(Binding(i, bound, None, (None, "relative"), end))
             else:
-                out.append(Binding(i, bound, f"{module}.{target}", (f"{module}.{target}", "from")))
+                out.append(Binding(i, bound, f"{module}.{target}", (f"{module}.{target}", "from"), end))
     return out
 
 

@@ -631,6 +631,10 @@ def test_import_statements_are_read_by_their_text() -> None:
         ("local", None, "relative"), ("", None, "unread"), ("", None, "unread")]
     assert regions._imports("from torch.cuda import *\n", {"torch.cuda"}) is None
     assert regions._imports("x = 'import *'\n", {"torch.cuda"}) is None  # no module: unreadable
+    # `from m \` carries the module to the `import` line: read alone, that line would bind `m`'s
+    # names as top-level modules.
+    carried = regions._imports("from torch.ao \\\n    import _C\n", {"torch.cuda"})
+    assert [(b.name, b.key[1]) for b in carried or []] == [("", "unread")]
 
 
 def test_a_named_value_used_or_tested_in_a_skipped_function_parses_the_file_whole(
