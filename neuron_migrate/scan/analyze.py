@@ -37,7 +37,7 @@ from neuron_migrate.scan.matchers.qualified_names import QualifiedNameTable
 from neuron_migrate.scan.matchers.site import LineIndex, Site
 from neuron_migrate.scan.matchers.tokens import TokenTable, first_words
 from neuron_migrate.scan.prefilter import pattern_requirements, pattern_values
-from neuron_migrate.scan.regions import RegionGate, SparseTree
+from neuron_migrate.scan.regions import RegionGate
 
 if TYPE_CHECKING:
     from neuron_migrate.scan.fixes.flow import Flow
@@ -1211,7 +1211,8 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
                                      read=(*walker.assigned, *walker.defaulted), set_=walker.field_reads,
                                      written=[c[0] for c in walker.named])
             if hidden is None or hidden:
-                tree, sparse = _widened(sparse, hidden, source, path)
+                parsed = parse_m.widen(sparse, hidden, source, path)
+                tree, sparse = parsed.tree, parsed.sparse
                 continue
         if not walker.sites:
             return []
@@ -1221,19 +1222,13 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
             # of those names are written in functions left out: follow it through them too.
             hidden = sparse.hiding(flow.looked_up)
             if hidden:
-                tree, sparse = _widened(sparse, hidden, source, path)
+                parsed = parse_m.widen(sparse, hidden, source, path)
+                tree, sparse = parsed.tree, parsed.sparse
                 continue
         return found
     tree = parse_m.parse_whole(source, path)  # still widening: the whole file decides
     walker = _walk(cp, tree, source)
     return _findings(walker, tree, source, path, cell)[0] if walker.sites else []
-
-
-def _widened(sparse: SparseTree, hidden: set[int] | None, source: str, path: str) -> tuple[ast.Module, SparseTree | None]:
-    if hidden is None:
-        return parse_m.parse_whole(source, path), None
-    parsed = parse_m.widen(sparse, hidden, source, path)
-    return parsed.tree, parsed.sparse
 
 
 def _walk(cp: CompiledPack, tree: ast.Module, source: str) -> _Walker:

@@ -103,11 +103,11 @@ def depends(sparse: SparseTree, aliases: AliasTable, gate: RegionGate, fix_roots
     return sparse.hiding(written) | sparse.hiding(reads, Use.READ) | sparse.hiding(set_, Use.SET)
 
 
-def widen(sparse: SparseTree, regions: Collection[int], source: str, path: str) -> Parsed:
-    """The file parsed again with the skipped `regions` parsed too; whole once none is left. They
-    passed the syntax check with the others, so the parse fails only on a split that no longer
-    stands (then the whole parse decides)."""
-    if len(regions) < sparse.skipped:
+def widen(sparse: SparseTree, regions: Collection[int] | None, source: str, path: str) -> Parsed:
+    """The file parsed again with the skipped `regions` parsed too (None, as `depends` answers:
+    the whole file); whole once none is left. They passed the syntax check with the others, so
+    the parse fails only on a split that no longer stands (then the whole parse decides)."""
+    if regions is not None and len(regions) < sparse.skipped:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
