@@ -51,7 +51,7 @@ _RULE_KEYS = frozenset(_RULE_REQUIRED) | {"status", "since", "kind", "default", 
 _RUNTIME_KEYS = ("kind", "ends_run", "hotspot")  # only NM9xx rules (check's findings) have these
 _RUNTIME_FAMILY = "NM9"  # check's findings: each names its kind
 _LIST_MATCHERS = ("qualified_names", "device_strings", "methods", "attributes", "imports",
-                  "env_vars", "files", "tokens", "default_devices", "project_modules")
+                  "env_vars", "files", "tokens", "default_devices", "project_modules", "extensions")
 _MATCH_KEYS = frozenset(_LIST_MATCHERS) | {"arguments"}
 _ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing", "in_dict", "named"})
 _TARGETS = {t.value: t for t in Target}
@@ -279,6 +279,8 @@ def _rule(ctx: _Ctx, raw: Any, index: int, file_family: str | None, fixers: froz
         raise ctx.error("project", "`match.project_modules` and `project: kernel-module` go together")
     if not all(CODE_RE.match(c) for c in match.project_modules):
         raise ctx.error("match.project_modules", "expected rule codes (NM + 3 digits)")
+    if not all(b.isidentifier() for b in match.extensions):
+        raise ctx.error("match.extensions", "expected the names of build-script calls (CUDAExtension)")
     return Rule(
         code=code,
         name=name,

@@ -123,12 +123,16 @@ class Match:
     # reports (`from .ops import fused_add`, ops.py defining Triton kernels); needs the project
     # fact `kernel-module`, which decides it once every file is scanned (scan/project.py).
     project_modules: tuple[str, ...] = ()
+    # Build-script calls (`CUDAExtension`) whose `name` declares a compiled module of the scanned
+    # project: each import of that module (`import fused_dense_lib`), in any file of the project
+    # (scan/matchers/extensions.py).
+    extensions: tuple[str, ...] = ()
 
     def is_empty(self) -> bool:
         return not any(
             (self.qualified_names, self.device_strings, self.methods, self.attributes,
              self.arguments, self.imports, self.env_vars, self.files, self.tokens, self.default_devices,
-             self.project_modules)
+             self.project_modules, self.extensions)
         )
 
 

@@ -55,11 +55,14 @@ def default_cache_dir(root: str) -> Path:
     return Path(env) if env else Path(root) / CACHE_DIR_NAME
 
 
-def cache_key(pack_digest: str, max_file_size: int, project: tuple[str, ...] = ()) -> str:
-    """`project`: facts about the project that a file's raw findings depend on (its top-level
-    package names: which imports are its own, `scan.matchers.project_modules`)."""
+def cache_key(pack_digest: str, max_file_size: int, project: tuple[str, ...] = (),
+              extensions: tuple[str, ...] = ()) -> str:
+    """`project` and `extensions`: facts about the project that a file's raw findings depend on
+    (its top-level package names: which imports are its own, `scan.matchers.project_modules`;
+    the compiled modules its build declares, `scan.matchers.extensions`)."""
     parts = (__version__, sys.implementation.cache_tag or "", sys.version, pack_digest,
-             str(max_file_size), ",".join(FINDING_FIELDS), ",".join(FIX_FIELDS), _code_stamp(), ",".join(project))
+             str(max_file_size), ",".join(FINDING_FIELDS), ",".join(FIX_FIELDS), _code_stamp(), ",".join(project),
+             ",".join(extensions))
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 

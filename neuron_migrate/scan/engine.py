@@ -38,6 +38,7 @@ from neuron_migrate.scan.cache import (
 from neuron_migrate.scan.diagnostics import SYNTAX_ERROR, UNREADABLE, Diagnosis, tool_finding
 from neuron_migrate.scan.directives import find_directives
 from neuron_migrate.scan.discover import Candidate, choose_root, discover
+from neuron_migrate.scan.matchers.extensions import build_script, declared_extensions, extension_findings
 from neuron_migrate.scan.matchers.project_modules import candidate_findings, top_level
 from neuron_migrate.scan.notebook import code_cells
 from neuron_migrate.scan.prefilter import Prefilter, build_prefilter
@@ -97,9 +98,12 @@ def scan_paths(
 
     project_modules = tuple(r for r in pack.rules.values() if r.match.project_modules)
     top = top_level(root_dir) if project_modules else ()
+    extension_rules = tuple(r for r in pack.rules.values() if r.match.extensions)
+    extensions = _extensions(found.files, extension_rules, max_file_size)
     cache = None
     if use_cache:
-        cache = ScanCache(root_dir, cache_dir or default_cache_dir(root_dir), cache_key(pack.digest, max_file_size, top))
+        cache = ScanCache(root_dir, cache_dir or default_cache_dir(root_dir),
+                          cache_key(pack.digest, max_file_size, top, extensions))
         cache.load()
     entries: dict[str, Entry] = {}
     todo: list[Candidate] = []
@@ -117,7 +121,9 @@ def scan_paths(
     total = len(found.files)
     advance = _progress_counter(progress, total, total - len(todo))
     if todo:  # a fully cached scan builds no gate and imports no analyser
-        context = _Context(pack, build_prefilter(pack), max_file_size, analyzer, project_modules, top)
+        context = _Context(pack, build_prefilter(pack), max_file_size, analyzer, project_modules, top,
+                           extension_rules if extensions else (), extensions,
+                           frozenset(r.code for r in pack.rules.values() if r.match.tokens))
         for c, (content, rows, drows) in zip(todo, _analyze(todo, context, jobs, advance), strict=True):
             entries[c.rel] = (c.mtime_ns, c.ctime_ns, c.size, c.mode, c.inode, content, checked_ns, rows, drows)
 
@@ -136,6 +142,22 @@ def scan_paths(
         warnings = cache.warnings
     return ScanResult(root=root_dir, files=files, files_scanned=len(files),
                       duration_s=time.perf_counter() - started, warnings=warnings)
+
+
+def _extensions(files: Sequence[Candidate], rules: tuple[Rule, ...], max_file_size: int) -> tuple[str, ...]:
+    """The compiled modules the build scripts among `files` declare with the rules' builders
+    (`scan.matchers.extensions`); read before the cache is, as its key depends on them."""
+    builders = frozenset(b for rule in rules for b in rule.match.extensions)
+    if not builders:
+        return ()
+    sources = []
+    for c in files:
+        if c.kind == "python" and build_script(c.rel):
+            try:
+                sources.append(decode_source(read_bytes(c.path, c.size, max_file_size)))
+            except Diagnosis:  # unreadable or too large: the analysis reports it on the file
+                continue
+    return declared_extensions(sources, builders)
 
 
 def _project_filter(pack: RulePack, root: str, entries: dict[str, Entry]) -> Callable[[str, tuple[Row, ...]], Sequence[Row]]:
@@ -191,6 +213,9 @@ class _Context:
     analyzer: Analyzer | None  # None: neuron_migrate.scan.analyze, imported where it runs
     project_modules: tuple[Rule, ...] = ()  # `match.project_modules` rules: every file's own-module imports
     top_level: tuple[str, ...] = ()  # the project's top-level packages and modules (their imports are its own)
+    extension_rules: tuple[Rule, ...] = ()  # `match.extensions` rules, when the build declares any module
+    extensions: tuple[str, ...] = ()  # the compiled modules the project's build scripts declare
+    token_codes: frozenset[str] = frozenset()  # `match.tokens` rules, not repeated inside an extension import
 
 
 _WORKER: _Context | None = None
@@ -301,6 +326,9 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
                 findings += _analyze_text(analyzer, text, c.rel, ctx.pack, None)
             if ctx.project_modules:  # an importer needs no CUDA word of its own
                 findings += candidate_findings(text, c.rel, ctx.project_modules, ctx.top_level)
+            if ctx.extension_rules:  # nor does an import of the project's compiled CUDA extension
+                findings = _with_extensions(findings, extension_findings(text, c.rel, ctx.extension_rules,
+                                                                         ctx.extensions), ctx.token_codes)
         elif c.kind == "notebook":
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             content = digest(data)
@@ -315,6 +343,18 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
                                      f"internal error while analysing: {type(exc).__name__}: {exc}"))
     findings.sort(key=lambda f: f.sort_key)
     return content, tuple(finding_to_row(f) for f in findings), tuple(directive_to_row(d) for d in directives)
+
+
+def _with_extensions(findings: list[Finding], imports: list[Finding], token_codes: frozenset[str]) -> list[Finding]:
+    """`findings` and the extension `imports`, less the `tokens` findings inside one of those (a
+    token already inside another finding is not repeated: `import flash_attn_2_cuda`)."""
+    if not imports:
+        return findings
+    spans = {(f.span.line, f.span.col, f.span.end_col) for f in imports}
+    kept = [f for f in findings if f.code not in token_codes or not any(
+        line == f.span.line == f.span.end_line and col <= f.span.col and f.span.end_col is not None
+        and end is not None and f.span.end_col <= end for line, col, end in spans)]
+    return kept + imports
 
 
 def _analyze_text(analyzer: Analyzer, text: str, rel: str, pack: RulePack, cell: int | None) -> list[Finding]:

@@ -94,6 +94,8 @@ def test_yaml_syntax_error_names_the_file_and_line(tmp_path):
          "go together"),
         ("    match:\n      qualified_names: [ourlib.cuda_helper]\n",
          "    project: kernel-module\n    match:\n      project_modules: [triton]\n", "match.project_modules", "rule codes"),
+        ("      qualified_names: [ourlib.cuda_helper]\n", "      extensions: [cpp_extension.CUDAExtension]\n",
+         "match.extensions", "build-script calls"),
         ("    references: [https://example.com/docs]\n", "    references: [see the wiki]\n", "references[0]",
          "not a URL"),
         ("    severity: warning\n", "    severity: warning\n    ends_run: true\n", "ends_run", "only NM9xx"),

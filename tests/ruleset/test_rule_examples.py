@@ -60,11 +60,24 @@ def _example_path(rule: Rule) -> str:
 # What a `project_modules` rule's example imports: a module of the same package defining a Triton kernel.
 _KERNELS = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef _add(x_ptr, y_ptr, n: tl.constexpr):\n"
             "    pass\n\n\ndef fused_add(x, y):\n    return x + y\n")
+# What an `extensions` rule's example imports: the compiled modules the project's build declares.
+_SETUP = ("from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n\n"
+          "setup(name='pkg', ext_modules=[\n"
+          "    CUDAExtension(name='fused_dense_lib', sources=['csrc/fused_dense.cpp', 'csrc/fused_dense_cuda.cu']),\n"
+          "    CUDAExtension('pkg._ext', ['csrc/ext.cpp', 'csrc/ext_kernel.cu']),\n"
+          "], cmdclass={'build_ext': BuildExtension})\n")
+
+
+def _by_project(rule: Rule) -> bool:
+    """Whether the rule's findings depend on the project around the file."""
+    return bool(rule.match.project_modules or rule.match.extensions)
 
 
 def _project_findings(rule: Rule, code: str, root: Path) -> list[Finding]:
-    """`code` as `pkg/user.py` beside `pkg/kernels.py`, scanned as a project: the rule's findings there."""
+    """`code` as `pkg/user.py` beside `pkg/kernels.py`, in a project whose setup.py declares CUDA
+    extensions, scanned as a project: the rule's findings there."""
     (root / "pkg").mkdir()
+    (root / "setup.py").write_text(_SETUP)
     (root / "pkg" / "__init__.py").write_text("")
     (root / "pkg" / "kernels.py").write_text(_KERNELS)
     (root / "pkg" / "user.py").write_text(code)
@@ -82,7 +95,7 @@ def _apply(code: str, target: Target) -> str:
 @pytest.mark.parametrize(("rule", "code"), list(_valid_cases()))
 def test_valid_example_is_not_flagged(rule: Rule, code: str, tmp_path: Path) -> None:
     ast.parse(code)
-    if rule.match.project_modules:  # decided by the project around the file
+    if _by_project(rule):  # decided by the project around the file
         assert _project_findings(rule, code, tmp_path) == []
         return
     found = [f for f in [*_findings(code), *analyze_file_path(_FILE, PACK)] if f.code == rule.code]
@@ -95,7 +108,7 @@ def test_invalid_example_is_flagged(rule: Rule, example: Example, tmp_path: Path
         found = [f for f in analyze_file_path(_example_path(rule), PACK) if f.code == rule.code]
         assert len(found) == example.count and all(f.span.line == 1 for f in found)
         return
-    if rule.match.project_modules:
+    if _by_project(rule):
         found = _project_findings(rule, example.code, tmp_path)
         assert len(found) == example.count, [f"{f.location()} {f.symbol}" for f in found]
         assert all(f.message == rule.render_message(f.symbol) and not f.fixes for f in found)

@@ -232,8 +232,8 @@ def test_prefilter_passes_every_invalid_example(pack):
     for rule in pack.rules.values():
         if rule.match.files and rule.match == type(rule.match)(files=rule.match.files):
             continue  # file-level rules: their examples are the flagged files' contents (*.cu)
-        if rule.match.project_modules:
-            continue  # found in every file's text, before the gate (scan.matchers.project_modules)
+        if rule.match.project_modules or rule.match.extensions:
+            continue  # found in every file's text, before the gate (scan.matchers.project_modules, .extensions)
         for example in rule.invalid:
             assert gate.may_match(example.code.encode()), (rule.code, example.code)
 

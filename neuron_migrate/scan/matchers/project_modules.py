@@ -18,7 +18,7 @@ import functools
 import os
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from neuron_migrate.findings import Finding, Span
 from neuron_migrate.ruleset.model import Rule
@@ -54,10 +54,15 @@ def top_level(root: str) -> tuple[str, ...]:
 def import_sites(text: str, rel: str, top: Iterable[str] = ()) -> list[tuple[int, int, int, str, str]]:
     """(line, start column, end column, statement, the line's text) of each import of the
     project's own modules in `text`, the file at `rel` (`top`: the project's top-level names); the
-    statement in one line, as it can be parsed alone. Every import statement has the word
-    `import` on its first line: the text is searched for that word only (one search, whatever the
-    number of package names)."""
+    statement in one line, as it can be parsed alone."""
     packages = {p for p in posixpath.dirname(rel).split("/") if p.isidentifier()}.union(top)
+    return import_statements(text, lambda m: _own(m, packages))
+
+
+def import_statements(text: str, keep: Callable[[re.Match[str]], bool]) -> list[tuple[int, int, int, str, str]]:
+    """`import_sites` of the import statements `keep` accepts (given `_STATEMENT`'s match: group 1
+    the `from` module, 2 its names, 3 the `import` names). Every import statement has the word
+    `import` on its first line: the text is searched for that word only."""
     out = []
     seen = -1
     i = text.find("import")
@@ -66,9 +71,9 @@ def import_sites(text: str, rel: str, top: Iterable[str] = ()) -> list[tuple[int
         if start != seen:
             seen = start
             m = _STATEMENT.match(text, start)
-            if m is not None and m.end() > i and _own(m, packages):
+            if m is not None and m.end() > i and keep(m):
                 statement = " ".join(_COMMENT.sub("", m.group(0)).split()).replace("( ", "(").replace(" )", ")")
-                if _parsed(statement) is not None:
+                if parsed(statement) is not None:
                     nl = text.find("\n", start)
                     first = text[start:nl if nl >= 0 else len(text)]
                     col = len(first) - len(first.lstrip(" \t"))
@@ -86,7 +91,7 @@ def _own(m: re.Match[str], packages: set[str]) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)  # the same statements recur across a project's files; callers only read
-def _parsed(statement: str) -> ast.Import | ast.ImportFrom | None:
+def parsed(statement: str) -> ast.Import | ast.ImportFrom | None:
     try:
         node = ast.parse(statement).body[0]
     except (SyntaxError, ValueError, IndexError):
@@ -97,7 +102,7 @@ def _parsed(statement: str) -> ast.Import | ast.ImportFrom | None:
 def targets(rel: str, statement: str) -> list[str]:
     """The files of the project (relative to the scan root, like `rel`) the import may load: each
     module it names as a file or a package, and each imported name as a submodule."""
-    node = _parsed(statement)
+    node = parsed(statement)
     if node is None:
         return []
     here = posixpath.dirname(rel)

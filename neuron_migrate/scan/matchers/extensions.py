@@ -1,0 +1,120 @@
+"""`match.extensions`: imports of a compiled module that the scanned project's own build script
+declares with one of the rule's builders (`CUDAExtension(name="fused_dense_lib", ...)`): the
+import names no CUDA word (`import fused_dense_lib as fused_dense_cuda`), yet every call through
+it runs the CUDA kernels the build compiled.
+
+The declared names are read once per scan from the build scripts among the scanned files
+(`setup.py`, `setup_*.py`, at any depth: a repository often builds each extension from its own
+`csrc/<ext>/setup.py`) and are part of the cache key, so a changed declaration re-reads every
+file. A name is a string literal (`name=` or the first argument) or a module-level name assigned
+one; anything computed (`f"{pkg}._C"`) is not read. `_C` modules are NM724's (`match.imports`),
+so they are left out here.
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+import re
+import warnings
+from collections.abc import Collection, Iterable
+
+from neuron_migrate.findings import Finding, Span
+from neuron_migrate.ruleset.model import Rule
+from neuron_migrate.scan.matchers.project_modules import import_statements, parsed
+
+__all__ = ["build_script", "declared_extensions", "extension_findings"]
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def build_script(rel: str) -> bool:
+    """Whether the file at `rel` is a build script the declarations are read from."""
+    name = posixpath.basename(rel)
+    return name == "setup.py" or (name.startswith("setup_") and name.endswith(".py"))
+
+
+def declared_extensions(sources: Iterable[str], builders: Collection[str]) -> tuple[str, ...]:
+    """The module names the build scripts' `sources` declare with a call of one of `builders`
+    (by its last name: `CUDAExtension`, `cpp_extension.CUDAExtension`), sorted. A script that
+    does not parse declares nothing (the scan reports its syntax error)."""
+    names: set[str] = set()
+    for source in sources:
+        if not any(b in source for b in builders):
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        constants = {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                     and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                     for t in node.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _callee(node.func) in builders:
+                name = _name_argument(node, constants)
+                if name is not None and _DOTTED.fullmatch(name) and name.rpartition(".")[2] != "_C":
+                    names.add(name)
+    return tuple(sorted(names))
+
+
+def _callee(func: ast.expr) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _name_argument(call: ast.Call, constants: dict[str, str]) -> str | None:
+    value = next((k.value for k in call.keywords if k.arg == "name"), call.args[0] if call.args else None)
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        return value.value
+    if isinstance(value, ast.Name):
+        return constants.get(value.id)
+    return None
+
+
+def extension_findings(text: str, rel: str, rules: Iterable[Rule], extensions: Collection[str]) -> list[Finding]:
+    """One finding per rule per import statement in `text` (the file at `rel`) that loads one of
+    the declared `extensions`."""
+    lasts = {name.rpartition(".")[2] for name in extensions}
+    if not any(last in text for last in lasts):
+        return []
+    sites = []
+    for line, col, end, statement, first in import_statements(text, lambda m: any(n in m.group(0) for n in lasts)):
+        node = parsed(statement)
+        loaded = next((e for e in extensions for module in _loaded(node, rel) if _is(module, e, node)), None) \
+            if node is not None else None
+        if loaded is not None:
+            sites.append((line, col, end, loaded, first))
+    return [Finding(code=rule.code, severity=rule.severity, fix_class=rule.fix.fix_class, category=rule.category,
+                    path=rel, span=Span(line, col, line, end), message=rule.render_message(name),
+                    source_line=first, symbol=name, statement_line=line)
+            for rule in rules for line, col, end, name, first in sites]
+
+
+def _loaded(node: ast.Import | ast.ImportFrom, rel: str) -> list[str]:
+    """The dotted modules the statement may load: each module it names and each name it imports
+    from one (a submodule); a relative one is spelled from the scan root's directories."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if node.level:
+        parts = [p for p in posixpath.dirname(rel).split("/") if p]
+        parts = parts[:max(len(parts) - (node.level - 1), 0)]
+        base = ".".join([*parts, *([node.module] if node.module else [])])
+    else:
+        base = node.module or ""
+    names = [f"{base}.{a.name}" if base else a.name for a in node.names if a.name != "*"]
+    # `from . import x` loads the package's `__init__.py`, never an extension; `from ._ext import f` does.
+    return [base, *names] if node.module else names
+
+
+def _is(module: str, extension: str, node: ast.Import | ast.ImportFrom) -> bool:
+    """Whether `module` is the declared `extension`. A relative import is spelled from the scan
+    root's directories, which may start above the package (then the declaration ends the module)
+    or inside it (then the module ends the declaration); it reaches only a package-qualified
+    declaration (`pkg._ext`), never a top-level module (`rotary`)."""
+    if not (isinstance(node, ast.ImportFrom) and node.level):
+        return module == extension
+    return "." in extension and (module == extension or module.endswith("." + extension)
+                                 or extension.endswith("." + module))
