@@ -153,3 +153,22 @@ def test_a_changed_declaration_is_seen_by_a_cached_scan(tmp_path: Path) -> None:
     assert _nm726(root, cache_dir=cache) == []
     (root / "setup.py").write_text(NESTED_SETUP)
     assert _nm726(root, cache_dir=cache) == [("pkg/ops.py", 1, "fused_dense_lib")]
+
+
+def test_a_module_that_imports_a_declared_extension_is_a_kernel_module(tmp_path: Path) -> None:
+    """mamba-ssm: `selective_scan_interface.py` imports the extension; the modules importing it
+    (NM725) load that CUDA code too, under names that say nothing of CUDA."""
+    _project(tmp_path, {
+        "setup.py": "from torch.utils.cpp_extension import CUDAExtension\n"
+                    "setup(ext_modules=[CUDAExtension(name='selective_scan_ext', sources=['scan.cu'])])\n",
+        "pkg/__init__.py": "",
+        "pkg/ops/__init__.py": "",
+        "pkg/ops/selective_scan_interface.py": "import selective_scan_ext\n\n\n"
+                                               "def selective_scan_fn(u):\n    return selective_scan_ext.fwd(u)\n",
+        "pkg/modules/mamba_simple.py": "from pkg.ops.selective_scan_interface import selective_scan_fn\n",
+        "pkg/modules/plain.py": "from pkg.ops import helpers\n",
+        "pkg/ops/helpers.py": "import torch\n",
+    })
+    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
+    assert [(fr.path, f.span.line) for fr in result.files for f in fr.findings if f.code == "NM725"] == [
+        ("pkg/modules/mamba_simple.py", 1)]
