@@ -24,12 +24,13 @@ region that holds an odd number of triple quotes is therefore never skipped. Any
 makes the module fail to parse after the region it cut, or leaves a region's `pass` inside a
 string: that region is then parsed after all (a few times at most, then the whole file).
 
-Comment lines are blanked before the token tests: a token in prose keeps no region, a
-`# import ...` forces none. What the walk resolves across regions is checked after it
-(`SparseTree.hiding`): a name bound by an import that the text scan missed, a module root read
-without an import, a name whose uses decide findings; the skipped regions that write one are
-then parsed too (`scan.parse.widen`), and a `from m import *` of a module with a name a rule
-matches sends the file to a whole parse, so the findings are those of the whole tree.
+Comment lines are blanked before the token tests (those without a quote: a line in a string may
+start with `#` and end the string): a token in prose keeps no region, a `# import ...` forces
+none. What the walk resolves across regions is checked after it (`SparseTree.hiding`): a name
+bound by an import that the text scan missed, a module root read without an import, a name whose
+uses decide findings; the skipped regions that write one are then parsed too
+(`scan.parse.widen`), and a `from m import *` of a module with a name a rule matches sends the
+file to a whole parse, so the findings are those of the whole tree.
 
 Skipped regions are still checked for syntax, and the walk's dependencies on them are checked
 after it, by `scan.parse`, the only caller: the findings are always those of the whole tree.
@@ -62,7 +63,9 @@ _IMPORT = re.compile(r"import[ \t]+(\*|\([^)]*\)|[^\n;#]*)")
 _FROM = re.compile(r"from[ \t]+([\w.]+)[ \t]+$")
 _COMMENT = re.compile(r"#[^\n]*")
 _NAME_RUN = re.compile(r"\w+", re.ASCII)
-_COMMENT_LINE = re.compile(r"\n[ \t]*#[^\n]*")
+# A comment line holds no quote: a line inside a string may start with `#` and close the string,
+# code following on the same line (`#include "x.h"\n'''.format(cutlass_dir=root)`).
+_COMMENT_LINE = re.compile(r"\n[ \t]*#[^\n'\"]*(?=\n|\Z)")
 _SELF_ATTRIBUTE = re.compile(r"\bself\.\w+[^\n=]*=(?!=)")  # an assignment to an attribute of `self`
 # After an attribute: it is assigned (`= value`, possibly after a closing bracket or a line
 # break), or annotated (`: T`, the rest of its line read by `_assigned`).
@@ -603,7 +606,8 @@ def _placeholders_stand(tree: ast.Module, skipped: list[Region]) -> list[Region]
 
 
 def _without_comment_lines(source: str) -> str:
-    """`source` with each comment line (after the first line) blanked to spaces: same offsets."""
+    """`source` with each comment line (after the first line) that holds no quote blanked to
+    spaces: same offsets."""
     pieces: list[str] = []
     pos = 0
     for m in _COMMENT_LINE.finditer(source):

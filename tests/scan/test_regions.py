@@ -600,6 +600,16 @@ def test_comment_lines_neither_keep_nor_force_a_function(pack: RulePack, monkeyp
     assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 24)]
 
 
+def test_a_line_of_a_string_that_starts_with_a_hash_is_not_a_comment(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CUTLASS's code generator (vendored by flash-attention): generated C++ in a string whose
+    last line starts with `#include` and closes the string, code following on that line."""
+    source = ("import torch\n\n" + FILLER + "\n\nclass Gen:\n    def header(self):\n        code = '''\n"
+              "#pragma once\n#include \"{cutlass_dir}cutlass/cutlass.h\"\\n'''.format(cutlass_dir=self.root)\n"
+              "        return code\n")
+    assert skipped_lines(pack, source) == [3, 7, 11, 15]
+    assert [(f.code, f.span.line, f.symbol) for f in both(pack, source, monkeypatch)] == [("NM290", 23, "cutlass_dir")]
+
+
 def test_a_region_cut_inside_brackets_is_parsed_after_the_parse_fails(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
     source = src("""
         import torch
