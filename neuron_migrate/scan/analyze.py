@@ -584,6 +584,8 @@ class _Walker:
                         self._report(rule, "attributes", link, link.attr, pos=_attr_pos(link))
         if cur.__class__ is not ast.Name:
             self.stack.append(cur)
+            if links and self.tokens is not None and id(links[0]) not in self.silent:
+                self._token_links(links)  # `_torch().cuda.is_available()`, `models[0].cudnn`
             return None
         root = self._root(cur.id)  # type: ignore[attr-defined]
         if self.tokens is not None:
@@ -708,6 +710,11 @@ class _Walker:
         if table.name(root.id) is not None or root.id in self.assigned:  # type: ignore[attr-defined]
             self._token_name(root, root.id)  # type: ignore[attr-defined]
             return
+        self._token_links(links)
+
+    def _token_links(self, links: list[ast.Attribute]) -> None:
+        """The CUDA word among a chain's attributes (outermost first), at that link."""
+        table: TokenTable = self.tokens  # type: ignore[assignment]
         for link in links:
             hit = table.name(link.attr)
             if hit is not None:

@@ -55,6 +55,18 @@ CASES = {
         def shadowed(fused_add):
             return fused_add(1)
         """,
+    "CUDA attributes of a value that is not a name": """
+        def _torch():
+            import torch
+            return torch
+
+        def sync(models, get_info):
+            if _torch().cuda.is_available():  # <-
+                _torch().cuda.synchronize()  # <-
+            models[0].cudnn_enabled = False  # <-
+            print(get_info().cuda_version)
+            return models[0].half()
+        """,
     "Paddle GPU switches": """
         import paddle
 
