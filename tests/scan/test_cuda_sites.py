@@ -67,6 +67,15 @@ CASES = {
             print(get_info().cuda_version)
             return models[0].half()
         """,
+    "CUDA tools run by a command line of any length": """
+        import platform
+        import subprocess
+
+        def gpu_count():
+            cmd = "nvidia-smi -L | wc -l" if platform.system() == "Linux" else "nvidia-smi -L | find /c /v"  # <-
+            out = subprocess.check_output("nvcc --version | grep release", shell=True)  # <-
+            return int(subprocess.check_output(cmd, shell=True)), out
+        """,
     "Paddle GPU switches": """
         import paddle
 
@@ -277,6 +286,13 @@ SILENT = {
             p.add_argument("--n", type=int, help="number of cuda devices")
             return p
         ''',
+    "prose with a flag in it, not a command line": """
+        def hint(n):
+            text = "pass --device cuda to use the GPU"
+            note = "CUDA is not available on this machine"
+            kept = f"triton kernels: the installed build is kept -- {n} found"
+            return text if n else note, kept
+        """,
     "device-generic code": """
         import torch
 

@@ -8,7 +8,8 @@ character that is not a letter or digit, at a lower-to-upper case change, before
 of an upper-case run followed by lower case (`CUDAGraph` -> `cuda`, `graph`) and between letters and
 digits. A string literal is looked at only when it is short and not prose (a device, backend,
 package, file or env-var name, a flag): more than a few words are a message, which the user reads,
-not code that runs; a string that names a CUDA source file (`*.cu`, `*.cuh`) matches too.
+not code that runs, unless they are a command line (flags or a pipe after the first word), whose
+program is looked at; a string that names a CUDA source file (`*.cu`, `*.cuh`) matches too.
 
 Which strings are messages (arguments of print/logging/warnings/exceptions, assert messages,
 argparse help, docstrings) is the walker's call (`scan.analyze`).
@@ -27,6 +28,7 @@ _MAX_STRING = 200
 CUDA_SOURCE = (".cu", ".cuh")
 _MISS = object()
 _EVERYDAY = frozenset({"load", "in", "and", "attention", "gpu"})
+_FLAG = re.compile(r"--?[A-Za-z]")  # `-L`, `--version`; not prose's ` -- `
 
 
 def words(text: str) -> list[str]:
@@ -73,17 +75,25 @@ class TokenTable:
         return hit  # type: ignore[return-value]
 
     def string(self, value: str) -> tuple[str, tuple[Rule, ...]] | None:
-        """The same for a string literal's value; prose and long strings never match."""
-        if len(value) > _MAX_STRING or len(value.split(None, _PROSE_WORDS)) > _PROSE_WORDS:
+        """The same for a string literal's value; prose and long strings never match. A command
+        line is not prose, however many words it has: its program's name is matched
+        (`"nvidia-smi -L | wc -l"`)."""
+        if len(value) > _MAX_STRING:
             return None
+        text = value
+        if len(value.split(None, _PROSE_WORDS)) > _PROSE_WORDS:
+            parts = value.split()
+            if not any(p == "|" or _FLAG.match(p) for p in parts[1:]):
+                return None
+            text = parts[0]
         try:
-            return self._strings[value]
+            return self._strings[text]
         except KeyError:
-            hit = self._match(value)
-            if hit is None and value.rstrip().endswith(CUDA_SOURCE) and self.patterns:
-                hit = (value.strip(), self.rules)
+            hit = self._match(text)
+            if hit is None and text.rstrip().endswith(CUDA_SOURCE) and self.patterns:
+                hit = (text.strip(), self.rules)
             if len(self._strings) < 65536:
-                self._strings[value] = hit
+                self._strings[text] = hit
             return hit
 
     def _match(self, text: str) -> tuple[str, tuple[Rule, ...]] | None:
