@@ -8,7 +8,9 @@ The declared names are read once per scan from the build scripts among the scann
 `csrc/<ext>/setup.py`) and are part of the cache key, so a changed declaration re-reads every
 file. A name is a string literal (`name=` or the first argument) or a module-level name assigned
 one; anything computed (`f"{pkg}._C"`) is not read. `_C` modules are NM724's (`match.imports`),
-so they are left out here.
+so they are left out here. Like `scan.matchers.project_modules`, the imports are found in the text
+of every Python file (an importer needs no CUDA word), so a line of a string that reads as such an
+import statement counts too.
 """
 
 from __future__ import annotations
