@@ -198,6 +198,9 @@ class _Walker:
         self.fields: dict[str, ast.AST | None] = {}
         # Module-level names assigned a CUDA reference (`amp_ctx = torch.cuda.amp.autocast`).
         self.assigned: dict[str, str] = {}
+        # Per enclosing function, the same for its own names (`_amp = amp`, apex's), from the
+        # assignment on (a later assignment of anything else ends it).
+        self.local_assigned: list[dict[str, str]] = []
         # Module-level functions with a device-like parameter defaulting to a `default_devices`
         # type: name -> (parameter, its position or None, its default, rules).
         self.defaulted: dict[str, list[tuple[str, int | None, str, tuple[Rule, ...]]]] = {}
@@ -227,7 +230,9 @@ class _Walker:
             elif cls is ast.Assign:
                 if len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:  # type: ignore[attr-defined]
                     self._remember(self.consts, stmt.targets[0].id, stmt.value)  # type: ignore[attr-defined]
-                    self._alias_assignment(stmt.targets[0].id, stmt.value)  # type: ignore[attr-defined]
+                    qn = self._cuda_alias(stmt.value)  # type: ignore[attr-defined]
+                    if qn is not None:
+                        self.assigned[stmt.targets[0].id] = qn  # type: ignore[attr-defined]
             elif cls is ast.ClassDef:
                 for member in stmt.body:  # type: ignore[attr-defined]
                     if member.__class__ is ast.AnnAssign and member.target.__class__ is ast.Name and member.value is not None:
@@ -265,23 +270,24 @@ class _Walker:
         if found:
             self.defaulted[fn.name] = found
 
-    def _alias_assignment(self, name: str, value: ast.AST) -> None:
-        """`amp_ctx = torch.cuda.amp.autocast` (or a `functools.partial` of it): a later `amp_ctx()`
-        is a use of a CUDA name through an alias of its own, reported by the `tokens` rule."""
+    def _cuda_alias(self, value: ast.AST) -> str | None:
+        """The CUDA name `value` stands for when a name is assigned it: `amp_ctx =
+        torch.cuda.amp.autocast` (or a `functools.partial` of it), `_amp = amp` (apex's); a later
+        `amp_ctx()` is a use of a CUDA name through an alias of its own, reported by the `tokens`
+        rule. None for anything else."""
         if value.__class__ is ast.Call and value.args and self.resolve(value.func) == "functools.partial":  # type: ignore[attr-defined]
             value = value.args[0]  # type: ignore[attr-defined]
-        if value.__class__ is not ast.Attribute or self.tokens is None:
-            return
+        if value.__class__ is not ast.Attribute and value.__class__ is not ast.Name or self.tokens is None:
+            return None
         qn = self.resolve(value)
         if qn is None:
-            return
+            return None
         best = self.cp.qualified.best(qn, [])
         # A rule's name that is no CUDA API (`torch._inductor.config.x`, a compile setting) makes
         # no CUDA alias: its uses are no CUDA references.
         cuda_rule = best is not None and any(r.category not in _NOT_CUDA_CATEGORIES and not r.code.startswith(_NOT_CUDA_FAMILY)
                                              for r in best[2])
-        if cuda_rule or self.tokens.name(qn.replace(".", "_")):
-            self.assigned[name] = qn
+        return qn if cuda_rule or self.tokens.name(qn.replace(".", "_")) else None
 
     @staticmethod
     def _remember(table: dict[str, ast.AST | None], name: str, value: ast.AST) -> None:
@@ -351,6 +357,12 @@ class _Walker:
         for target in targets:
             if self.locals:
                 self._bind(target)
+                if target.__class__ is ast.Name:
+                    qn = self._cuda_alias(value)
+                    if qn is not None:
+                        self.local_assigned[-1][target.id] = qn  # type: ignore[attr-defined]
+                    else:
+                        self.local_assigned[-1].pop(target.id, None)  # type: ignore[attr-defined]
             if self.tokens is not None and target.__class__ is ast.Name and target.id == "__all__":  # type: ignore[attr-defined]
                 self._silence(value)  # the module's exported names
             if target.__class__ is ast.Subscript and self.cp.arguments.any_by_keyword:
@@ -504,6 +516,7 @@ class _Walker:
                 if node is scope_end:
                     self.scopes.pop()
                     self.locals.pop()
+                    self.local_assigned.pop()
                     self.func_names.pop()
                     continue
                 self.stmt = node
@@ -519,6 +532,7 @@ class _Walker:
                     params = self._params(node)
                     self.scopes.append(params)
                     self.locals.append(set(params))
+                    self.local_assigned.append({})
                     self.func_names.append(node.name)
             for f in fields:
                 v = getattr(node, f)
@@ -690,25 +704,38 @@ class _Walker:
 
     # -- CUDA-indicative words (`match.tokens`) --
 
-    def _token_name(self, node: ast.AST, ident: str) -> None:
+    def _token_name(self, node: ast.AST, ident: str, used: bool = False) -> None:
+        """`used`: the name is called or has an attribute read (`_amp.initialize(...)`), not only
+        read as a value: a function's own alias counts only then (`v = torch.version.cuda` ...
+        `return v` passes a value on)."""
         if id(node) in self.silent:
             return
         hit = self.tokens.name(ident)  # type: ignore[union-attr]
-        if hit is None and ident in self.assigned and not (self.locals and self._shadowed(ident)):
-            target = self.assigned[ident]
+        target = self._alias_of(ident, used) if hit is None else None
+        if target is not None:
             hit = self.tokens.name(target.replace(".", "_")) or (target, self.tokens.rules)  # type: ignore[union-attr]
             ident = f"{ident} (= {target})"
         if hit is not None:
             for rule in hit[1]:
                 self._report(rule, "tokens", node, ident, token=hit[0])
 
+    def _alias_of(self, ident: str, used: bool) -> str | None:
+        """The CUDA name `ident` was assigned, where it is in scope: the innermost function's own
+        alias (when `used`), else the module's (unless a function binds the name itself)."""
+        for assigned, bound in zip(reversed(self.local_assigned), reversed(self.locals), strict=True):
+            if ident in assigned:
+                return assigned[ident] if used else None
+            if ident in bound:
+                return None
+        return self.assigned.get(ident)
+
     def _token_chain(self, root: ast.AST, links: list[ast.Attribute]) -> None:
         """The first CUDA word of a dotted chain (`torch.version.cuda`), at that link."""
         table: TokenTable = self.tokens  # type: ignore[assignment]
         if id(root) in self.silent:
             return
-        if table.name(root.id) is not None or root.id in self.assigned:  # type: ignore[attr-defined]
-            self._token_name(root, root.id)  # type: ignore[attr-defined]
+        if table.name(root.id) is not None or self._alias_of(root.id, True) is not None:  # type: ignore[attr-defined]
+            self._token_name(root, root.id, True)  # type: ignore[attr-defined]
             return
         self._token_links(links)
 

@@ -76,6 +76,25 @@ CASES = {
             out = subprocess.check_output("nvcc --version | grep release", shell=True)  # <-
             return int(subprocess.check_output(cmd, shell=True)), out
         """,
+    "uses through a function's own alias": """
+        import torch
+        from apex import amp  # <-
+
+        def train(model, opt, loss):
+            autocast = torch.cuda.amp.autocast  # <-
+            with autocast():  # <-
+                out = model()
+            _amp = amp  # <-
+            model, opt = _amp.initialize(model, opt)  # <-
+            with _amp.scale_loss(loss, opt) as scaled:  # <-
+                scaled.backward()
+            _amp = None
+            return _amp, out
+
+        def evaluate(autocast):
+            with autocast():
+                return 0
+        """,
     "Paddle GPU switches": """
         import paddle
 
