@@ -201,6 +201,7 @@ class _Walker:
         # Per enclosing function, the same for its own names (`_amp = amp`, apex's), from the
         # assignment on (a later assignment of anything else ends it).
         self.local_assigned: list[dict[str, str]] = []
+        self.aliased: set[str] = set()  # every name either holds: most names are none (a fast test)
         # Module-level functions with a device-like parameter defaulting to a `default_devices`
         # type: name -> (parameter, its position or None, its default, rules).
         self.defaulted: dict[str, list[tuple[str, int | None, str, tuple[Rule, ...]]]] = {}
@@ -233,6 +234,7 @@ class _Walker:
                     qn = self._cuda_alias(stmt.value)  # type: ignore[attr-defined]
                     if qn is not None:
                         self.assigned[stmt.targets[0].id] = qn  # type: ignore[attr-defined]
+                        self.aliased.add(stmt.targets[0].id)  # type: ignore[attr-defined]
             elif cls is ast.ClassDef:
                 for member in stmt.body:  # type: ignore[attr-defined]
                     if member.__class__ is ast.AnnAssign and member.target.__class__ is ast.Name and member.value is not None:
@@ -361,6 +363,7 @@ class _Walker:
                     qn = self._cuda_alias(value)
                     if qn is not None:
                         self.local_assigned[-1][target.id] = qn  # type: ignore[attr-defined]
+                        self.aliased.add(target.id)  # type: ignore[attr-defined]
                     else:
                         self.local_assigned[-1].pop(target.id, None)  # type: ignore[attr-defined]
             if self.tokens is not None and target.__class__ is ast.Name and target.id == "__all__":  # type: ignore[attr-defined]
@@ -711,7 +714,7 @@ class _Walker:
         if id(node) in self.silent:
             return
         hit = self.tokens.name(ident)  # type: ignore[union-attr]
-        target = self._alias_of(ident, used) if hit is None else None
+        target = self._alias_of(ident, used) if hit is None and ident in self.aliased else None
         if target is not None:
             hit = self.tokens.name(target.replace(".", "_")) or (target, self.tokens.rules)  # type: ignore[union-attr]
             ident = f"{ident} (= {target})"
@@ -734,7 +737,7 @@ class _Walker:
         table: TokenTable = self.tokens  # type: ignore[assignment]
         if id(root) in self.silent:
             return
-        if table.name(root.id) is not None or self._alias_of(root.id, True) is not None:  # type: ignore[attr-defined]
+        if table.name(root.id) is not None or (root.id in self.aliased and self._alias_of(root.id, True) is not None):  # type: ignore[attr-defined]
             self._token_name(root, root.id, True)  # type: ignore[attr-defined]
             return
         self._token_links(links)
@@ -814,7 +817,9 @@ class _Walker:
         prefix = "." * node.level + module  # type: ignore[attr-defined]
         for alias in node.names:  # type: ignore[attr-defined]
             if alias.name != "*":
-                self.assigned.setdefault(alias.asname or alias.name, f"{prefix}.{alias.name}")
+                name = alias.asname or alias.name
+                self.assigned.setdefault(name, f"{prefix}.{alias.name}")
+                self.aliased.add(name)
 
     def _call_devices(self, call: ast.Call, fcls: type, leaf: str | None, qn: str | None) -> None:
         if qn is not None:

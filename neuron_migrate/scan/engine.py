@@ -215,7 +215,7 @@ class _Context:
     top_level: tuple[str, ...] = ()  # the project's top-level packages and modules (their imports are its own)
     extension_rules: tuple[Rule, ...] = ()  # `match.extensions` rules, when the build declares any module
     extensions: tuple[str, ...] = ()  # the compiled modules the project's build scripts declare
-    token_codes: frozenset[str] = frozenset()  # `match.tokens` rules, not repeated inside an extension import
+    token_codes: frozenset[str] = frozenset()  # `match.tokens` rules, not repeated on an extension import's line
 
 
 _WORKER: _Context | None = None
@@ -346,15 +346,13 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
 
 
 def _with_extensions(findings: list[Finding], imports: list[Finding], token_codes: frozenset[str]) -> list[Finding]:
-    """`findings` and the extension `imports`, less the `tokens` findings inside one of those (a
-    token already inside another finding is not repeated: `import flash_attn_2_cuda`)."""
+    """`findings` and the extension `imports`, less the `tokens` findings on their lines: the
+    CUDA-reference rule reports only on a line no CUDA rule reported (`scan.analyze`), as on
+    `import flash_attn_2_cuda`."""
     if not imports:
         return findings
-    spans = {(f.span.line, f.span.col, f.span.end_col) for f in imports}
-    kept = [f for f in findings if f.code not in token_codes or not any(
-        line == f.span.line == f.span.end_line and col <= f.span.col and f.span.end_col is not None
-        and end is not None and f.span.end_col <= end for line, col, end in spans)]
-    return kept + imports
+    lines = {f.span.line for f in imports}
+    return [f for f in findings if f.code not in token_codes or f.span.line not in lines] + imports
 
 
 def _analyze_text(analyzer: Analyzer, text: str, rel: str, pack: RulePack, cell: int | None) -> list[Finding]:
