@@ -6,6 +6,8 @@ globs (`*.cu`). A path given explicitly is always scanned (unless an `exclude` g
 whatever its suffix or .gitignore says. Directory symlinks are not followed (their targets inside
 the root are walked directly, as git does); one that points at its own ancestor is a loop and is
 reported once (NM003). File symlinks are followed when their target is inside the root.
+Version-control, virtual-environment, cache and build-output directories are not walked
+(`DEFAULT_EXCLUDED_DIRS`), except a `build` or `dist` that is a Python package.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ DEFAULT_EXCLUDED_DIRS = frozenset({
     ".nox", ".eggs", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints",
     ".neuron-migrate-cache",
 })
+# Names of build outputs that are also names of source packages (`mmengine/dist`, the
+# distributed-training helpers): such a directory is scanned when it is a package.
+OUTPUT_DIRS = frozenset({"build", "dist"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +161,8 @@ class _Walker:
             except OSError:
                 is_dir, is_link = False, True
             if is_dir:
-                if name in DEFAULT_EXCLUDED_DIRS or name.endswith(".egg-info"):
+                if (name in DEFAULT_EXCLUDED_DIRS or name.endswith(".egg-info")) and not (
+                        name in OUTPUT_DIRS and os.path.isfile(os.path.join(entry.path, "__init__.py"))):
                     continue
                 rel = prefix + name
                 if self._ignored(entry.path, rel, ignores, is_dir=True):

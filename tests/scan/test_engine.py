@@ -193,12 +193,15 @@ def test_gitignore_default_excludes_and_globs(tmp_path, pack):
         "venv/lib.py": CUDA, "build/b.py": CUDA, "pkg.egg-info/e.py": CUDA, "node_modules/n.py": CUDA,
         "notes.txt": "cuda", "nb.ipynb": json.dumps({"cells": []}), "types.pyi": "x: int\n",
         "tests/fixtures/f.py": CUDA,
+        # a source package named like a build output (mmengine's `dist`) is no build output
+        "pkg/dist/__init__.py": "", "pkg/dist/utils.py": CUDA, "dist/__init__.py": "", "dist/build/b.py": CUDA,
     })
     def paths(**kw):
         return [fr.path for fr in engine.scan_paths([tmp_path], pack, use_cache=False, jobs=1, **kw).files]
 
-    assert paths() == ["nb.ipynb", "src/a.py", "src/vendor/keep.py", "tests/fixtures/f.py", "types.pyi"]
-    assert paths(exclude=["tests/fixtures"]) == ["nb.ipynb", "src/a.py", "src/vendor/keep.py", "types.pyi"]
+    assert paths() == ["dist/__init__.py", "nb.ipynb", "pkg/dist/__init__.py", "pkg/dist/utils.py", "src/a.py",
+                       "src/vendor/keep.py", "tests/fixtures/f.py", "types.pyi"]
+    assert paths(exclude=["tests/fixtures", "**/dist"]) == ["nb.ipynb", "src/a.py", "src/vendor/keep.py", "types.pyi"]
     assert paths(include=["src/**"]) == ["src/a.py", "src/vendor/keep.py"]
     assert "generated/g.py" in paths(respect_gitignore=False)
     # The repository's top-level .gitignore applies when scanning a subdirectory too.
