@@ -14,6 +14,7 @@ Never imports torch or libcst.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -166,6 +167,10 @@ _SCOPE_END = ast.Pass()  # pushed under a function's body: popping it closes the
 # Calls whose arguments are messages for people (print, logging, warnings, exceptions).
 _MESSAGE_CALLS = frozenset({"print", "exit", "debug", "info", "warning", "warn", "error", "exception",
                             "critical", "fatal", "log", "warning_once", "info_once", "warn_once", "echo", "secho"})
+# ... and the rank-aware loggers of training code: `logger.info_rank0` (LLaMA-Factory),
+# `print_rank_0` (Megatron), `log_dist` (DeepSpeed), `rank_zero_warn` (Lightning).
+_MESSAGE_CALL_NAME = re.compile(r"(?:print|debug|info|warning|warn|error|critical|log)_(?:rank_?0|rank_?0_once|once|"
+                                r"main|master|dist|all)|rank_zero_(?:info|warn|debug|print|deprecation|experimental)")
 _MESSAGE_MODULES = ("logging.", "warnings.")
 _EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning")
 _MESSAGE_KEYWORDS = frozenset({"help", "description", "epilog", "usage", "msg", "message", "desc"})
@@ -276,7 +281,10 @@ class _Walker:
         """The CUDA name `value` stands for when a name is assigned it: `amp_ctx =
         torch.cuda.amp.autocast` (or a `functools.partial` of it), `_amp = amp` (apex's); a later
         `amp_ctx()` is a use of a CUDA name through an alias of its own, reported by the `tokens`
-        rule. None for anything else."""
+        rule. Either branch of a conditional counts (`torch.cuda if is_cuda else torch.xpu`).
+        None for anything else."""
+        if value.__class__ is ast.IfExp:
+            return self._cuda_alias(value.body) or self._cuda_alias(value.orelse)  # type: ignore[attr-defined]
         if value.__class__ is ast.Call and value.args and self.resolve(value.func) == "functools.partial":  # type: ignore[attr-defined]
             value = value.args[0]  # type: ignore[attr-defined]
         if value.__class__ is not ast.Attribute and value.__class__ is not ast.Name or self.tokens is None:
@@ -695,7 +703,8 @@ class _Walker:
         """A message's strings are read by people, not run: print/logging/warnings/exception
         arguments and `help=`-like keywords."""
         if leaf is not None and (leaf in _MESSAGE_CALLS or leaf.endswith(_EXCEPTION_SUFFIXES)
-                                 or (qn is not None and qn.startswith(_MESSAGE_MODULES))):
+                                 or (qn is not None and qn.startswith(_MESSAGE_MODULES))
+                                 or ("_" in leaf and _MESSAGE_CALL_NAME.fullmatch(leaf))):
             for a in call.args:
                 self._silence(a)
             for kw in call.keywords:

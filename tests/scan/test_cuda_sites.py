@@ -95,6 +95,18 @@ CASES = {
             with autocast():
                 return 0
         """,
+    "uses through an alias chosen by a condition": """
+        import torch
+
+        STREAMS = torch.cuda if torch.cuda.is_available() else torch.cpu  # <-
+
+        def profile(is_cuda, fn):
+            torch_gpu = torch.cuda if is_cuda else torch.xpu  # <-
+            start = torch_gpu.Event(enable_timing=True)  # <-
+            fn()
+            torch_gpu.synchronize()  # <-
+            return start, STREAMS.Stream()  # <-
+        """,
     "Paddle GPU switches": """
         import paddle
 
@@ -305,6 +317,15 @@ SILENT = {
             p.add_argument("--n", type=int, help="number of cuda devices")
             return p
         ''',
+    "messages to rank-aware loggers": """
+        from lightning.pytorch.utilities import rank_zero_warn
+
+        def report(logger, print_rank_0, n):
+            logger.info_rank0("Using bitsandbytes quantization.")
+            logger.warning_rank0_once(f"flash_attn is not installed ({n})")
+            print_rank_0("> compiling the fused cuda kernels")
+            rank_zero_warn("NCCL timeout raised")
+        """,
     "prose with a flag in it, not a command line": """
         def hint(n):
             text = "pass --device cuda to use the GPU"
