@@ -51,8 +51,11 @@ _RULE_KEYS = frozenset(_RULE_REQUIRED) | {"status", "since", "kind", "default", 
 _RUNTIME_KEYS = ("kind", "ends_run", "hotspot")  # only NM9xx rules (check's findings) have these
 _RUNTIME_FAMILY = "NM9"  # check's findings: each names its kind
 _LIST_MATCHERS = ("qualified_names", "device_strings", "methods", "attributes", "imports",
-                  "env_vars", "files", "tokens", "default_devices", "project_modules", "extensions")
+                  "env_vars", "files", "tokens", "default_devices", "project_modules", "extensions",
+                  "requirements")
 _MATCH_KEYS = frozenset(_LIST_MATCHERS) | {"arguments"}
+# A dependency glob: an index URL, or a name as pip normalises it (PEP 503) with an optional local label.
+_REQUIREMENT_RE = re.compile(r"index:\S+|[a-z0-9*?][a-z0-9*?-]*(\+[a-z0-9*?._]+)?")
 _ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing", "in_dict", "named"})
 _TARGETS = {t.value: t for t in Target}
 _FIX_KEYS = frozenset(_TARGETS) | {"class", "safety"}
@@ -281,6 +284,9 @@ def _rule(ctx: _Ctx, raw: Any, index: int, file_family: str | None, fixers: froz
         raise ctx.error("match.project_modules", "expected rule codes (NM + 3 digits)")
     if not all(b.isidentifier() for b in match.extensions):
         raise ctx.error("match.extensions", "expected the names of build-script calls (CUDAExtension)")
+    if not all(_REQUIREMENT_RE.match(r) for r in match.requirements):
+        raise ctx.error("match.requirements", "expected globs over normalised names (`flash-attn`, `torch+cu*`, "
+                                              "`index:*/whl/cu*`): lowercase, `-` between words")
     return Rule(
         code=code,
         name=name,

@@ -127,12 +127,17 @@ class Match:
     # project: each import of that module (`import fused_dense_lib`), in any file of the project
     # (scan/matchers/extensions.py).
     extensions: tuple[str, ...] = ()
+    # Globs over the dependencies the project declares in its dependency files (requirements
+    # files, pyproject.toml, setup.cfg, conda environments): the normalised name (`flash-attn`),
+    # the name with its version's local label or conda build (`torch+cu121`), or `index:` and a
+    # package index URL (scan/matchers/requirements.py).
+    requirements: tuple[str, ...] = ()
 
     def is_empty(self) -> bool:
         return not any(
             (self.qualified_names, self.device_strings, self.methods, self.attributes,
              self.arguments, self.imports, self.env_vars, self.files, self.tokens, self.default_devices,
-             self.project_modules, self.extensions)
+             self.project_modules, self.extensions, self.requirements)
         )
 
 

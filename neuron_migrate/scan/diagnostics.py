@@ -14,6 +14,7 @@ UNDECODABLE = "NM002"  # undecodable text, NUL bytes, binary content
 UNREADABLE = "NM003"  # permission denied, symlink loop, other OS errors
 TOO_LARGE = "NM004"  # over the size limit: skipped
 BROKEN_NOTEBOOK = "NM005"  # .ipynb that is not valid nbformat-4 JSON
+BROKEN_DEPENDENCIES = "NM008"  # pyproject.toml / setup.cfg / environment.yml that does not parse
 
 
 class Diagnosis(Exception):

@@ -3,7 +3,8 @@
 The scan only records where they are; applying them, and flagging unused (NM006) or malformed
 (NM007) ones, is the pipeline's job. Directives are read from comment tokens only, so text that
 looks like one inside a string literal or a docstring is no directive. The tokenizer runs only
-when the text mentions `neuron-migrate:` at all.
+when the text mentions `neuron-migrate:` at all. A dependency file's directives are read from the
+first `#` of a line on.
 """
 
 from __future__ import annotations
@@ -28,6 +29,20 @@ def find_directives(text: str, cell: int | None = None) -> list[Directive]:
     for line, comment in _comments(text):
         if MARKER in comment:
             out += (_directive(comment, m.end(), line, cell) for m in _DIRECTIVE.finditer(comment))
+    return out
+
+
+def find_line_directives(text: str) -> list[Directive]:
+    """Directives of a file that is not Python (a requirements file, pyproject.toml): on each
+    line, in the text from its first `#`."""
+    if MARKER not in text:
+        return []
+    out: list[Directive] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        hash_at = line.find("#")
+        if hash_at >= 0 and MARKER in line:
+            comment = line[hash_at:]
+            out += (_directive(comment, m.end(), number, None) for m in _DIRECTIVE.finditer(comment))
     return out
 
 

@@ -2,12 +2,14 @@
 the root, and list every candidate once, in a deterministic order, with its `stat`.
 
 Candidates are `.py`, `.pyi` and `.ipynb` files plus files matched by the pack's `match.files`
-globs (`*.cu`). A path given explicitly is always scanned (unless an `exclude` glob names it),
-whatever its suffix or .gitignore says. Directory symlinks are not followed (their targets inside
-the root are walked directly, as git does); one that points at its own ancestor is a loop and is
-reported once (NM003). File symlinks are followed when their target is inside the root.
-Version-control, virtual-environment, cache and build-output directories are not walked
-(`DEFAULT_EXCLUDED_DIRS`), except a `build` or `dist` that is a Python package.
+globs (`*.cu`) and, when the pack reads them, dependency files (`requirements.txt`,
+`pyproject.toml`, ...: `scan.matchers.requirements`). A path given explicitly is always scanned
+(unless an `exclude` glob names it), whatever its suffix or .gitignore says. Directory symlinks
+are not followed (their targets inside the root are walked directly, as git does); one that
+points at its own ancestor is a loop and is reported once (NM003). File symlinks are followed
+when their target is inside the root. Version-control, virtual-environment, cache and
+build-output directories are not walked (`DEFAULT_EXCLUDED_DIRS`), except a `build` or `dist`
+that is a Python package.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate.errors import NeuronMigrateError
 from neuron_migrate.scan.diagnostics import UNREADABLE, Diagnosis
+from neuron_migrate.scan.matchers.requirements import DEPENDENCY_NAMES, is_dependency_file
 
 if TYPE_CHECKING:
     import pathspec
@@ -90,8 +93,9 @@ def choose_root(paths: Sequence[Path], root: Path | None = None) -> str:
 
 def discover(paths: Sequence[Path], *, root: str, file_globs: Sequence[str] = (),
              include: Sequence[str] = (), exclude: Sequence[str] = (),
-             respect_gitignore: bool = True) -> Discovery:
-    walker = _Walker(root, file_globs, include, exclude, respect_gitignore)
+             respect_gitignore: bool = True, dependencies: bool = False) -> Discovery:
+    """`dependencies`: list the dependency files too (`scan.matchers.requirements`)."""
+    walker = _Walker(root, file_globs, include, exclude, respect_gitignore, dependencies)
     for given in paths:
         ab = os.path.abspath(given)
         rel = _rel(ab, root)
@@ -108,15 +112,16 @@ def discover(paths: Sequence[Path], *, root: str, file_globs: Sequence[str] = ()
 
 class _Walker:
     def __init__(self, root: str, file_globs: Sequence[str], include: Sequence[str],
-                 exclude: Sequence[str], respect_gitignore: bool) -> None:
+                 exclude: Sequence[str], respect_gitignore: bool, dependencies: bool = False) -> None:
         self.root_real = os.path.realpath(root)
+        self.dependencies = dependencies
         self.result = Discovery(root)
         self.seen: set[str] = set()
         self.reported_loops: set[str] = set()
         # Globs without a slash match the file name, others the path relative to the root.
         self.name_glob = _compile_globs([g for g in file_globs if "/" not in g])
         self.path_glob = _compile_globs([g for g in file_globs if "/" in g])
-        self.candidate_name = _glob_pattern(["*.py", "*.pyi", "*" + NOTEBOOK_SUFFIX,
+        self.candidate_name = _glob_pattern(["*.py", "*.pyi", "*" + NOTEBOOK_SUFFIX, *(DEPENDENCY_NAMES if dependencies else ()),
                                             *(g for g in file_globs if "/" not in g)])
         self.include = _spec(include) if include else None
         self.exclude = _spec(exclude) if exclude else None
@@ -127,7 +132,8 @@ class _Walker:
         if self.exclude is not None and self.exclude.match_file(rel):
             return
         name = os.path.basename(path)
-        kind = _kind(name) or "python"  # named explicitly: read it as Python whatever its suffix
+        # named explicitly: read it as Python whatever its suffix
+        kind = _kind(name) or self._dependencies(rel) or "python"
         self._add(path, rel, kind, self._file_level(name, rel), given=True)
 
     def walk_given_dir(self, path: str, rel: str) -> None:
@@ -153,6 +159,8 @@ class _Walker:
                 ignores = [*ignores, own]
         candidate = self.candidate_name.match
         prefix = rel_dir + "/" if rel_dir else ""
+        # Any `.txt` or `.in` file of a `requirements/` directory is a requirements file.
+        listed = self.dependencies and os.path.basename(directory) == "requirements"
         for entry in entries:
             name = entry.name
             try:
@@ -173,10 +181,10 @@ class _Walker:
                 real = os.path.join(real_dir, name)
                 self._walk(entry.path, real, rel, ignores, ancestors | {real})
                 continue
-            if candidate(name) is None and self.path_glob is None:
+            if candidate(name) is None and self.path_glob is None and not listed:
                 continue  # cheap name test first: most files in a tree are not candidates
             rel = prefix + name
-            kind = _kind(name)
+            kind = _kind(name) or self._dependencies(rel)
             file_level = self._file_level(name, rel)
             if kind is None and not file_level:
                 continue
@@ -222,6 +230,9 @@ class _Walker:
             if verdict is not None:
                 return verdict
         return False
+
+    def _dependencies(self, rel: str) -> str | None:
+        return "dependencies" if self.dependencies and is_dependency_file(rel) else None
 
     def _file_level(self, name: str, rel: str) -> bool:
         return bool((self.name_glob is not None and self.name_glob.match(name))

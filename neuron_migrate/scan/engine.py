@@ -36,10 +36,11 @@ from neuron_migrate.scan.cache import (
     has_fixes,
 )
 from neuron_migrate.scan.diagnostics import SYNTAX_ERROR, UNREADABLE, Diagnosis, tool_finding
-from neuron_migrate.scan.directives import find_directives
+from neuron_migrate.scan.directives import find_directives, find_line_directives
 from neuron_migrate.scan.discover import Candidate, choose_root, discover
 from neuron_migrate.scan.matchers.extensions import build_script, declared_extensions, extension_findings
 from neuron_migrate.scan.matchers.project_modules import candidate_findings, top_level
+from neuron_migrate.scan.matchers.requirements import requirement_findings
 from neuron_migrate.scan.notebook import code_cells
 from neuron_migrate.scan.prefilter import Prefilter, build_prefilter
 from neuron_migrate.scan.project import ProjectFacts, conditional_codes, keep_rows
@@ -93,8 +94,9 @@ def scan_paths(
     checked_ns = time.time_ns()  # before any `stat`: see scan.cache on racy entries
     root_dir = choose_root(paths, root)
     file_globs = sorted({g for rule in pack.rules.values() for g in rule.match.files})
+    requirement_rules = tuple(r for r in pack.rules.values() if r.match.requirements)
     found = discover(paths, root=root_dir, file_globs=file_globs, include=include, exclude=exclude,
-                     respect_gitignore=respect_gitignore)
+                     respect_gitignore=respect_gitignore, dependencies=bool(requirement_rules))
 
     project_modules = tuple(r for r in pack.rules.values() if r.match.project_modules)
     top = top_level(root_dir) if project_modules else ()
@@ -123,7 +125,7 @@ def scan_paths(
     if todo:  # a fully cached scan builds no gate and imports no analyser
         context = _Context(pack, build_prefilter(pack), max_file_size, analyzer, project_modules, top,
                            extension_rules if extensions else (), extensions,
-                           frozenset(r.code for r in pack.rules.values() if r.match.tokens))
+                           frozenset(r.code for r in pack.rules.values() if r.match.tokens), requirement_rules)
         for c, (content, rows, drows) in zip(todo, _analyze(todo, context, jobs, advance), strict=True):
             entries[c.rel] = (c.mtime_ns, c.ctime_ns, c.size, c.mode, c.inode, content, checked_ns, rows, drows)
 
@@ -216,6 +218,7 @@ class _Context:
     extension_rules: tuple[Rule, ...] = ()  # `match.extensions` rules, when the build declares any module
     extensions: tuple[str, ...] = ()  # the compiled modules the project's build scripts declare
     token_codes: frozenset[str] = frozenset()  # `match.tokens` rules, not repeated on an extension import's line
+    requirement_rules: tuple[Rule, ...] = ()  # `match.requirements` rules: the dependency files' findings
 
 
 _WORKER: _Context | None = None
@@ -329,6 +332,12 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
             if ctx.extension_rules:  # nor does an import of the project's compiled CUDA extension
                 findings = _with_extensions(findings, extension_findings(text, c.rel, ctx.extension_rules,
                                                                          ctx.extensions), ctx.token_codes)
+        elif c.kind == "dependencies":
+            data = read_bytes(c.path, c.size, ctx.max_file_size)
+            content = digest(data)
+            text = decode_source(data, cookie=False)
+            directives = find_line_directives(text)
+            findings += requirement_findings(text, c.rel, ctx.requirement_rules)
         elif c.kind == "notebook":
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             content = digest(data)

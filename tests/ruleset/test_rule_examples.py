@@ -85,6 +85,13 @@ def _project_findings(rule: Rule, code: str, root: Path) -> list[Finding]:
     return [f for fr in result.files if fr.path == "pkg/user.py" for f in fr.findings if f.code == rule.code]
 
 
+def _requirement_findings(rule: Rule, text: str, root: Path) -> list[Finding]:
+    """`text` as the project's requirements.txt, scanned: the rule's findings there."""
+    (root / "requirements.txt").write_text(text)
+    result = scan_paths([root], PACK, use_cache=False, jobs=1)
+    return [f for fr in result.files for f in fr.findings if f.code == rule.code]
+
+
 def _apply(code: str, target: Target) -> str:
     result = apply_fixes_to_source(code, _findings(code), target, unsafe=True)
     assert not result.error, result.error
@@ -94,6 +101,9 @@ def _apply(code: str, target: Target) -> str:
 
 @pytest.mark.parametrize(("rule", "code"), list(_valid_cases()))
 def test_valid_example_is_not_flagged(rule: Rule, code: str, tmp_path: Path) -> None:
+    if rule.match.requirements:  # the text of a requirements file
+        assert _requirement_findings(rule, code, tmp_path) == []
+        return
     ast.parse(code)
     if _by_project(rule):  # decided by the project around the file
         assert _project_findings(rule, code, tmp_path) == []
@@ -107,6 +117,11 @@ def test_invalid_example_is_flagged(rule: Rule, example: Example, tmp_path: Path
     if rule.match.files:  # the file itself is the finding; its text is not Python
         found = [f for f in analyze_file_path(_example_path(rule), PACK) if f.code == rule.code]
         assert len(found) == example.count and all(f.span.line == 1 for f in found)
+        return
+    if rule.match.requirements:
+        found = _requirement_findings(rule, example.code, tmp_path)
+        assert len(found) == example.count, [f"{f.location()} {f.symbol}" for f in found]
+        assert all(f.path == "requirements.txt" and f.symbol in f.source_line and not f.fixes for f in found)
         return
     if _by_project(rule):
         found = _project_findings(rule, example.code, tmp_path)

@@ -1,0 +1,305 @@
+"""`match.requirements`: the dependencies a project declares, in the files pip, build backends and
+conda read.
+
+Dependency files: requirements files (`requirements*.txt`, `dev-requirements.in`, `constraints.txt`,
+any `.txt`/`.in` in a `requirements/` directory), `pyproject.toml` (PEP 621 dependencies and
+extras, build requirements, dependency groups, Poetry's dependency tables; uv's and Poetry's
+package indexes), `setup.cfg` (install/setup requirements and extras) and conda's
+`environment*.yml`. A dependency is matched by the rules' globs on its keys:
+
+- its name as pip compares names (PEP 503: `Flash_Attn` is `flash-attn`);
+- the name with its version's local label (`torch==2.4.0+cu121`: `torch+cu121`) or conda build
+  string (`pytorch=2.1=py3.10_cuda11.8_0`: `pytorch+py3.10_cuda11.8_0`);
+- `index:` and a package index or find-links URL (`--extra-index-url .../whl/cu121`).
+
+A file its format's parser rejects is reported (NM008) at the parser's line, and yields nothing
+else. Requirements files have no syntax to reject: a line that names no dependency is passed over.
+"""
+
+from __future__ import annotations
+
+import configparser
+import fnmatch
+import re
+import tomllib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from neuron_migrate.findings import Finding, Span
+from neuron_migrate.ruleset.model import Rule
+from neuron_migrate.scan.diagnostics import BROKEN_DEPENDENCIES, Diagnosis
+
+# What the walk's name test lets through (`is_dependency_file` decides).
+DEPENDENCY_NAMES = ("pyproject.toml", "setup.cfg", "*requirements*.txt", "*requirements*.in", "*constraints*.txt",
+                    "*constraints*.in", "environment*.yml", "environment*.yaml")
+_REQUIREMENTS_NAME = re.compile(r"(?:[\w.-]*[-_.])?(?:requirements|constraints)(?:[-_.][\w.-]*)?\.(?:txt|in)", re.I)
+_ENVIRONMENT_NAME = re.compile(r"environment(?:[-_.][\w.-]*)?\.ya?ml", re.I)
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+_SEPARATORS = re.compile(r"[-_.]+")
+_LOCAL = re.compile(r"\d\+([A-Za-z0-9][A-Za-z0-9._]*)")  # a version's local label (`2.4.0+cu121`)
+_INDEX_OPTIONS = ("--index-url", "--extra-index-url", "-i", "--find-links", "-f")
+_EGG = re.compile(r"#egg=([A-Za-z0-9._-]+)")
+_WHEEL = re.compile(r"/([A-Za-z0-9_.]+)-[^/]*\.(?:whl|tar\.gz|zip)(?:[#?]|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """One declared dependency or package index: where it is written and the keys rules match."""
+
+    line: int
+    col: int
+    end_col: int
+    text: str  # as written: the finding's symbol
+    keys: tuple[str, ...]
+
+
+def is_dependency_file(rel: str) -> bool:
+    parent, _, name = rel.rpartition("/")
+    if name in ("pyproject.toml", "setup.cfg") or _REQUIREMENTS_NAME.fullmatch(name) or _ENVIRONMENT_NAME.fullmatch(name):
+        return True
+    return parent.rpartition("/")[2] == "requirements" and name.endswith((".txt", ".in"))
+
+
+def normalise(name: str) -> str:
+    return _SEPARATORS.sub("-", name).lower()
+
+
+def requirement_findings(text: str, rel: str, rules: Sequence[Rule]) -> list[Finding]:
+    """Each rule's findings on the dependencies `text` declares. Raises Diagnosis (NM008) for a
+    file its format's parser rejects."""
+    found: list[Finding] = []
+    lines = text.split("\n")
+    for dep in declared(text, rel):
+        for rule in rules:
+            if any(fnmatch.fnmatchcase(key, pattern) for key in dep.keys for pattern in rule.match.requirements):
+                found.append(Finding(code=rule.code, severity=rule.severity, fix_class=rule.fix.fix_class,
+                                     category=rule.category, path=rel, span=Span(dep.line, dep.col, dep.line, dep.end_col),
+                                     message=rule.render_message(dep.text), source_line=lines[dep.line - 1],
+                                     symbol=dep.text))
+    return found
+
+
+def declared(text: str, rel: str) -> list[Declared]:
+    name = rel.rpartition("/")[2]
+    if name == "pyproject.toml":
+        return _pyproject(text)
+    if name == "setup.cfg":
+        return _setup_cfg(text)
+    if _ENVIRONMENT_NAME.fullmatch(name):
+        return _environment(text)
+    return list(_requirements_lines(text))
+
+
+# -- requirements files ----------------------------------------------------------------------
+
+def _requirements_lines(text: str) -> Iterator[Declared]:
+    lines = text.split("\n")
+    number = 0
+    while number < len(lines):
+        start = number
+        line = lines[number]
+        number += 1
+        while line.endswith("\\") and number < len(lines):  # a continued line is one requirement
+            line = line[:-1] + " " + lines[number].strip()
+            number += 1
+        code = re.sub(r"(^|\s)#.*", "", line).rstrip()
+        stripped = code.strip()
+        if not stripped:
+            continue
+        col = len(code) - len(code.lstrip())
+        dep = _requirement_line(stripped)
+        if dep:
+            written = lines[start]
+            shown = stripped if stripped in written else written.strip()
+            at = written.find(shown) if shown in written else col
+            yield Declared(start + 1, at, at + len(shown), shown, dep)
+
+
+def _requirement_line(line: str) -> tuple[str, ...] | None:
+    """The keys of one logical line of a requirements file (options other than indexes and
+    editable installs name no dependency)."""
+    if line.startswith("-"):
+        option, _, value = line.replace("=", " ", 1).partition(" ") if line.startswith("--") else _short(line)
+        value = value.strip()
+        if option in _INDEX_OPTIONS and value:
+            return (f"index:{value}",)
+        if option in ("-e", "--editable") and value:
+            return _url_keys(value) or None
+        return None
+    return requirement_keys(line)
+
+
+def _short(line: str) -> tuple[str, str, str]:
+    """`-f URL`, `-fURL`: (option, " ", value)."""
+    return line[:2], " ", line[2:]
+
+
+def requirement_keys(spec: str) -> tuple[str, ...]:
+    """The keys of a PEP 508 requirement (`flash-attn>=2.5`, `torch==2.4.0+cu121`,
+    `name @ https://...`) or a bare URL to an archive or VCS checkout."""
+    spec = spec.split(";", 1)[0].strip()  # environment markers
+    if "://" in spec and " @ " not in spec and "@" not in spec.split("://", 1)[0]:
+        return _url_keys(spec)
+    match = _NAME.match(spec)
+    if match is None:
+        return ()
+    name = normalise(match.group())
+    keys = [name]
+    local = _LOCAL.search(spec, match.end())
+    if local is not None:
+        keys.append(f"{name}+{local.group(1).lower()}")
+    return tuple(keys)
+
+
+def _url_keys(url: str) -> tuple[str, ...]:
+    """A URL's dependency: `#egg=name`, or an archive's file name (`flash_attn-2.5.8+cu122...whl`)."""
+    egg = _EGG.search(url)
+    wheel = _WHEEL.search(url)
+    if egg is not None:
+        return requirement_keys(egg.group(1))
+    if wheel is not None:
+        name = normalise(wheel.group(1))
+        local = _LOCAL.search(url, wheel.end(1))
+        return (name, f"{name}+{local.group(1).lower()}") if local else (name,)
+    return ()
+
+
+# -- pyproject.toml, setup.cfg, environment.yml ---------------------------------------------------
+
+class _Locator:
+    """Finds where each value parsed from a file is written: its next occurrence after the last
+    one found for the same text (the same requirement in two extras is two findings)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.after: dict[str, int] = {}
+        self.starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+
+    def find(self, value: str, keys: tuple[str, ...], pattern: re.Pattern[str] | None = None) -> Declared | None:
+        if not keys:
+            return None
+        begin = self.after.get(value, 0)
+        if pattern is None:  # the value as a quoted string, else as written (setup.cfg, YAML)
+            pattern = re.compile(rf"[\"']({re.escape(value)})[\"']|({re.escape(value)})")
+        found = pattern.search(self.text, begin)
+        at = found.start(found.lastindex or 1) if found else -1
+        if at < 0:
+            at = 0
+        else:
+            self.after[value] = at + len(value)
+        line = _line_of(self.starts, at)
+        col = at - self.starts[line - 1]
+        return Declared(line, col, col + len(value), value, keys)
+
+
+def _line_of(starts: list[int], offset: int) -> int:
+    lo, hi = 0, len(starts)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if starts[mid] <= offset:
+            lo = mid
+        else:
+            hi = mid
+    return lo + 1
+
+
+def _pyproject(text: str) -> list[Declared]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line = re.search(r"line (\d+)", str(exc))
+        end = len(text.rstrip("\n").split("\n")) if "end of document" in str(exc) else 1
+        raise _broken(text, f"invalid TOML: {exc}", int(line.group(1)) if line else end) from None
+    at = _Locator(text)
+    out: list[Declared | None] = []
+    project = _table(data.get("project"))
+    specs = [*_strings(project.get("dependencies")), *_strings(_table(data.get("build-system")).get("requires"))]
+    for group in (*_table(project.get("optional-dependencies")).values(), *_table(data.get("dependency-groups")).values()):
+        specs += _strings(group)
+    out += [at.find(spec, requirement_keys(spec)) for spec in specs]
+    tool = _table(data.get("tool"))
+    poetry = _table(tool.get("poetry"))
+    tables = [_table(poetry.get("dependencies")), _table(poetry.get("dev-dependencies"))]
+    tables += [_table(_table(g).get("dependencies")) for g in _table(poetry.get("group")).values()]
+    for table in tables:
+        for name, spec in table.items():
+            version = spec if isinstance(spec, str) else _table(spec).get("version")
+            keys = requirement_keys(f"{name}=={version}" if isinstance(version, str) else name)
+            out.append(at.find(name, keys, re.compile(rf"^[ \t]*[\"']?({re.escape(name)})[\"']?[ \t]*=", re.M)))
+    for source in [*_list(_table(tool.get("uv")).get("index")), *_list(poetry.get("source"))]:
+        url = _table(source).get("url")
+        if isinstance(url, str):
+            out.append(at.find(url, (f"index:{url}",)))
+    return [d for d in out if d is not None]
+
+
+def _setup_cfg(text: str) -> list[Declared]:
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(text)
+    except configparser.Error as exc:
+        raise _broken(text, f"invalid setup.cfg: {exc.message}", getattr(exc, "lineno", 1) or 1) from None
+    values: list[str] = []
+    if parser.has_section("options"):
+        values += [parser.get("options", key, fallback="") for key in ("install_requires", "setup_requires")]
+    if parser.has_section("options.extras_require"):
+        values += [value for _, value in parser.items("options.extras_require")]
+    at = _Locator(text)
+    out = []
+    for value in values:
+        for spec in value.split("\n"):
+            spec = re.sub(r"(^|\s)[#;].*", "", spec).strip()
+            if spec:
+                out.append(at.find(spec, requirement_keys(spec)))
+    return [d for d in out if d is not None]
+
+
+def _environment(text: str) -> list[Declared]:
+    import yaml  # a dependency of the tool already (rules are YAML)
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise _broken(text, f"invalid YAML: {getattr(exc, 'problem', None) or exc}",
+                      mark.line + 1 if mark is not None else 1) from None
+    at = _Locator(text)
+    out: list[Declared | None] = []
+    for item in _list(_table(data).get("dependencies")):
+        if isinstance(item, str):
+            out.append(at.find(item, _conda_keys(item)))
+        for spec in _strings(_table(item).get("pip")):
+            keys = _requirement_line(spec.strip())
+            out.append(at.find(spec, keys) if keys else None)
+    return [d for d in out if d is not None]
+
+
+def _broken(text: str, detail: str, line: int) -> Diagnosis:
+    lines = text.split("\n")
+    line = min(max(line, 1), len(lines))
+    return Diagnosis(BROKEN_DEPENDENCIES, " ".join(detail.split()), line=line, source_line=lines[line - 1])
+
+
+def _conda_keys(spec: str) -> tuple[str, ...]:
+    """`nvidia::cuda-nvcc`, `pytorch-cuda=12.1`, `pytorch=2.1=py3.10_cuda11.8_0`, `cudnn>=8`."""
+    spec = spec.rpartition("::")[2].strip()
+    match = _NAME.match(spec)
+    if match is None:
+        return ()
+    name = normalise(match.group())
+    parts = re.split(r"[ =]+", spec[match.end():].strip(" =<>!~"))
+    build = parts[1] if len(parts) > 1 and parts[1] else ""
+    return (name, f"{name}+{build.lower()}") if build else (name,)
+
+
+def _table(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _strings(value: Any) -> list[str]:
+    return [v for v in _list(value) if isinstance(v, str)]

@@ -1,0 +1,180 @@
+"""NM731/NM732: the dependencies a project declares in its dependency files
+(`scan.matchers.requirements`), and NM008 for one that does not parse."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from neuron_migrate import api
+from neuron_migrate.ruleset.load import load_pack
+from neuron_migrate.scan.engine import scan_paths
+from neuron_migrate.scan.matchers.requirements import declared, is_dependency_file, requirement_keys
+
+PACK = load_pack()
+
+
+def found(root: Path, pack=PACK) -> list[tuple[str, int, int, str, str]]:  # type: ignore[no-untyped-def]
+    """(path, line, column, code, symbol) of every finding of a scan of `root`."""
+    result = scan_paths([root], pack, use_cache=False, jobs=1)
+    return [(fr.path, f.span.line, f.span.col, f.code, f.symbol) for fr in result.files for f in fr.findings]
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+@pytest.mark.parametrize(("spec", "keys"), [
+    ("flash-attn==2.6.3", ("flash-attn",)),
+    ("Flash_Attn[full]>=2; platform_system == 'Linux'", ("flash-attn",)),
+    ("torch==2.4.0+cu121", ("torch", "torch+cu121")),
+    ("torch-scatter==2.1.2+pt24cu121", ("torch-scatter", "torch-scatter+pt24cu121")),
+    ("flash-attn @ https://github.com/x/releases/flash_attn-2.5.8+cu122torch2.3-cp311-linux_x86_64.whl",
+     ("flash-attn", "flash-attn+cu122torch2.3")),
+    ("https://example.org/wheels/flash_attn-2.5.8+cu122torch2.3-cp311-cp311-linux_x86_64.whl",
+     ("flash-attn", "flash-attn+cu122torch2.3")),
+    ("git+https://github.com/NVIDIA/apex.git#egg=apex", ("apex",)),
+    ("numpy", ("numpy",)),
+    ("", ()),
+])
+def test_requirement_keys(spec: str, keys: tuple[str, ...]) -> None:
+    assert requirement_keys(spec) == keys
+
+
+@pytest.mark.parametrize(("rel", "expected"), [
+    ("requirements.txt", True), ("requirements-gpu.txt", True), ("dev-requirements.in", True),
+    ("requirements/base.txt", True), ("sub/requirements/extra.in", True), ("constraints.txt", True),
+    ("pyproject.toml", True), ("pkg/setup.cfg", True), ("environment.yml", True), ("environment-cuda.yaml", True),
+    ("notes.txt", False), ("requirements.md", False), ("docs/base.txt", False), ("config.yaml", False),
+    ("tox.ini", False),
+])
+def test_which_files_are_dependency_files(rel: str, expected: bool) -> None:
+    assert is_dependency_file(rel) is expected
+
+
+def test_requirements_files_lines_options_and_urls(tmp_path: Path) -> None:
+    write(tmp_path, {"requirements.txt": (
+        "# CUDA build first\n"
+        "--extra-index-url https://download.pytorch.org/whl/cu121\n"
+        "torch==2.4.0+cu121  # pinned\n"
+        "-r base.txt\n"
+        "Bitsandbytes>=0.43 ; sys_platform == 'linux'\n"
+        "xformers \\\n"
+        "    ==0.0.27\n"
+        "-e git+https://github.com/NVIDIA/apex.git#egg=apex\n"
+        "--find-links=https://data.pyg.org/whl/torch-2.4.0+cu121.html\n"
+        "transformers>=4.45\n"
+        "nvidia-ml-py  # neuron-migrate: ignore[NM731]\n"
+    ), "requirements/extra.txt": "triton\n", "notes.txt": "flash-attn\n"})
+    assert found(tmp_path) == [
+        ("requirements.txt", 2, 0, "NM732", "--extra-index-url https://download.pytorch.org/whl/cu121"),
+        ("requirements.txt", 3, 0, "NM732", "torch==2.4.0+cu121"),
+        ("requirements.txt", 5, 0, "NM731", "Bitsandbytes>=0.43 ; sys_platform == 'linux'"),
+        ("requirements.txt", 6, 0, "NM731", "xformers \\"),
+        ("requirements.txt", 8, 0, "NM731", "-e git+https://github.com/NVIDIA/apex.git#egg=apex"),
+        ("requirements.txt", 9, 0, "NM732", "--find-links=https://data.pyg.org/whl/torch-2.4.0+cu121.html"),
+        ("requirements.txt", 11, 0, "NM731", "nvidia-ml-py"),
+        ("requirements/extra.txt", 1, 0, "NM731", "triton"),
+    ]
+    # the directive on line 11 silences its finding, as in a Python file
+    shown = api.scan([tmp_path], use_cache=False, jobs=1).findings
+    assert [(f.path, f.span.line) for f in shown if f.code == "NM731"] == [
+        ("requirements.txt", 5), ("requirements.txt", 6), ("requirements.txt", 8), ("requirements/extra.txt", 1)]
+
+
+PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=64", "ninja", "cuda-python"]
+
+[project]
+name = "demo"
+dependencies = [
+    "torch>=2.4",
+    "flash-attn>=2.5; platform_system == 'Linux'",
+]
+
+[project.optional-dependencies]
+train = ["bitsandbytes", "deepspeed"]
+serve = ["bitsandbytes", "tensorrt==10.0"]
+
+[dependency-groups]
+dev = ["pytest", {include-group = "train"}]
+
+[tool.poetry.dependencies]
+python = "^3.11"
+xformers = "^0.0.27"
+torch = {version = "2.4.0+cu121", source = "pytorch-cu121"}
+
+[tool.poetry.group.gpu.dependencies]
+"cupy-cuda12x" = "*"
+
+[[tool.uv.index]]
+name = "pytorch-cu121"
+url = "https://download.pytorch.org/whl/cu121"
+"""
+
+
+def test_pyproject_tables_each_dependency_where_it_is_written(tmp_path: Path) -> None:
+    write(tmp_path, {"pyproject.toml": PYPROJECT})
+    assert found(tmp_path) == [
+        ("pyproject.toml", 2, 40, "NM731", "cuda-python"),
+        ("pyproject.toml", 8, 5, "NM731", "flash-attn>=2.5; platform_system == 'Linux'"),
+        ("pyproject.toml", 12, 10, "NM731", "bitsandbytes"),
+        ("pyproject.toml", 13, 10, "NM731", "bitsandbytes"),  # the same name in another extra
+        ("pyproject.toml", 13, 26, "NM731", "tensorrt==10.0"),
+        ("pyproject.toml", 20, 0, "NM731", "xformers"),
+        ("pyproject.toml", 21, 0, "NM732", "torch"),
+        ("pyproject.toml", 24, 1, "NM731", "cupy-cuda12x"),
+        ("pyproject.toml", 28, 7, "NM732", "https://download.pytorch.org/whl/cu121"),
+    ]
+
+
+def test_setup_cfg_and_conda_environment(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "setup.cfg": ("[metadata]\nname = demo\n\n[options]\ninstall_requires =\n    torch>=2.4\n"
+                      "    xformers  # attention\n\n[options.extras_require]\ngpu =\n    pynvml\n"),
+        "environment.yml": ("name: demo\nchannels:\n  - pytorch\n  - nvidia\ndependencies:\n  - python=3.11\n"
+                            "  - pytorch=2.1.0=py3.11_cuda12.1_cudnn8.9.2_0\n  - pytorch-cuda=12.1\n"
+                            "  - nvidia::cuda-nvcc\n  - pip\n  - pip:\n    - --extra-index-url https://download.pytorch.org/whl/cu121\n"
+                            "    - flash-attn==2.6.3\n    - transformers\n"),
+    })
+    assert found(tmp_path) == [
+        ("environment.yml", 7, 4, "NM732", "pytorch=2.1.0=py3.11_cuda12.1_cudnn8.9.2_0"),
+        ("environment.yml", 8, 4, "NM731", "pytorch-cuda=12.1"),
+        ("environment.yml", 9, 4, "NM731", "nvidia::cuda-nvcc"),
+        ("environment.yml", 12, 6, "NM732", "--extra-index-url https://download.pytorch.org/whl/cu121"),
+        ("environment.yml", 13, 6, "NM731", "flash-attn==2.6.3"),
+        ("setup.cfg", 7, 4, "NM731", "xformers"),
+        ("setup.cfg", 11, 4, "NM731", "pynvml"),
+    ]
+
+
+@pytest.mark.parametrize(("rel", "text", "line"), [
+    ("pyproject.toml", '[project]\nname = "x"\ndependencies = ["flash-attn"\n', 3),
+    ("environment.yml", "dependencies:\n  - pip\n - bad: [\n", 3),
+    ("setup.cfg", "install_requires = xformers\n[options]\n", 1),
+])
+def test_a_file_that_does_not_parse_is_reported_and_nothing_else(tmp_path: Path, rel: str, text: str,
+                                                                  line: int) -> None:
+    write(tmp_path, {rel: text, "requirements.txt": "xformers\n"})
+    codes = {p: (ln, c) for p, ln, _, c, _ in found(tmp_path)}
+    assert codes == {rel: (line, "NM008"), "requirements.txt": (1, "NM731")}
+
+
+def test_not_read_without_a_dependency_rule_and_read_when_named(tmp_path: Path) -> None:
+    write(tmp_path, {"requirements.txt": "xformers\n", "a.py": "import torch\n"})
+    without = replace(PACK, rules={c: r for c, r in PACK.rules.items() if not r.match.requirements}, digest="")
+    result = scan_paths([tmp_path], without, use_cache=False, jobs=1)
+    assert [fr.path for fr in result.files] == ["a.py"]
+    named = scan_paths([tmp_path / "requirements.txt"], PACK, use_cache=False, jobs=1)
+    assert [(fr.path, [f.code for f in fr.findings]) for fr in named.files] == [("requirements.txt", ["NM731"])]
+
+
+def test_lines_that_name_no_dependency_are_passed_over() -> None:
+    text = "-r base.txt\n-c constraints.txt\n--no-binary :all:\n  \n# only a comment\n./local/path\n"
+    assert [d.keys for d in declared(text, "requirements.txt")] == []
