@@ -156,7 +156,7 @@ def _extensions(files: Sequence[Candidate], rules: tuple[Rule, ...], max_file_si
     for c in files:
         if c.kind == "python" and build_script(c.rel):
             try:
-                sources.append(decode_source(read_bytes(c.path, c.size, max_file_size)))
+                sources.append((c.rel, decode_source(read_bytes(c.path, c.size, max_file_size))))
             except Diagnosis:  # unreadable or too large: the analysis reports it on the file
                 continue
     return declared_extensions(sources, builders)

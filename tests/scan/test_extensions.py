@@ -51,12 +51,59 @@ setup(ext_modules=[
     CppExtension("cpu_only", ["c.cpp"]),
 ])
 """
-    assert declared_extensions([source], BUILDERS) == ("fused_dense_lib", "late_name", "pkg._ext", "rotary_emb")
+    assert declared_extensions([("setup.py", source)], BUILDERS) == ("fused_dense_lib", "late_name", "pkg._ext", "rotary_emb")
+
+
+# OpenMMLab's helper, as in basicsr's and OpenPCDet's setup.py: it builds the CUDAExtension.
+MAKE_CUDA_EXT = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
+
+
+def make_cuda_ext(name, module, sources, sources_cuda=None):
+    extension = CppExtension
+    if sources_cuda:
+        extension = CUDAExtension
+        sources = [*sources, *sources_cuda]
+    return extension(name=f'{module}.{name}', sources=sources)
+
+
+setup(name='basicsr', ext_modules=[
+    make_cuda_ext(name='deform_conv_ext', module='basicsr.ops.dcn', sources=['src/deform_conv_ext.cpp'],
+                  sources_cuda=['src/deform_conv_cuda.cpp', 'src/deform_conv_cuda_kernel.cu']),
+    make_cuda_ext('upfirdn2d_ext', 'basicsr.ops.upfirdn2d', ['src/upfirdn2d.cpp']),
+], cmdclass={'build_ext': BuildExtension})
+"""
+
+
+def test_a_build_script_function_that_calls_a_builder_declares_through_its_calls(tmp_path: Path) -> None:
+    assert declared_extensions([("setup.py", MAKE_CUDA_EXT)], BUILDERS) == ("basicsr.ops.dcn.deform_conv_ext",
+                                                                 "basicsr.ops.upfirdn2d.upfirdn2d_ext")
+    _project(tmp_path, {
+        "setup.py": MAKE_CUDA_EXT,
+        "basicsr/__init__.py": "",
+        "basicsr/ops/dcn/deform_conv.py": "import torch\nfrom . import deform_conv_ext\n",
+    })
+    assert _nm726(tmp_path, use_cache=False) == [("basicsr/ops/dcn/deform_conv.py", 2, "basicsr.ops.dcn.deform_conv_ext")]
+
+
+def test_a_nested_build_script_declares_a_module_of_its_directory(tmp_path: Path) -> None:
+    """EasyOCR's DBNet: `ops/dcn/setup.py` builds `deform_conv_cuda` in place, and
+    `ops/dcn/functions/deform_conv.py` imports it as `from .. import deform_conv_cuda`."""
+    setup = "from torch.utils.cpp_extension import CUDAExtension\nsetup(ext_modules=[CUDAExtension('deform_conv_cuda', ['k.cu'])])\n"
+    assert declared_extensions([("ops/dcn/setup.py", setup)], BUILDERS) == ("deform_conv_cuda", "ops.dcn.deform_conv_cuda")
+    assert declared_extensions([("my-ops/setup.py", setup)], BUILDERS) == ("deform_conv_cuda",)  # no package path
+    _project(tmp_path, {
+        "ops/dcn/setup.py": setup,
+        "ops/dcn/functions/deform_conv.py": "def f():\n    from .. import deform_conv_cuda\n    return deform_conv_cuda\n",
+        "other/functions/g.py": "from .. import deform_conv_cuda\n",
+    })
+    assert _nm726(tmp_path, use_cache=False) == [("ops/dcn/functions/deform_conv.py", 2, "ops.dcn.deform_conv_cuda")]
 
 
 def test_a_build_script_that_does_not_parse_declares_nothing() -> None:
-    assert declared_extensions(["CUDAExtension(name='x'\n"], BUILDERS) == ()
-    assert declared_extensions(["setup(ext_modules=[CppExtension('x', [])])\n"], BUILDERS) == ()
+    assert declared_extensions([("setup.py", "CUDAExtension(name='x'\n")], BUILDERS) == ()
+    assert declared_extensions([("setup.py", "setup(ext_modules=[CppExtension('x', [])])\n")], BUILDERS) == ()
 
 
 @pytest.mark.parametrize(("rel", "expected"), [

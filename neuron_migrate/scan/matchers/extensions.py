@@ -7,7 +7,9 @@ The declared names are read once per scan from the build scripts among the scann
 (`setup.py`, `setup_*.py`, at any depth: a repository often builds each extension from its own
 `csrc/<ext>/setup.py`) and are part of the cache key, so a changed declaration re-reads every
 file. A name is a string literal (`name=` or the first argument) or a module-level name assigned
-one; anything computed (`f"{pkg}._C"`) is not read. `_C` modules are NM724's (`match.imports`),
+one; anything computed (`f"{pkg}._C"`) is not read. A function of the script that calls a
+builder declares through its calls too (`make_cuda_ext(name="nms_ext", module="pkg.ops")`:
+`pkg.ops.nms_ext`). `_C` modules are NM724's (`match.imports`),
 so they are left out here. Like `scan.matchers.project_modules`, the imports are found in the text
 of every Python file (an importer needs no CUDA word), so a line of a string that reads as such an
 import statement counts too.
@@ -36,29 +38,59 @@ def build_script(rel: str) -> bool:
     return name == "setup.py" or (name.startswith("setup_") and name.endswith(".py"))
 
 
-def declared_extensions(sources: Iterable[str], builders: Collection[str]) -> tuple[str, ...]:
-    """The module names the build scripts' `sources` declare with a call of one of `builders`
-    (by its last name: `CUDAExtension`, `cpp_extension.CUDAExtension`), sorted. A script that
-    does not parse declares nothing (the scan reports its syntax error)."""
+def declared_extensions(sources: Iterable[tuple[str, str]], builders: Collection[str]) -> tuple[str, ...]:
+    """The module names the build scripts' `sources` ((path, text) pairs) declare with a call of
+    one of `builders` (by its last name: `CUDAExtension`, `cpp_extension.CUDAExtension`), sorted.
+    A script below the root that builds in place also declares a module of its own directory
+    (`ops/dcn/setup.py` declaring `deform_conv_cuda`: `ops.dcn.deform_conv_cuda`, which its
+    package imports as `from .. import deform_conv_cuda`). A script that does not parse declares
+    nothing (the scan reports its syntax error)."""
     names: set[str] = set()
-    for source in sources:
-        if not any(b in source for b in builders):
-            continue
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-        constants = {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
-                     and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-                     for t in node.targets if isinstance(t, ast.Name)}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and _callee(node.func) in builders:
-                name = _name_argument(node, constants)
-                if name is not None and _DOTTED.fullmatch(name) and name.rpartition(".")[2] != "_C":
-                    names.add(name)
+    for rel, source in sources:
+        directory = posixpath.dirname(rel).replace("/", ".")
+        declared = _declared(source, builders)
+        names |= declared
+        if directory and _DOTTED.fullmatch(directory):
+            names |= {f"{directory}.{name}" for name in declared if "." not in name}
     return tuple(sorted(names))
+
+
+def _declared(source: str, builders: Collection[str]) -> set[str]:
+    """The names one build script declares."""
+    if not any(b in source for b in builders):
+        return set()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    names: set[str] = set()
+    constants = {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                 for t in node.targets if isinstance(t, ast.Name)}
+    # A script's own function that uses a builder declares with its `name` (and `module`, the
+    # OpenMMLab helper `make_cuda_ext(name="nms_ext", module="pkg.ops.nms", sources=[...])`,
+    # which calls `CUDAExtension` or, without CUDA, `CppExtension` through a variable).
+    wrappers = {fn.name: [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)] for fn in ast.walk(tree)
+                if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
+                and any(isinstance(n, ast.Name | ast.Attribute) and _callee(n) in builders for n in ast.walk(fn))}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = _callee(node.func)
+        if callee in builders:
+            name = _name_argument(node, constants)
+        elif callee in wrappers:
+            name = _argument(node, "name", wrappers[callee], constants)
+            module = _argument(node, "module", wrappers[callee], constants)
+            if name is not None and module is not None and _DOTTED.fullmatch(module):
+                name = f"{module}.{name}"
+        else:
+            continue
+        if name is not None and _DOTTED.fullmatch(name) and name.rpartition(".")[2] != "_C":
+            names.add(name)
+    return names
 
 
 def _callee(func: ast.expr) -> str:
@@ -69,6 +101,18 @@ def _callee(func: ast.expr) -> str:
 
 def _name_argument(call: ast.Call, constants: dict[str, str]) -> str | None:
     value = next((k.value for k in call.keywords if k.arg == "name"), call.args[0] if call.args else None)
+    return _string(value, constants)
+
+
+def _argument(call: ast.Call, param: str, params: list[str], constants: dict[str, str]) -> str | None:
+    """The string passed for a wrapper's parameter `param`, by keyword or by position."""
+    value = next((k.value for k in call.keywords if k.arg == param), None)
+    if value is None and param in params and params.index(param) < len(call.args):
+        value = call.args[params.index(param)]
+    return _string(value, constants)
+
+
+def _string(value: ast.expr | None, constants: dict[str, str]) -> str | None:
     if isinstance(value, ast.Constant) and isinstance(value.value, str):
         return value.value
     if isinstance(value, ast.Name):
