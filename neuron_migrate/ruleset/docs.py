@@ -58,7 +58,7 @@ def _match_summary(rule: Rule) -> list[str]:
         if arg.missing:
             cond = "missing"
         elif arg.values:
-            cond = "in " + ", ".join(f"`{v!r}`" for v in arg.values)
+            cond = "in " + ", ".join(f"`{v!r}`" for v in arg.values) + (", or not a literal" if arg.switch else "")
         elif arg.not_values:
             cond = "not " + ", ".join(f"`{v!r}`" for v in arg.not_values)
         else:

@@ -56,7 +56,8 @@ _LIST_MATCHERS = ("qualified_names", "device_strings", "methods", "attributes", 
 _MATCH_KEYS = frozenset(_LIST_MATCHERS) | {"arguments"}
 # A dependency glob: an index URL, or a name as pip normalises it (PEP 503) with an optional local label.
 _REQUIREMENT_RE = re.compile(r"index:\S+|[a-z0-9*?][a-z0-9*?-]*(\+[a-z0-9*?._]+)?")
-_ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing", "in_dict", "named"})
+_ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing", "in_dict", "named",
+                       "switch"})
 _TARGETS = {t.value: t for t in Target}
 _FIX_KEYS = frozenset(_TARGETS) | {"class", "safety"}
 _INVALID_KEYS = frozenset(_TARGETS) | {"code", "count"}
@@ -151,7 +152,12 @@ def _argument(ctx: _Ctx, raw: Any, field: str) -> ArgumentPattern:
     named = tuple(n.lower() for n in _str_list(ctx, d.get("named", []), f"{field}.named"))
     if named and not values:
         raise ctx.error(f"{field}.named", "`named` needs `values`: a name is matched by the value assigned to it")
-    return ArgumentPattern(call, keyword, position, values, not_values, missing, in_dict, named)
+    switch = d.get("switch", False)
+    if not isinstance(switch, bool):
+        raise ctx.error(f"{field}.switch", "expected true or false")
+    if switch and (not values or in_dict):
+        raise ctx.error(f"{field}.switch", "`switch` needs `values` (the literals that turn it on), without `in_dict`")
+    return ArgumentPattern(call, keyword, position, values, not_values, missing, in_dict, named, switch)
 
 
 def _match(ctx: _Ctx, raw: Any, family: str) -> Match:

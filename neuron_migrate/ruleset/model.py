@@ -88,6 +88,9 @@ class ArgumentPattern:
     attribute or an argparse option assigned a matching value (also inside a list, a tuple or a
     conditional) is matched where the file itself passes that value to no matched call
     (`DEVICE_MAP = {"": 0}` in a constants module, `self._compile_backend = "inductor"`).
+
+    `switch`: the argument turns a CUDA-only feature on; only a literal at the call can say it
+    is off (`load_in_8bit=args.load_in_8bit` is a site, whatever the option's default).
     """
 
     call: tuple[str, ...]
@@ -98,6 +101,10 @@ class ArgumentPattern:
     missing: bool = False
     in_dict: bool = False
     named: tuple[str, ...] = ()
+    # An on/off switch (`load_in_8bit=`): a value not written as a literal at the call (an
+    # expression, a command-line option, a parameter passed through) may turn it on, so it matches;
+    # a literal is judged by `values`.
+    switch: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,11 +148,16 @@ _FIELD_CALLS = frozenset({"field", "Field", "ib", "attrib"})
 
 
 def _field_default(value: ast.AST) -> ast.AST:
-    """The default of `x: str = field(default="auto")` (also `Field("auto")`), else `value`."""
+    """The default of `x: str = field(default="auto")` (also `Field("auto")`), or of an
+    environment variable read with one (`os.environ.get("COMPILE_BACKEND", "inductor")`,
+    `os.getenv(...)`), else `value`."""
     if value.__class__ is not ast.Call:
         return value
     func = value.func  # type: ignore[attr-defined]
     name = func.id if func.__class__ is ast.Name else func.attr if func.__class__ is ast.Attribute else None
+    if len(value.args) == 2 and (name == "getenv" or (  # type: ignore[attr-defined]
+            name == "get" and func.value.__class__ is ast.Attribute and func.value.attr == "environ")):
+        return value.args[1]  # type: ignore[attr-defined, no-any-return]
     if name not in _FIELD_CALLS:
         return value
     for kw in value.keywords:  # type: ignore[attr-defined]
@@ -390,7 +395,8 @@ class _Walker:
             if target.__class__ is ast.Name:
                 # A local assignment shadows the module's constant of the same name, literal or not.
                 scope = self.scopes[-1] if self.scopes else None
-                if scope is not None and (value.__class__ in _LITERALS or target.id in scope or target.id in self.consts):
+                if scope is not None and (value.__class__ in _LITERALS or target.id in scope or target.id in self.consts
+                                          or (value.__class__ is ast.Call and _field_default(value) is not value)):
                     self._remember(scope, target.id, value)
                 if self.env_on and value.__class__ is ast.Dict and env_m.env_like_name(target.id):
                     self._env_dict(value)
@@ -1050,6 +1056,9 @@ class _Walker:
             # `device_map="auto" if quantize else None`: either branch may be the value.
             for branch in (value_node.body, value_node.orelse):  # type: ignore[attr-defined]
                 v = args_m.literal_value(branch)
+                if v is args_m.UNKNOWN and pat.switch:
+                    self._report_argument(call, rule, arg, value_node, v, display, None)
+                    return
                 if v is not args_m.UNKNOWN and args_m.value_matches(pat, v):
                     self._report_argument(call, rule, arg, value_node, v, display, branch)
                     return
@@ -1059,6 +1068,8 @@ class _Walker:
             if value_node.__class__ in (ast.Name, ast.Attribute):
                 scopes = tuple(reversed(self.scopes))
                 self.pending.append((call, rule, pat, arg, value_node, scopes, display, self.stmt, self.stmt_line))
+            elif pat.switch:  # `load_in_8bit=args.bits == 8`: may be on
+                self._report_argument(call, rule, arg, value_node, value, display, None)
             return
         if args_m.value_matches(pat, value):
             self._report_argument(call, rule, arg, value_node, value, display,
@@ -1107,6 +1118,9 @@ class _Walker:
                     value = args_m.literal_value(literal)
                     self._report_argument(call, rule, arg, value_node, value, display, literal)
                     break
+            else:
+                if pat.switch:  # `load_in_8bit=args.load_in_8bit`, off by default: on when asked
+                    self._report_argument(call, rule, arg, value_node, args_m.UNKNOWN, display, None)
         if self.named:
             # A value this file passes to a matched call is reported there; the others go elsewhere.
             passed = {id(site.literal) for _, site in self.sites if site.literal is not None}

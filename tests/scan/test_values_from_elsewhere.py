@@ -98,3 +98,44 @@ def test_a_local_dict_reaches_device_map_through_its_name() -> None:
             return AutoModelForCausalLM.from_pretrained(name, device_map=device_map)
         """)
     assert [(line, code) for line, code, _ in lines] == [(5, "NM721")]
+
+
+def test_an_environment_variable_default_is_the_value_it_stands_for() -> None:
+    """torchtune's `_compile.py`: the backend is read from the environment, "inductor" unless set."""
+    lines = found("""
+        import os
+        import torch
+
+        BACKEND = os.getenv("COMPILE_BACKEND", "inductor")
+
+        def compile_model(model):
+            backend = os.environ.get("TORCH_COMPILE_BACKEND", "inductor")
+            return torch.compile(model, backend=backend, fullgraph=True)
+
+        def compile_other(model):
+            return torch.compile(model, backend=BACKEND, fullgraph=True)
+
+        def compile_named(model):
+            backend = os.environ.get("TORCH_COMPILE_BACKEND")
+            return torch.compile(model, backend=backend, fullgraph=True)
+        """)
+    assert [(line, code) for line, code, _ in lines if code == "NM502"] == [(8, "NM502"), (11, "NM502")]
+
+
+def test_a_switch_not_written_as_a_literal_may_be_on() -> None:
+    """LLaVA's `load_in_4bit=training_args.bits == 4`; a store_true option, off unless given."""
+    lines = found("""
+        import argparse
+        from transformers import AutoModelForCausalLM
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--load_in_8bit", action="store_true")
+        args = parser.parse_args()
+
+        def load(bits):
+            return AutoModelForCausalLM.from_pretrained("m", load_in_4bit=bits == 4, load_in_8bit=args.load_in_8bit)
+
+        def load_plain():
+            return AutoModelForCausalLM.from_pretrained("m", load_in_4bit=False, load_in_8bit=None)
+        """)
+    assert [(line, code) for line, code, _ in lines if code == "NM710"] == [(9, "NM710"), (9, "NM710")]
