@@ -49,6 +49,7 @@ def _match_summary(rule: Rule) -> list[str]:
         ("names", m.qualified_names), ("device strings", m.device_strings), ("methods", m.methods),
         ("attributes", m.attributes), ("imports", m.imports), ("environment variables", m.env_vars),
         ("files", m.files), ("words in code", m.tokens), ("declared dependencies", m.requirements),
+        ("configuration settings", m.config_values),
     ):
         if values:
             parts.append(f"{label}: " + ", ".join(f"`{v}`" for v in values))

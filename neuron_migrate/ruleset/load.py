@@ -52,9 +52,10 @@ _RUNTIME_KEYS = ("kind", "ends_run", "hotspot")  # only NM9xx rules (check's fin
 _RUNTIME_FAMILY = "NM9"  # check's findings: each names its kind
 _LIST_MATCHERS = ("qualified_names", "device_strings", "methods", "attributes", "imports",
                   "env_vars", "files", "tokens", "default_devices", "project_modules", "extensions",
-                  "requirements")
+                  "requirements", "config_values")
 _MATCH_KEYS = frozenset(_LIST_MATCHERS) | {"arguments"}
 # A dependency glob: an index URL, or a name as pip normalises it (PEP 503) with an optional local label.
+_CONFIG_VALUE_RE = re.compile(r"[^=A-Z\s]+=[^=A-Z\s]+")
 _REQUIREMENT_RE = re.compile(r"index:\S+|[a-z0-9*?][a-z0-9*?-]*(\+[a-z0-9*?._]+)?")
 _ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing", "in_dict", "named",
                        "switch"})
@@ -290,6 +291,8 @@ def _rule(ctx: _Ctx, raw: Any, index: int, file_family: str | None, fixers: froz
         raise ctx.error("match.project_modules", "expected rule codes (NM + 3 digits)")
     if not all(b.isidentifier() for b in match.extensions):
         raise ctx.error("match.extensions", "expected the names of build-script calls (CUDAExtension)")
+    if not all(_CONFIG_VALUE_RE.fullmatch(v) for v in match.config_values):
+        raise ctx.error("match.config_values", "expected `key=value` globs in lower case (`device=cuda*`)")
     if not all(_REQUIREMENT_RE.match(r) for r in match.requirements):
         raise ctx.error("match.requirements", "expected globs over normalised names (`flash-attn`, `torch+cu*`, "
                                               "`index:*/whl/cu*`): lowercase, `-` between words")

@@ -139,12 +139,15 @@ class Match:
     # the name with its version's local label or conda build (`torch+cu121`), or `index:` and a
     # package index URL (scan/matchers/requirements.py).
     requirements: tuple[str, ...] = ()
+    # `KEY=VALUE` globs over the settings of the project's YAML configuration files (`device=cuda*`:
+    # `device: cuda:0` in a Hydra config), key and value in lower case (scan/matchers/configs.py).
+    config_values: tuple[str, ...] = ()
 
     def is_empty(self) -> bool:
         return not any(
             (self.qualified_names, self.device_strings, self.methods, self.attributes,
              self.arguments, self.imports, self.env_vars, self.files, self.tokens, self.default_devices,
-             self.project_modules, self.extensions, self.requirements)
+             self.project_modules, self.extensions, self.requirements, self.config_values)
         )
 
 

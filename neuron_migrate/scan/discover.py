@@ -3,7 +3,8 @@ the root, and list every candidate once, in a deterministic order, with its `sta
 
 Candidates are `.py`, `.pyi` and `.ipynb` files plus files matched by the pack's `match.files`
 globs (`*.cu`) and, when the pack reads them, dependency files (`requirements.txt`,
-`pyproject.toml`, ...: `scan.matchers.requirements`). A path given explicitly is always scanned
+`pyproject.toml`, ...: `scan.matchers.requirements`) and YAML configuration files
+(`scan.matchers.configs`). A path given explicitly is always scanned
 (unless an `exclude` glob names it), whatever its suffix or .gitignore says. Directory symlinks
 are not followed (their targets inside the root are walked directly, as git does); one that
 points at its own ancestor is a loop and is reported once (NM003). File symlinks are followed
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate.errors import NeuronMigrateError
 from neuron_migrate.scan.diagnostics import UNREADABLE, Diagnosis
+from neuron_migrate.scan.matchers.configs import CONFIG_NAMES, is_config_file
 from neuron_migrate.scan.matchers.requirements import DEPENDENCY_NAMES, is_dependency_file
 
 if TYPE_CHECKING:
@@ -93,9 +95,10 @@ def choose_root(paths: Sequence[Path], root: Path | None = None) -> str:
 
 def discover(paths: Sequence[Path], *, root: str, file_globs: Sequence[str] = (),
              include: Sequence[str] = (), exclude: Sequence[str] = (),
-             respect_gitignore: bool = True, dependencies: bool = False) -> Discovery:
-    """`dependencies`: list the dependency files too (`scan.matchers.requirements`)."""
-    walker = _Walker(root, file_globs, include, exclude, respect_gitignore, dependencies)
+             respect_gitignore: bool = True, dependencies: bool = False, configs: bool = False) -> Discovery:
+    """`dependencies`, `configs`: list the dependency files (`scan.matchers.requirements`) and the
+    YAML configuration files (`scan.matchers.configs`) too."""
+    walker = _Walker(root, file_globs, include, exclude, respect_gitignore, dependencies, configs)
     for given in paths:
         ab = os.path.abspath(given)
         rel = _rel(ab, root)
@@ -112,9 +115,11 @@ def discover(paths: Sequence[Path], *, root: str, file_globs: Sequence[str] = ()
 
 class _Walker:
     def __init__(self, root: str, file_globs: Sequence[str], include: Sequence[str],
-                 exclude: Sequence[str], respect_gitignore: bool, dependencies: bool = False) -> None:
+                 exclude: Sequence[str], respect_gitignore: bool, dependencies: bool = False,
+                 configs: bool = False) -> None:
         self.root_real = os.path.realpath(root)
         self.dependencies = dependencies
+        self.configs = configs
         self.result = Discovery(root)
         self.seen: set[str] = set()
         self.reported_loops: set[str] = set()
@@ -122,7 +127,7 @@ class _Walker:
         self.name_glob = _compile_globs([g for g in file_globs if "/" not in g])
         self.path_glob = _compile_globs([g for g in file_globs if "/" in g])
         self.candidate_name = _glob_pattern(["*.py", "*.pyi", "*" + NOTEBOOK_SUFFIX, *(DEPENDENCY_NAMES if dependencies else ()),
-                                            *(g for g in file_globs if "/" not in g)])
+                                            *(CONFIG_NAMES if configs else ()), *(g for g in file_globs if "/" not in g)])
         self.include = _spec(include) if include else None
         self.exclude = _spec(exclude) if exclude else None
         self.respect_gitignore = respect_gitignore
@@ -133,7 +138,7 @@ class _Walker:
             return
         name = os.path.basename(path)
         # named explicitly: read it as Python whatever its suffix
-        kind = _kind(name) or self._dependencies(rel) or "python"
+        kind = _kind(name) or self._data_kind(rel) or "python"
         self._add(path, rel, kind, self._file_level(name, rel), given=True)
 
     def walk_given_dir(self, path: str, rel: str) -> None:
@@ -184,7 +189,7 @@ class _Walker:
             if candidate(name) is None and self.path_glob is None and not listed:
                 continue  # cheap name test first: most files in a tree are not candidates
             rel = prefix + name
-            kind = _kind(name) or self._dependencies(rel)
+            kind = _kind(name) or self._data_kind(rel)
             file_level = self._file_level(name, rel)
             if kind is None and not file_level:
                 continue
@@ -231,8 +236,11 @@ class _Walker:
                 return verdict
         return False
 
-    def _dependencies(self, rel: str) -> str | None:
-        return "dependencies" if self.dependencies and is_dependency_file(rel) else None
+    def _data_kind(self, rel: str) -> str | None:
+        """The kind of a file that is not code: a dependency file or a configuration file."""
+        if self.dependencies and is_dependency_file(rel):
+            return "dependencies"
+        return "config" if self.configs and is_config_file(rel) else None
 
     def _file_level(self, name: str, rel: str) -> bool:
         return bool((self.name_glob is not None and self.name_glob.match(name))

@@ -38,6 +38,7 @@ from neuron_migrate.scan.cache import (
 from neuron_migrate.scan.diagnostics import SYNTAX_ERROR, UNREADABLE, Diagnosis, tool_finding
 from neuron_migrate.scan.directives import find_directives, find_line_directives
 from neuron_migrate.scan.discover import Candidate, choose_root, discover
+from neuron_migrate.scan.matchers.configs import config_findings, needed_words
 from neuron_migrate.scan.matchers.extensions import build_script, declared_extensions, extension_findings
 from neuron_migrate.scan.matchers.project_modules import candidate_findings, top_level
 from neuron_migrate.scan.matchers.requirements import requirement_findings
@@ -95,8 +96,10 @@ def scan_paths(
     root_dir = choose_root(paths, root)
     file_globs = sorted({g for rule in pack.rules.values() for g in rule.match.files})
     requirement_rules = tuple(r for r in pack.rules.values() if r.match.requirements)
+    config_rules = tuple(r for r in pack.rules.values() if r.match.config_values)
     found = discover(paths, root=root_dir, file_globs=file_globs, include=include, exclude=exclude,
-                     respect_gitignore=respect_gitignore, dependencies=bool(requirement_rules))
+                     respect_gitignore=respect_gitignore, dependencies=bool(requirement_rules),
+                     configs=bool(config_rules))
 
     project_modules = tuple(r for r in pack.rules.values() if r.match.project_modules)
     top = top_level(root_dir) if project_modules else ()
@@ -125,7 +128,8 @@ def scan_paths(
     if todo:  # a fully cached scan builds no gate and imports no analyser
         context = _Context(pack, build_prefilter(pack), max_file_size, analyzer, project_modules, top,
                            extension_rules if extensions else (), extensions,
-                           frozenset(r.code for r in pack.rules.values() if r.match.tokens), requirement_rules)
+                           frozenset(r.code for r in pack.rules.values() if r.match.tokens), requirement_rules,
+                           config_rules, needed_words(config_rules))
         for c, (content, rows, drows) in zip(todo, _analyze(todo, context, jobs, advance), strict=True):
             entries[c.rel] = (c.mtime_ns, c.ctime_ns, c.size, c.mode, c.inode, content, checked_ns, rows, drows)
 
@@ -219,6 +223,8 @@ class _Context:
     extensions: tuple[str, ...] = ()  # the compiled modules the project's build scripts declare
     token_codes: frozenset[str] = frozenset()  # `match.tokens` rules, not repeated on an extension import's line
     requirement_rules: tuple[Rule, ...] = ()  # `match.requirements` rules: the dependency files' findings
+    config_rules: tuple[Rule, ...] = ()  # `match.config_values` rules: the YAML configuration files' findings
+    config_words: tuple[str, ...] = ()  # words a configuration file must hold for one of them to match
 
 
 _WORKER: _Context | None = None
@@ -332,12 +338,13 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
             if ctx.extension_rules:  # nor does an import of the project's compiled CUDA extension
                 findings = _with_extensions(findings, extension_findings(text, c.rel, ctx.extension_rules,
                                                                          ctx.extensions), ctx.token_codes)
-        elif c.kind == "dependencies":
+        elif c.kind in ("dependencies", "config"):
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             content = digest(data)
             text = decode_source(data, cookie=False)
             directives = find_line_directives(text)
-            findings += requirement_findings(text, c.rel, ctx.requirement_rules)
+            findings += (requirement_findings(text, c.rel, ctx.requirement_rules) if c.kind == "dependencies"
+                         else config_findings(text, c.rel, ctx.config_rules, ctx.config_words))
         elif c.kind == "notebook":
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             content = digest(data)

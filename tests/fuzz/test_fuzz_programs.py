@@ -31,8 +31,9 @@ from neuron_migrate.rewrite.engine import FileStatus
 from neuron_migrate.ruleset.load import load_pack
 
 PACK = load_pack()
-# (a dependency rule's examples are the text of a requirements file, not Python)
-IDIOMS = sorted({ex.code for rule in PACK.rules.values() if not rule.match.requirements for ex in rule.invalid})
+# (a dependency or configuration rule's examples are a requirements or YAML file, not Python)
+IDIOMS = sorted({ex.code for rule in PACK.rules.values() if not (rule.match.requirements or rule.match.config_values)
+                 for ex in rule.invalid})
 FILLER = [
     "# a comment that says cuda and torch.cuda.synchronize()\n",
     's = "torch.cuda.is_available() # neuron-migrate: ignore"\n',

@@ -101,7 +101,7 @@ def test_named_fixers_exist_in_the_registry():
 @pytest.mark.parametrize("rule", SOURCE_RULES, ids=_ids(SOURCE_RULES))
 def test_source_rule_has_valid_and_invalid_examples_that_parse(rule):
     assert rule.invalid and rule.valid
-    if rule.match.requirements:  # examples are the text of a requirements file, not Python
+    if rule.match.requirements or rule.match.config_values:  # examples are a requirements or YAML file
         return
     files_only = bool(rule.match.files) and not any(
         (rule.match.qualified_names, rule.match.device_strings, rule.match.methods, rule.match.attributes,

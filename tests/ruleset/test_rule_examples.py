@@ -85,9 +85,17 @@ def _project_findings(rule: Rule, code: str, root: Path) -> list[Finding]:
     return [f for fr in result.files if fr.path == "pkg/user.py" for f in fr.findings if f.code == rule.code]
 
 
-def _requirement_findings(rule: Rule, text: str, root: Path) -> list[Finding]:
-    """`text` as the project's requirements.txt, scanned: the rule's findings there."""
-    (root / "requirements.txt").write_text(text)
+def _data_file(rule: Rule) -> str | None:
+    """Where a rule's examples are written when they are not Python: a requirements file, a
+    YAML configuration file."""
+    return "requirements.txt" if rule.match.requirements else "configs/train.yaml" if rule.match.config_values else None
+
+
+def _data_findings(rule: Rule, text: str, root: Path) -> list[Finding]:
+    """`text` as the project's requirements file or configuration file, scanned: the rule's findings there."""
+    path = root / str(_data_file(rule))
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
     result = scan_paths([root], PACK, use_cache=False, jobs=1)
     return [f for fr in result.files for f in fr.findings if f.code == rule.code]
 
@@ -101,8 +109,8 @@ def _apply(code: str, target: Target) -> str:
 
 @pytest.mark.parametrize(("rule", "code"), list(_valid_cases()))
 def test_valid_example_is_not_flagged(rule: Rule, code: str, tmp_path: Path) -> None:
-    if rule.match.requirements:  # the text of a requirements file
-        assert _requirement_findings(rule, code, tmp_path) == []
+    if _data_file(rule):  # the text of a requirements or configuration file
+        assert _data_findings(rule, code, tmp_path) == []
         return
     ast.parse(code)
     if _by_project(rule):  # decided by the project around the file
@@ -118,10 +126,10 @@ def test_invalid_example_is_flagged(rule: Rule, example: Example, tmp_path: Path
         found = [f for f in analyze_file_path(_example_path(rule), PACK) if f.code == rule.code]
         assert len(found) == example.count and all(f.span.line == 1 for f in found)
         return
-    if rule.match.requirements:
-        found = _requirement_findings(rule, example.code, tmp_path)
+    if _data_file(rule):
+        found = _data_findings(rule, example.code, tmp_path)
         assert len(found) == example.count, [f"{f.location()} {f.symbol}" for f in found]
-        assert all(f.path == "requirements.txt" and f.symbol in f.source_line and not f.fixes for f in found)
+        assert all(f.path == _data_file(rule) and not f.fixes for f in found)
         return
     if _by_project(rule):
         found = _project_findings(rule, example.code, tmp_path)

@@ -235,9 +235,10 @@ def test_prefilter_passes_every_invalid_example(pack):
     for rule in pack.rules.values():
         if rule.match.files and rule.match == type(rule.match)(files=rule.match.files):
             continue  # file-level rules: their examples are the flagged files' contents (*.cu)
-        if rule.match.project_modules or rule.match.extensions or rule.match.requirements:
+        if (rule.match.project_modules or rule.match.extensions or rule.match.requirements
+                or rule.match.config_values):
             continue  # found in every file's text, before the gate (scan.matchers.project_modules, .extensions),
-            # or in dependency files, which have no gate (scan.matchers.requirements)
+            # or in dependency and configuration files, which have no gate (.requirements, .configs)
         for example in rule.invalid:
             assert gate.may_match(example.code.encode()), (rule.code, example.code)
 

@@ -1,0 +1,96 @@
+"""`match.config_values`: settings in a project's YAML configuration files (Hydra and OmegaConf
+configs, training recipes, Accelerate and Lightning configs) that select CUDA: `device: cuda`,
+`dist_backend: nccl`, `attn_implementation: flash_attention_2`, `load_in_4bit: true`.
+
+A pattern is `KEY=VALUE`, two globs over a mapping entry: its key, lower case, and its scalar value
+as written, lower case (`true`, `cuda:0`). Only plain scalars and quoted strings are values; a
+list item is matched under the key that holds the list. A file is parsed only when its text holds a
+word a value pattern needs (`cuda`, `nccl`, ...), and one that is not YAML (a Helm template, a
+Jinja file) yields nothing: its validity is not this tool's to report. CI, tooling and dependency
+files (`.github/`, `.pre-commit-config.yaml`, `mkdocs.yml`, `docker-compose.yml`, conda's
+`environment.yml`) are not configuration of the program.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from neuron_migrate.findings import Finding, Span
+from neuron_migrate.ruleset.model import Rule
+
+CONFIG_NAMES = ("*.yaml", "*.yml")
+_NOT_CONFIG = re.compile(r"(?:mkdocs|docker-compose[\w.-]*|environment[\w.-]*|codecov|\.?readthedocs|"
+                         r"\.pre-commit-config|\.gitlab-ci|\.travis|azure-pipelines|pubspec|\.?dependabot)\.ya?ml",
+                         re.I)
+_LITERAL = re.compile(r"[a-z0-9_][a-z0-9_:.\-]*")
+
+
+def is_config_file(rel: str) -> bool:
+    parts = rel.split("/")
+    if any(part.startswith(".") for part in parts[:-1]):  # .github/workflows, .circleci, .vscode
+        return False
+    name = parts[-1]
+    return name.lower().endswith((".yaml", ".yml")) and not _NOT_CONFIG.fullmatch(name)
+
+
+def needed_words(rules: Sequence[Rule]) -> tuple[str, ...]:
+    """Words one of which a file must hold (lower case) for a value pattern to match in it: each
+    pattern's longest literal run of its value."""
+    words = set()
+    for rule in rules:
+        for pattern in rule.match.config_values:
+            runs = _LITERAL.findall(pattern.partition("=")[2].lower())
+            words.add(max(runs, key=len) if runs else "")
+    return tuple(sorted(words))
+
+
+def config_findings(text: str, rel: str, rules: Sequence[Rule], words: Sequence[str]) -> list[Finding]:
+    """Each rule's findings on the settings of the YAML `text` (the file at `rel`)."""
+    lowered = text.lower()
+    if not any(w in lowered for w in words):
+        return []
+    import yaml  # a dependency of the tool already (rules are YAML)
+
+    try:
+        documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except (yaml.YAMLError, RecursionError):
+        return []
+    lines = text.split("\n")
+    found: list[Finding] = []
+    for key, node in (entry for doc in documents if doc is not None for entry in _entries(doc)):
+        value = str(node.value).lower()
+        for rule in rules:
+            if any(fnmatch.fnmatchcase(key, k) and fnmatch.fnmatchcase(value, v)
+                   for k, _, v in (p.partition("=") for p in rule.match.config_values)):
+                line, col = node.start_mark.line + 1, node.start_mark.column
+                end = node.end_mark.column if node.end_mark.line == node.start_mark.line else len(lines[line - 1])
+                symbol = f"{key}: {node.value}"
+                found.append(Finding(code=rule.code, severity=rule.severity, fix_class=rule.fix.fix_class,
+                                     category=rule.category, path=rel, span=Span(line, col, line, end),
+                                     message=rule.render_message(symbol), source_line=lines[line - 1], symbol=symbol))
+    return found
+
+
+def _entries(root: Any) -> Iterator[tuple[str, Any]]:
+    """(key, scalar node) of every mapping entry whose value is a scalar or a list of scalars,
+    at any depth; a node reached twice through an alias is read once."""
+    import yaml
+
+    seen: set[int] = set()
+    stack: list[tuple[str, Any]] = [("", root)]
+    while stack:
+        key, node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode):
+                    stack.append((str(k.value).lower(), v))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((key, item) for item in node.value)
+        elif isinstance(node, yaml.ScalarNode) and key:
+            yield key, node

@@ -1,0 +1,79 @@
+"""NM109: settings of YAML configuration files that select CUDA (`scan.matchers.configs`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from neuron_migrate import api
+from neuron_migrate.ruleset.load import load_pack
+from neuron_migrate.scan.engine import scan_paths
+from neuron_migrate.scan.matchers.configs import is_config_file
+
+PACK = load_pack()
+
+# The shape of a torchtune recipe config, with a second document and an anchor.
+RECIPE = """\
+output_dir: /tmp/out
+model:
+  _component_: torchtune.models.llama3_2.lora_llama3_2_1b
+  attn_implementation: "flash_attention_2"
+defaults: &defaults
+  device: cuda:0
+dist: {dist_backend: nccl, world_size: 8}
+eval:
+  <<: *defaults
+  batch_size: 4
+notes: we trained on cuda before
+devices: [0, 1]
+---
+device: cpu
+mixed_precision: FP16
+"""
+
+
+def found(root: Path) -> list[tuple[str, int, int, str]]:
+    result = scan_paths([root], PACK, use_cache=False, jobs=1)
+    return [(fr.path, f.span.line, f.span.col, f.symbol) for fr in result.files for f in fr.findings if f.code == "NM109"]
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_settings_at_any_depth_each_once_where_written(tmp_path: Path) -> None:
+    write(tmp_path, {"recipes/configs/lora.yaml": RECIPE})
+    assert sorted(found(tmp_path)) == [
+        ("recipes/configs/lora.yaml", 4, 23, "attn_implementation: flash_attention_2"),
+        ("recipes/configs/lora.yaml", 6, 10, "device: cuda:0"),  # once, though `eval` merges it too
+        ("recipes/configs/lora.yaml", 7, 21, "dist_backend: nccl"),
+        ("recipes/configs/lora.yaml", 15, 17, "mixed_precision: FP16"),
+    ]
+
+
+@pytest.mark.parametrize(("rel", "expected"), [
+    ("configs/train.yaml", True), ("recipe.yml", True), ("conf/model/llama.YAML", True),
+    (".github/workflows/ci.yml", False), ("sub/.circleci/config.yml", False), (".pre-commit-config.yaml", False),
+    ("mkdocs.yml", False), ("docker-compose.gpu.yml", False), ("environment.yml", False), ("train.py", False),
+])
+def test_which_files_are_configuration_files(rel: str, expected: bool) -> None:
+    assert is_config_file(rel) is expected
+
+
+def test_ci_files_templates_and_other_text_are_not_read(tmp_path: Path) -> None:
+    write(tmp_path, {
+        ".github/workflows/gpu.yml": "jobs:\n  test:\n    env:\n      device: cuda\n",
+        "chart/templates/deploy.yaml": "device: {{ .Values.device | default \"cuda\" }}\n  - [\n",
+        "configs/cpu.yaml": "device: cpu\nbackend: gloo\n",
+    })
+    assert found(tmp_path) == []
+
+
+def test_a_directive_silences_a_setting(tmp_path: Path) -> None:
+    write(tmp_path, {"train.yaml": "device: cuda  # neuron-migrate: ignore[NM109]\nbackend: nccl\n"})
+    shown = api.scan([tmp_path], use_cache=False, jobs=1).findings
+    assert [(f.path, f.span.line, f.code) for f in shown] == [("train.yaml", 2, "NM109")]
