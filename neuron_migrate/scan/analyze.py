@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -182,7 +182,7 @@ _MESSAGE_KEYWORDS = frozenset({"help", "description", "epilog", "usage", "msg", 
 
 
 class _Walker:
-    def __init__(self, cp: CompiledPack, tree: ast.Module, source: str) -> None:
+    def __init__(self, cp: CompiledPack, tree: ast.Module, source: str, seed: Sequence[ast.stmt] = ()) -> None:
         self.cp = cp
         self.tree = tree
         # Matchers whose words the file does not contain cannot match: leave them out of the walk.
@@ -227,6 +227,8 @@ class _Walker:
         # that assigns one decides it (`fields` are file-wide), skipped or not.
         self.field_reads: set[str] = set()
         self.stack: list[ast.AST] = []
+        for stmt in seed:  # imports run before this source (a notebook's earlier cells)
+            self.aliases.add(stmt)  # type: ignore[arg-type]
         self._prepass(tree.body)
 
     # -- statements --
@@ -1252,18 +1254,22 @@ _WIDENINGS = 3
 _NOT_CUDA_CATEGORIES = frozenset({"compile"})
 
 
-def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None = None) -> list[Finding]:
+def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None = None,
+                   prelude: str = "") -> list[Finding]:
     """Every finding of every rule in `pack` (selection happens later), sorted by position.
+    `prelude`: import statements run before `source` (a notebook's earlier cells,
+    `scan.notebook.imports_of`), which bind names it uses.
 
     A file (not a notebook cell) may be parsed without the functions that cannot hold a finding
     (`scan.parse`); the findings are those of the whole file either way. Raises SyntaxError or
     ValueError when `source` does not parse.
     """
     cp = compile_pack(pack)
+    seed = parse_m.parse_whole(prelude, path).body if prelude else []
     parsed = parse_m.parse(source, path, cp.regions if cell is None else None)
     tree, sparse = parsed.tree, parsed.sparse
     for _ in range(_WIDENINGS + 1):
-        walker = _walk(cp, tree, source)
+        walker = _walk(cp, tree, source, seed)
         if sparse is not None:
             # Each use of an assigned CUDA alias or of a function defaulting to a CUDA device is a
             # finding. Where a module root is read only matters to fixes: a file with no site of a
@@ -1289,12 +1295,12 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
                 continue
         return found
     tree = parse_m.parse_whole(source, path)  # still widening: the whole file decides
-    walker = _walk(cp, tree, source)
+    walker = _walk(cp, tree, source, seed)
     return _findings(walker, tree, source, path, cell)[0] if walker.sites else []
 
 
-def _walk(cp: CompiledPack, tree: ast.Module, source: str) -> _Walker:
-    walker = _Walker(cp, tree, source)
+def _walk(cp: CompiledPack, tree: ast.Module, source: str, seed: Sequence[ast.stmt] = ()) -> _Walker:
+    walker = _Walker(cp, tree, source, seed)
     walker.walk(tree)
     walker.finish()
     return walker

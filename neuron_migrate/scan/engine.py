@@ -42,7 +42,7 @@ from neuron_migrate.scan.matchers.configs import config_findings, needed_words
 from neuron_migrate.scan.matchers.extensions import build_script, declared_extensions, extension_findings
 from neuron_migrate.scan.matchers.project_modules import candidate_findings, top_level
 from neuron_migrate.scan.matchers.requirements import requirement_findings
-from neuron_migrate.scan.notebook import code_cells
+from neuron_migrate.scan.notebook import code_cells, imports_of
 from neuron_migrate.scan.prefilter import Prefilter, build_prefilter
 from neuron_migrate.scan.project import ProjectFacts, conditional_codes, keep_rows
 from neuron_migrate.scan.result import Directive, FileResult, ScanResult
@@ -61,7 +61,8 @@ _CODE_AT, _SYMBOL_AT = FINDING_FIELDS.index("code"), FINDING_FIELDS.index("symbo
 class Analyzer(Protocol):
     """What the engine needs from `neuron_migrate.scan.analyze` (replaceable in tests)."""
 
-    def analyze_source(self, source: str, path: str, pack: RulePack, *, cell: int | None = None) -> list[Finding]: ...
+    def analyze_source(self, source: str, path: str, pack: RulePack, *, cell: int | None = None,
+                       prelude: str = "") -> list[Finding]: ...
 
     def analyze_file_path(self, path: str, pack: RulePack) -> list[Finding]: ...
 
@@ -348,10 +349,12 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
         elif c.kind == "notebook":
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             content = digest(data)
+            prelude = ""  # the imports of the cells above: a notebook's names carry from cell to cell
             for cell in code_cells(decode_source(data, cookie=False)):
                 directives += find_directives(cell.source, cell.index)
-                if ctx.prefilter.may_match_text(cell.source):
-                    findings += _analyze_text(analyzer, cell.source, c.rel, ctx.pack, cell.index)
+                if ctx.prefilter.may_match_text(prelude + cell.source):
+                    findings += _analyze_text(analyzer, cell.source, c.rel, ctx.pack, cell.index, prelude)
+                prelude += imports_of(cell.source)
     except Diagnosis as problem:
         findings.append(problem.to_finding(ctx.pack, c.rel))
     except Exception as exc:  # noqa: BLE001 - a bug in the tool: report it on the file, keep scanning the rest
@@ -371,9 +374,10 @@ def _with_extensions(findings: list[Finding], imports: list[Finding], token_code
     return [f for f in findings if f.code not in token_codes or f.span.line not in lines] + imports
 
 
-def _analyze_text(analyzer: Analyzer, text: str, rel: str, pack: RulePack, cell: int | None) -> list[Finding]:
+def _analyze_text(analyzer: Analyzer, text: str, rel: str, pack: RulePack, cell: int | None,
+                  prelude: str = "") -> list[Finding]:
     try:
-        return analyzer.analyze_source(text, rel, pack, cell=cell)
+        return analyzer.analyze_source(text, rel, pack, cell=cell, prelude=prelude)
     except SyntaxError as exc:
         line = exc.lineno or 1
         col = max((exc.offset or 1) - 1, 0)

@@ -3,9 +3,11 @@ them and every line keeps its number (findings are reported per cell, lines rela
 
 from __future__ import annotations
 
+import ast
 import bisect
 import json
 import re
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +53,28 @@ def code_cells(text: str) -> list[CodeCell]:
             raise Diagnosis(BROKEN_NOTEBOOK, f"cell {index}: 'source' is neither a string nor a list of strings")
         cells.append(CodeCell(index, blank_ipython(source.replace("\r\n", "\n"))))
     return cells
+
+
+def imports_of(source: str) -> str:
+    """The import statements a cell runs at its top level (also inside `try:`/`if`), as source
+    lines: the names they bind are bound in every later cell. Nothing for a cell that does not
+    parse (its syntax error is reported on it)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            body = ast.parse(source).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ""
+    found: list[str] = []
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(ast.unparse(node))
+        elif isinstance(node, ast.If | ast.Try):
+            blocks = [node.body, node.orelse, *([h.body for h in node.handlers] if isinstance(node, ast.Try) else [])]
+            stack.extend(reversed([stmt for block in blocks for stmt in block]))
+    return "".join(line + "\n" for line in found)
 
 
 def blank_ipython(source: str) -> str:

@@ -241,7 +241,7 @@ def test_rewrite_scans_files_with_fixes_from_the_source(tmp_path: Path, pack: An
     seen: list[str] = []
 
     class Recording:
-        def analyze_source(self, source: str, path: str, pack: Any, *, cell: Any = None) -> Any:
+        def analyze_source(self, source: str, path: str, pack: Any, *, cell: Any = None, prelude: str = "") -> Any:
             seen.append(path)
             from neuron_migrate.scan import analyze
             return analyze.analyze_source(source, path, pack, cell=cell)

@@ -35,7 +35,7 @@ class Counting:
         self.file_paths: list[str] = []
         self.fail_on = fail_on
 
-    def analyze_source(self, source, path, pack, *, cell=None):
+    def analyze_source(self, source, path, pack, *, cell=None, prelude=""):
         self.sources.append(path)
         if path == self.fail_on:
             raise RuntimeError("analyser bug")

@@ -227,6 +227,22 @@ def test_notebook_magics_and_cell_locations(tmp_path, pack):
     _assert_good_found(result, pack)
 
 
+def test_a_notebook_cell_uses_the_names_earlier_cells_imported(tmp_path, pack):
+    """pyannote.audio's notebooks: `from lightning import Trainer` in one cell, `Trainer(...)` in
+    a later one. A cell that does not parse binds nothing; imports inside `try:` count."""
+    sources = ["import bitsandbytes as bnb\ntry:\n    from torch.cuda.amp import GradScaler\nexcept ImportError:\n    pass\n",
+               "import torch\nfrom apex.optimizers import FusedAdam\n",
+               "def broken(:\n    import xformers as xf\n",
+               "opt = bnb.optim.Adam8bit(params)\nscaler = GradScaler()\n",
+               "opt = FusedAdam(params)\nxf.ops.memory_efficient_attention(q, k, v)\n"]
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": s} for s in sources]
+    (tmp_path / "nb.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    nb = next(fr for fr in _scan(tmp_path, pack).files if fr.path == "nb.ipynb")
+    later = [(f.cell, f.span.line, f.symbol) for f in nb.findings if f.cell in (3, 4) and f.code != "NM290"]
+    assert later == [(3, 1, "bitsandbytes.optim.Adam8bit"), (3, 2, "torch.cuda.amp.GradScaler"),
+                     (4, 1, "apex.optimizers.FusedAdam")]
+
+
 def test_empty_file(tmp_path, pack):
     (tmp_path / "empty.py").write_bytes(b"")
     result = _scan(tmp_path, pack)
