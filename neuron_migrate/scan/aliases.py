@@ -50,6 +50,12 @@ class AliasTable:
                 self.names[local] = f"{module}.{alias.name}"
                 self.specs[local] = f"{module}.{alias.name}"
 
+    def bind(self, name: str, qualified: str) -> None:
+        """`name` stands for the module or object `qualified`, as after `import m as name`: it
+        was assigned what an import call returned (`trt = importlib.import_module("tensorrt")`)."""
+        self.names[name] = qualified
+        self.specs[name] = qualified
+
     def root(self, name: str) -> str | None:
         """The qualified name a bare name stands for, or None."""
         q = self.names.get(name)

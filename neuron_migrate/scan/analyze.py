@@ -147,6 +147,26 @@ _LITERALS = (ast.Constant, ast.UnaryOp, ast.Dict)  # what `arguments.static_valu
 _FIELD_CALLS = frozenset({"field", "Field", "ib", "attrib"})
 
 
+def _imported_by_call(value: ast.AST) -> str | None:
+    """The module (or, through a `..._from` helper, the object) an import call returns:
+    `importlib.import_module("cupy")`, `optional_import("tensorrt")`, `safe_import_from("m", "X")`
+    (`scan.matchers.import_calls` reports the call)."""
+    if value.__class__ is not ast.Call or not value.args:  # type: ignore[attr-defined]
+        return None
+    func = value.func  # type: ignore[attr-defined]
+    name = func.id if func.__class__ is ast.Name else func.attr if func.__class__ is ast.Attribute else ""
+    first = value.args[0]  # type: ignore[attr-defined]
+    if "import" not in name or first.__class__ is not ast.Constant or not isinstance(first.value, str):
+        return None
+    module = first.value
+    if not all(part.isidentifier() for part in module.split(".")):
+        return None
+    second = value.args[1] if len(value.args) > 1 else None  # type: ignore[attr-defined]
+    if name.endswith("_from") and second.__class__ is ast.Constant and isinstance(second.value, str):  # type: ignore[union-attr]
+        return f"{module}.{second.value}"  # type: ignore[union-attr]
+    return module
+
+
 def _field_default(value: ast.AST) -> ast.AST:
     """The default of `x: str = field(default="auto")` (also `Field("auto")`), or of an
     environment variable read with one (`os.environ.get("COMPILE_BACKEND", "inductor")`,
@@ -241,6 +261,13 @@ class _Walker:
             if cls is ast.Import or cls is ast.ImportFrom:
                 self.aliases.add(stmt)  # type: ignore[arg-type]
             elif cls is ast.Assign:
+                imported = _imported_by_call(stmt.value)  # type: ignore[attr-defined]
+                if imported is not None and len(stmt.targets) == 1:  # type: ignore[attr-defined]
+                    target = stmt.targets[0]  # type: ignore[attr-defined]
+                    if target.__class__ in (ast.Tuple, ast.List) and target.elts:  # `trt, ok = optional_import(...)`
+                        target = target.elts[0]
+                    if target.__class__ is ast.Name:
+                        self.aliases.bind(target.id, imported)
                 if len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:  # type: ignore[attr-defined]
                     self._remember(self.consts, stmt.targets[0].id, stmt.value)  # type: ignore[attr-defined]
                     qn = self._cuda_alias(stmt.value)  # type: ignore[attr-defined]

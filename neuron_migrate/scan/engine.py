@@ -40,6 +40,8 @@ from neuron_migrate.scan.directives import find_directives, find_line_directives
 from neuron_migrate.scan.discover import Candidate, choose_root, discover
 from neuron_migrate.scan.matchers.configs import config_findings, needed_words
 from neuron_migrate.scan.matchers.extensions import build_script, declared_extensions, extension_findings
+from neuron_migrate.scan.matchers.import_calls import import_call_findings
+from neuron_migrate.scan.matchers.imports import ImportTable
 from neuron_migrate.scan.matchers.project_modules import candidate_findings, top_level
 from neuron_migrate.scan.matchers.requirements import requirement_findings
 from neuron_migrate.scan.notebook import code_cells, imports_of
@@ -130,7 +132,7 @@ def scan_paths(
         context = _Context(pack, build_prefilter(pack), max_file_size, analyzer, project_modules, top,
                            extension_rules if extensions else (), extensions,
                            frozenset(r.code for r in pack.rules.values() if r.match.tokens), requirement_rules,
-                           config_rules, needed_words(config_rules))
+                           config_rules, needed_words(config_rules), _import_table(pack))
         for c, (content, rows, drows) in zip(todo, _analyze(todo, context, jobs, advance), strict=True):
             entries[c.rel] = (c.mtime_ns, c.ctime_ns, c.size, c.mode, c.inode, content, checked_ns, rows, drows)
 
@@ -149,6 +151,11 @@ def scan_paths(
         warnings = cache.warnings
     return ScanResult(root=root_dir, files=files, files_scanned=len(files),
                       duration_s=time.perf_counter() - started, warnings=warnings)
+
+
+def _import_table(pack: RulePack) -> ImportTable | None:
+    rules = [r for r in pack.rules.values() if r.match.imports]
+    return ImportTable(rules) if rules else None
 
 
 def _extensions(files: Sequence[Candidate], rules: tuple[Rule, ...], max_file_size: int) -> tuple[str, ...]:
@@ -226,6 +233,7 @@ class _Context:
     requirement_rules: tuple[Rule, ...] = ()  # `match.requirements` rules: the dependency files' findings
     config_rules: tuple[Rule, ...] = ()  # `match.config_values` rules: the YAML configuration files' findings
     config_words: tuple[str, ...] = ()  # words a configuration file must hold for one of them to match
+    import_table: ImportTable | None = None  # `match.imports` rules, for modules imported by a call
 
 
 _WORKER: _Context | None = None
@@ -337,8 +345,11 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
             if ctx.project_modules:  # an importer needs no CUDA word of its own
                 findings += candidate_findings(text, c.rel, ctx.project_modules, ctx.top_level)
             if ctx.extension_rules:  # nor does an import of the project's compiled CUDA extension
-                findings = _with_extensions(findings, extension_findings(text, c.rel, ctx.extension_rules,
+                findings = _with_imports(findings, extension_findings(text, c.rel, ctx.extension_rules,
                                                                          ctx.extensions), ctx.token_codes)
+            if ctx.import_table is not None:  # `importlib.import_module("cupy")`, wherever it is
+                findings = _with_imports(findings, import_call_findings(text, c.rel, ctx.import_table),
+                                            ctx.token_codes)
         elif c.kind in ("dependencies", "config"):
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             content = digest(data)
@@ -364,10 +375,10 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
     return content, tuple(finding_to_row(f) for f in findings), tuple(directive_to_row(d) for d in directives)
 
 
-def _with_extensions(findings: list[Finding], imports: list[Finding], token_codes: frozenset[str]) -> list[Finding]:
-    """`findings` and the extension `imports`, less the `tokens` findings on their lines: the
-    CUDA-reference rule reports only on a line no CUDA rule reported (`scan.analyze`), as on
-    `import flash_attn_2_cuda`."""
+def _with_imports(findings: list[Finding], imports: list[Finding], token_codes: frozenset[str]) -> list[Finding]:
+    """`findings` and the `imports` found in the text (of a declared extension, of a module by
+    a call), less the `tokens` findings on their lines: the CUDA-reference rule reports only on a
+    line no CUDA rule reported (`scan.analyze`), as on `import flash_attn_2_cuda`."""
     if not imports:
         return findings
     lines = {f.span.line for f in imports}

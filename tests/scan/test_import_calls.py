@@ -1,0 +1,62 @@
+"""Modules imported through a call (`scan.matchers.import_calls`): reported by the import rules
+wherever the call is, and the name a module-level assignment gives the result resolves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from neuron_migrate.ruleset.load import load_pack
+from neuron_migrate.scan.engine import scan_paths
+
+PACK = load_pack()
+
+# MONAI's and NeMo's shapes; the functions around them hold no CUDA word, so the partial parse
+# leaves them out (at least four regions: scan.regions.MIN_REGIONS).
+SOURCE = """\
+import importlib
+
+from monai.utils import optional_import
+from nemo.utils.import_utils import safe_import_from
+
+trt, trt_imported = optional_import("tensorrt")
+yaml = importlib.import_module("yaml")
+# importlib.import_module("apex") in a comment is no import
+
+
+def first():
+    return 1
+
+
+def float8():
+    Float8Tensor, have_te = safe_import_from("transformer_engine.pytorch.float8_tensor", "Float8Tensor")
+    return Float8Tensor
+
+
+def build(network):
+    return trt.Logger(trt.Logger.WARNING), network
+
+
+def lazily():
+    return __import__("nvidia.dali", fromlist=["fn"])
+
+
+def last():
+    return yaml.safe_load("a: 1")
+"""
+
+
+@pytest.mark.parametrize("partial", ["0", "1"])
+def test_import_calls_and_the_names_they_bind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, partial: str) -> None:
+    monkeypatch.setenv("NEURON_MIGRATE_PARTIAL_PARSE", partial)
+    (tmp_path / "m.py").write_text(SOURCE)
+    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
+    found = [(f.span.line, f.code, f.symbol) for fr in result.files for f in fr.findings if not f.code.startswith("NM8")]
+    assert found == [
+        (6, "NM714", "tensorrt"),
+        (16, "NM719", "transformer_engine.pytorch.float8_tensor"),
+        (21, "NM720", "tensorrt.Logger"),
+        (21, "NM720", "tensorrt.Logger.WARNING"),
+        (25, "NM715", "nvidia.dali"),
+    ]
