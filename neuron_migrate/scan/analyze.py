@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from neuron_migrate.findings import Finding, FixClass, Span, Target
@@ -156,7 +156,8 @@ def _imported_by_call(value: ast.AST) -> str | None:
     func = value.func  # type: ignore[attr-defined]
     name = func.id if func.__class__ is ast.Name else func.attr if func.__class__ is ast.Attribute else ""
     first = value.args[0]  # type: ignore[attr-defined]
-    if "import" not in name or first.__class__ is not ast.Constant or not isinstance(first.value, str):
+    if ("import" not in name or name == "importorskip" or first.__class__ is not ast.Constant
+            or not isinstance(first.value, str)):
         return None
     module = first.value
     if not all(part.isidentifier() for part in module.split(".")):
@@ -447,7 +448,9 @@ class _Walker:
             kw.end_lineno, kw.end_col_offset = value.end_lineno, value.end_col_offset
             call = ast.copy_location(ast.Call(func=ast.Name("dict"), args=[], keywords=[kw]), target)
             for rule, pat in self.cp.arguments.candidates(None, None, [kw]):
-                self._argument(call, rule, pat, None, None)
+                # A switch is on here only when set so: `output["load_in_4bit"] = self.load_in_4bit`
+                # serialises a config, it loads nothing.
+                self._argument(call, rule, replace(pat, switch=False) if pat.switch else pat, None, None)
 
     def _bind(self, target: ast.AST) -> None:
         """Names a function binds by assignment, for `_shadowed`."""

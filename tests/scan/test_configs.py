@@ -27,6 +27,7 @@ eval:
   batch_size: 4
 notes: we trained on cuda before
 devices: [0, 1]
+device_choices: [cpu, cuda]
 ---
 device: cpu
 mixed_precision: FP16
@@ -51,7 +52,7 @@ def test_settings_at_any_depth_each_once_where_written(tmp_path: Path) -> None:
         ("recipes/configs/lora.yaml", 4, 23, "attn_implementation: flash_attention_2"),
         ("recipes/configs/lora.yaml", 6, 10, "device: cuda:0"),  # once, though `eval` merges it too
         ("recipes/configs/lora.yaml", 7, 21, "dist_backend: nccl"),
-        ("recipes/configs/lora.yaml", 15, 17, "mixed_precision: FP16"),
+        ("recipes/configs/lora.yaml", 16, 17, "mixed_precision: FP16"),
     ]
 
 
@@ -59,6 +60,7 @@ def test_settings_at_any_depth_each_once_where_written(tmp_path: Path) -> None:
     ("configs/train.yaml", True), ("recipe.yml", True), ("conf/model/llama.YAML", True),
     (".github/workflows/ci.yml", False), ("sub/.circleci/config.yml", False), (".pre-commit-config.yaml", False),
     ("mkdocs.yml", False), ("docker-compose.gpu.yml", False), ("environment.yml", False), ("train.py", False),
+    ("docs/examples/config.yaml", False), ("api/openapi.yaml", False),
 ])
 def test_which_files_are_configuration_files(rel: str, expected: bool) -> None:
     assert is_config_file(rel) is expected

@@ -44,6 +44,16 @@ def lazily():
 
 def last():
     return yaml.safe_load("a: 1")
+
+
+def wrapped():
+    return importlib.import_module(
+        "mamba_ssm.ops.triton.ssd_combined")
+
+
+def test_skip():
+    import pytest
+    return pytest.importorskip("liger_kernel")
 """
 
 
@@ -59,4 +69,5 @@ def test_import_calls_and_the_names_they_bind(tmp_path: Path, monkeypatch: pytes
         (21, "NM720", "tensorrt.Logger"),
         (21, "NM720", "tensorrt.Logger.WARNING"),
         (25, "NM715", "nvidia.dali"),
+        (34, "NM730", "mamba_ssm.ops.triton.ssd_combined"),  # the name on the call's next line
     ]

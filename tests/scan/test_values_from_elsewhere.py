@@ -137,5 +137,11 @@ def test_a_switch_not_written_as_a_literal_may_be_on() -> None:
 
         def load_plain():
             return AutoModelForCausalLM.from_pretrained("m", load_in_4bit=False, load_in_8bit=None)
+
+        class QuantConfig:
+            def to_dict(self):  # serialises the setting: loads nothing
+                output = {}
+                output["load_in_4bit"] = self.load_in_4bit
+                return output
         """)
     assert [(line, code) for line, code, _ in lines if code == "NM710"] == [(9, "NM710"), (9, "NM710")]

@@ -3,12 +3,13 @@ configs, training recipes, Accelerate and Lightning configs) that select CUDA: `
 `dist_backend: nccl`, `attn_implementation: flash_attention_2`, `load_in_4bit: true`.
 
 A pattern is `KEY=VALUE`, two globs over a mapping entry: its key, lower case, and its scalar value
-as written, lower case (`true`, `cuda:0`). Only plain scalars and quoted strings are values; a
-list item is matched under the key that holds the list. A file is parsed only when its text holds a
+as written, lower case (`true`, `cuda:0`). A list under a key is no setting of it (`device: [cpu,
+cuda]` lists choices). A file is parsed only when its text holds a
 word a value pattern needs (`cuda`, `nccl`, ...), and one that is not YAML (a Helm template, a
 Jinja file) yields nothing: its validity is not this tool's to report. CI, tooling and dependency
 files (`.github/`, `.pre-commit-config.yaml`, `mkdocs.yml`, `docker-compose.yml`, conda's
-`environment.yml`) are not configuration of the program.
+`environment.yml`), documentation (`docs/`) and API descriptions (`openapi.yaml`) are not
+configuration of the program.
 """
 
 from __future__ import annotations
@@ -23,14 +24,15 @@ from neuron_migrate.ruleset.model import Rule
 
 CONFIG_NAMES = ("*.yaml", "*.yml")
 _NOT_CONFIG = re.compile(r"(?:mkdocs|docker-compose[\w.-]*|environment[\w.-]*|codecov|\.?readthedocs|"
-                         r"\.pre-commit-config|\.gitlab-ci|\.travis|azure-pipelines|pubspec|\.?dependabot)\.ya?ml",
-                         re.I)
+                         r"\.pre-commit-config|\.gitlab-ci|\.travis|azure-pipelines|pubspec|\.?dependabot|"
+                         r"openapi[\w.-]*|swagger[\w.-]*)\.ya?ml", re.I)
+_NOT_CONFIG_DIRS = frozenset({"docs", "doc"})
 _LITERAL = re.compile(r"[a-z0-9_][a-z0-9_:.\-]*")
 
 
 def is_config_file(rel: str) -> bool:
     parts = rel.split("/")
-    if any(part.startswith(".") for part in parts[:-1]):  # .github/workflows, .circleci, .vscode
+    if any(part.startswith(".") or part in _NOT_CONFIG_DIRS for part in parts[:-1]):  # .github/workflows, docs/
         return False
     name = parts[-1]
     return name.lower().endswith((".yaml", ".yml")) and not _NOT_CONFIG.fullmatch(name)
@@ -75,8 +77,8 @@ def config_findings(text: str, rel: str, rules: Sequence[Rule], words: Sequence[
 
 
 def _entries(root: Any) -> Iterator[tuple[str, Any]]:
-    """(key, scalar node) of every mapping entry whose value is a scalar or a list of scalars,
-    at any depth; a node reached twice through an alias is read once."""
+    """(key, scalar node) of every mapping entry whose value is a scalar, at any depth (a list's
+    mappings too); a node reached twice through an alias is read once."""
     import yaml
 
     seen: set[int] = set()
@@ -91,6 +93,6 @@ def _entries(root: Any) -> Iterator[tuple[str, Any]]:
                 if isinstance(k, yaml.ScalarNode):
                     stack.append((str(k.value).lower(), v))
         elif isinstance(node, yaml.SequenceNode):
-            stack.extend((key, item) for item in node.value)
+            stack.extend(("", item) for item in node.value)
         elif isinstance(node, yaml.ScalarNode) and key:
             yield key, node

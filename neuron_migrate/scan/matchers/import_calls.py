@@ -2,7 +2,7 @@
 `importlib.import_module("cupy")`, `__import__("nvidia.dali")`, and the optional-import helpers
 of libraries and projects (`optional_import("tensorrt")` in MONAI, `safe_import_from(
 "transformer_engine.pytorch.float8_tensor", "Float8Tensor")` in NeMo): a call whose name holds
-`import`, with a module name as its first argument.
+`import`, with a module name as its first argument (`pytest.importorskip` skips a test instead).
 
 Like `scan.matchers.extensions`, the calls are found in the text of every Python file, so a
 function the partial parse leaves out is read as well; a comment line is passed over, and a line
@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from neuron_migrate.findings import Finding, Span
 from neuron_migrate.scan.matchers.imports import ImportTable
 
-# `import_module(`, `__import__(`, `optional_import(`, ... then a quoted dotted name.
-_CALL = re.compile(r"import\w*[ \t]*\([ \t]*(['\"])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\1")
+# `import_module(`, `__import__(`, `optional_import(`, `safe_import_from(`, ... then a quoted dotted
+# name, on the same line or the next ones. Not `pytest.importorskip(`: a test that skips itself.
+_CALL = re.compile(r"import(?!orskip)\w*[ \t]*\(\s*(['\"])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\1")
 
 
 def import_call_findings(text: str, rel: str, table: ImportTable) -> list[Finding]:
@@ -37,8 +38,8 @@ def import_call_findings(text: str, rel: str, table: ImportTable) -> list[Findin
             continue
         if lines is None:
             lines = text.split("\n")
-        line = text.count("\n", 0, m.start()) + 1
-        col = m.start(2) - 1 - line_start  # the quoted name
+        line = text.count("\n", 0, m.start(2)) + 1
+        col = m.start(2) - 1 - (text.rfind("\n", 0, m.start(2)) + 1)  # the quoted name
         span = Span(line, col, line, col + len(m.group(2)) + 2)
         found += [Finding(code=rule.code, severity=rule.severity, fix_class=rule.fix.fix_class, category=rule.category,
                           path=rel, span=span, message=rule.render_message(m.group(2)), source_line=lines[line - 1],

@@ -239,7 +239,7 @@ def _setup_cfg(text: str) -> list[Declared]:
     try:
         parser.read_string(text)
     except configparser.Error as exc:
-        raise _broken(text, f"invalid setup.cfg: {exc.message}", getattr(exc, "lineno", 1) or 1) from None
+        raise _broken(text, f"invalid setup.cfg: {exc.message.splitlines()[0]}", getattr(exc, "lineno", 1) or 1) from None
     values: list[str] = []
     if parser.has_section("options"):
         values += [parser.get("options", key, fallback="") for key in ("install_requires", "setup_requires")]
