@@ -3,8 +3,8 @@ the root, and list every candidate once, in a deterministic order, with its `sta
 
 Candidates are `.py`, `.pyi` and `.ipynb` files plus files matched by the pack's `match.files`
 globs (`*.cu`) and, when the pack reads them, dependency files (`requirements.txt`,
-`pyproject.toml`, ...: `scan.matchers.requirements`) and YAML configuration files
-(`scan.matchers.configs`). A path given explicitly is always scanned
+`pyproject.toml`, ...: `scan.matchers.requirements`), YAML configuration files
+(`scan.matchers.configs`) and shell scripts (`scan.matchers.shell`). A path given explicitly is always scanned
 (unless an `exclude` glob names it), whatever its suffix or .gitignore says. Directory symlinks
 are not followed (their targets inside the root are walked directly, as git does); one that
 points at its own ancestor is a loop and is reported once (NM003). File symlinks are followed
@@ -29,6 +29,7 @@ from neuron_migrate.errors import NeuronMigrateError
 from neuron_migrate.scan.diagnostics import UNREADABLE, Diagnosis
 from neuron_migrate.scan.matchers.configs import CONFIG_NAMES, is_config_file
 from neuron_migrate.scan.matchers.requirements import DEPENDENCY_NAMES, is_dependency_file
+from neuron_migrate.scan.matchers.shell import SHELL_NAMES, is_shell_script
 
 if TYPE_CHECKING:
     import pathspec
@@ -95,10 +96,12 @@ def choose_root(paths: Sequence[Path], root: Path | None = None) -> str:
 
 def discover(paths: Sequence[Path], *, root: str, file_globs: Sequence[str] = (),
              include: Sequence[str] = (), exclude: Sequence[str] = (),
-             respect_gitignore: bool = True, dependencies: bool = False, configs: bool = False) -> Discovery:
-    """`dependencies`, `configs`: list the dependency files (`scan.matchers.requirements`) and the
-    YAML configuration files (`scan.matchers.configs`) too."""
-    walker = _Walker(root, file_globs, include, exclude, respect_gitignore, dependencies, configs)
+             respect_gitignore: bool = True, dependencies: bool = False, configs: bool = False,
+             scripts: bool = False) -> Discovery:
+    """`dependencies`, `configs`, `scripts`: list the dependency files (`scan.matchers.requirements`),
+    the YAML configuration files (`scan.matchers.configs`) and the shell scripts
+    (`scan.matchers.shell`) too."""
+    walker = _Walker(root, file_globs, include, exclude, respect_gitignore, dependencies, configs, scripts)
     for given in paths:
         ab = os.path.abspath(given)
         rel = _rel(ab, root)
@@ -116,10 +119,11 @@ def discover(paths: Sequence[Path], *, root: str, file_globs: Sequence[str] = ()
 class _Walker:
     def __init__(self, root: str, file_globs: Sequence[str], include: Sequence[str],
                  exclude: Sequence[str], respect_gitignore: bool, dependencies: bool = False,
-                 configs: bool = False) -> None:
+                 configs: bool = False, scripts: bool = False) -> None:
         self.root_real = os.path.realpath(root)
         self.dependencies = dependencies
         self.configs = configs
+        self.scripts = scripts
         self.result = Discovery(root)
         self.seen: set[str] = set()
         self.reported_loops: set[str] = set()
@@ -127,7 +131,8 @@ class _Walker:
         self.name_glob = _compile_globs([g for g in file_globs if "/" not in g])
         self.path_glob = _compile_globs([g for g in file_globs if "/" in g])
         self.candidate_name = _glob_pattern(["*.py", "*.pyi", "*" + NOTEBOOK_SUFFIX, *(DEPENDENCY_NAMES if dependencies else ()),
-                                            *(CONFIG_NAMES if configs else ()), *(g for g in file_globs if "/" not in g)])
+                                            *(CONFIG_NAMES if configs else ()), *(SHELL_NAMES if scripts else ()),
+                                            *(g for g in file_globs if "/" not in g)])
         self.include = _spec(include) if include else None
         self.exclude = _spec(exclude) if exclude else None
         self.respect_gitignore = respect_gitignore
@@ -240,6 +245,8 @@ class _Walker:
         """The kind of a file that is not code: a dependency file or a configuration file."""
         if self.dependencies and is_dependency_file(rel):
             return "dependencies"
+        if self.scripts and is_shell_script(rel):
+            return "shell"
         return "config" if self.configs and is_config_file(rel) else None
 
     def _file_level(self, name: str, rel: str) -> bool:

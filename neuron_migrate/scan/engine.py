@@ -39,11 +39,13 @@ from neuron_migrate.scan.diagnostics import SYNTAX_ERROR, UNREADABLE, Diagnosis,
 from neuron_migrate.scan.directives import find_directives, find_line_directives
 from neuron_migrate.scan.discover import Candidate, choose_root, discover
 from neuron_migrate.scan.matchers.configs import config_findings, needed_words
+from neuron_migrate.scan.matchers.env_vars import EnvVarTable
 from neuron_migrate.scan.matchers.extensions import build_script, declared_extensions, extension_findings
 from neuron_migrate.scan.matchers.import_calls import import_call_findings
 from neuron_migrate.scan.matchers.imports import ImportTable
 from neuron_migrate.scan.matchers.project_modules import candidate_findings, top_level
 from neuron_migrate.scan.matchers.requirements import requirement_findings
+from neuron_migrate.scan.matchers.shell import shell_findings
 from neuron_migrate.scan.notebook import code_cells, imports_of
 from neuron_migrate.scan.prefilter import Prefilter, build_prefilter
 from neuron_migrate.scan.project import ProjectFacts, conditional_codes, keep_rows
@@ -100,9 +102,10 @@ def scan_paths(
     file_globs = sorted({g for rule in pack.rules.values() for g in rule.match.files})
     requirement_rules = tuple(r for r in pack.rules.values() if r.match.requirements)
     config_rules = tuple(r for r in pack.rules.values() if r.match.config_values)
+    env_rules = tuple(r for r in pack.rules.values() if r.match.env_vars)
     found = discover(paths, root=root_dir, file_globs=file_globs, include=include, exclude=exclude,
                      respect_gitignore=respect_gitignore, dependencies=bool(requirement_rules),
-                     configs=bool(config_rules))
+                     configs=bool(config_rules), scripts=bool(env_rules))
 
     project_modules = tuple(r for r in pack.rules.values() if r.match.project_modules)
     top = top_level(root_dir) if project_modules else ()
@@ -132,7 +135,8 @@ def scan_paths(
         context = _Context(pack, build_prefilter(pack), max_file_size, analyzer, project_modules, top,
                            extension_rules if extensions else (), extensions,
                            frozenset(r.code for r in pack.rules.values() if r.match.tokens), requirement_rules,
-                           config_rules, needed_words(config_rules), _import_table(pack))
+                           config_rules, needed_words(config_rules), _import_table(pack),
+                           EnvVarTable(env_rules) if env_rules else None)
         for c, (content, rows, drows) in zip(todo, _analyze(todo, context, jobs, advance), strict=True):
             entries[c.rel] = (c.mtime_ns, c.ctime_ns, c.size, c.mode, c.inode, content, checked_ns, rows, drows)
 
@@ -234,6 +238,7 @@ class _Context:
     config_rules: tuple[Rule, ...] = ()  # `match.config_values` rules: the YAML configuration files' findings
     config_words: tuple[str, ...] = ()  # words a configuration file must hold for one of them to match
     import_table: ImportTable | None = None  # `match.imports` rules, for modules imported by a call
+    env_table: EnvVarTable | None = None  # `match.env_vars` rules, for variables set in shell scripts
 
 
 _WORKER: _Context | None = None
@@ -350,13 +355,17 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
             if ctx.import_table is not None:  # `importlib.import_module("cupy")`, wherever it is
                 findings = _with_imports(findings, import_call_findings(text, c.rel, ctx.import_table),
                                             ctx.token_codes)
-        elif c.kind in ("dependencies", "config"):
+        elif c.kind in ("dependencies", "config", "shell"):
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             content = digest(data)
             text = decode_source(data, cookie=False)
             directives = find_line_directives(text)
-            findings += (requirement_findings(text, c.rel, ctx.requirement_rules) if c.kind == "dependencies"
-                         else config_findings(text, c.rel, ctx.config_rules, ctx.config_words))
+            if c.kind == "dependencies":
+                findings += requirement_findings(text, c.rel, ctx.requirement_rules)
+            elif c.kind == "config":
+                findings += config_findings(text, c.rel, ctx.config_rules, ctx.config_words)
+            elif ctx.env_table is not None:
+                findings += shell_findings(text, c.rel, ctx.env_table)
         elif c.kind == "notebook":
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             content = digest(data)

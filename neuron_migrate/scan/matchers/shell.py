@@ -1,0 +1,41 @@
+"""Environment variables set in the project's shell scripts (`*.sh`, `*.bash`): the launch lines
+`CUDA_VISIBLE_DEVICES=0,1 torchrun train.py` and `export NCCL_DEBUG=INFO`, which the
+`match.env_vars` rules report as they report `os.environ[...]` in Python. An assignment is a
+name followed by `=` at the start of a command (after `export`, `env` or another assignment), not
+inside quotes (`echo "NCCL_DEBUG=INFO"`); a comment line is passed over, and text after ` #` on a
+line too. Script syntax is not checked:
+a script is read line by line, so a heredoc's lines count as commands.
+"""
+
+from __future__ import annotations
+
+import re
+
+from neuron_migrate.findings import Finding, Span
+from neuron_migrate.scan.matchers.env_vars import EnvVarTable
+
+SHELL_NAMES = ("*.sh", "*.bash")
+# An assignment word: at a line's start, after a command separator or `export`/`env`, or after
+# another assignment's value (`A=1 B=2 cmd`).
+_ASSIGN = re.compile(r"(?:^|(?<=[\s;&|(`]))(?:(?:export|env|declare\s+-x)\s+)?([A-Za-z_][A-Za-z0-9_]*)=")
+_COMMENT = re.compile(r"(?:^|\s)#.*")
+
+
+def is_shell_script(rel: str) -> bool:
+    return rel.endswith((".sh", ".bash"))
+
+
+def shell_findings(text: str, rel: str, table: EnvVarTable) -> list[Finding]:
+    found: list[Finding] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        code = _COMMENT.sub("", line)
+        if "=" not in code:
+            continue
+        for m in _ASSIGN.finditer(code):
+            name = m.group(1)
+            span = Span(number, m.start(1), number, m.end(1))
+            found += [Finding(code=rule.code, severity=rule.severity, fix_class=rule.fix.fix_class,
+                              category=rule.category, path=rel, span=span, message=rule.render_message(name),
+                              source_line=line, symbol=name)
+                      for rule in table.match(name)]
+    return found

@@ -1,0 +1,37 @@
+"""Environment variables set in shell scripts (`scan.matchers.shell`), reported by the
+`match.env_vars` rules as in Python."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from neuron_migrate.ruleset.load import load_pack
+from neuron_migrate.scan.engine import scan_paths
+
+PACK = load_pack()
+
+SCRIPT = """\
+#!/bin/bash
+# CUDA_VISIBLE_DEVICES=0 in a comment is no setting
+export CUDA_VISIBLE_DEVICES=0,1,2,3
+export NCCL_DEBUG=INFO NCCL_IB_DISABLE=1
+CUDA_LAUNCH_BLOCKING=1 torchrun --nproc_per_node=4 train.py lr=0.1  # NCCL_P2P_DISABLE=1 here too
+env TORCH_NCCL_ASYNC_ERROR_HANDLING=1 python eval.py --batch_size=8
+MASTER_PORT=29500
+echo "NCCL_SOCKET_IFNAME=eth0"
+"""
+
+
+def test_a_launch_script_s_cuda_and_nccl_variables(tmp_path: Path) -> None:
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "train.sh").write_text(SCRIPT)
+    (tmp_path / "notes.txt").write_text("export CUDA_VISIBLE_DEVICES=0\n")
+    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
+    found = [(fr.path, f.span.line, f.span.col, f.code, f.symbol) for fr in result.files for f in fr.findings]
+    assert found == [
+        ("scripts/train.sh", 3, 7, "NM107", "CUDA_VISIBLE_DEVICES"),
+        ("scripts/train.sh", 4, 7, "NM406", "NCCL_DEBUG"),
+        ("scripts/train.sh", 4, 23, "NM406", "NCCL_IB_DISABLE"),
+        ("scripts/train.sh", 5, 0, "NM217", "CUDA_LAUNCH_BLOCKING"),
+        ("scripts/train.sh", 6, 4, "NM406", "TORCH_NCCL_ASYNC_ERROR_HANDLING"),
+    ]  # `echo "NCCL_SOCKET_IFNAME=eth0"` prints text: a quoted word is no assignment
