@@ -54,8 +54,9 @@ _LIST_MATCHERS = ("qualified_names", "device_strings", "methods", "attributes", 
                   "env_vars", "files", "tokens", "default_devices", "project_modules", "extensions",
                   "requirements", "config_values")
 _MATCH_KEYS = frozenset(_LIST_MATCHERS) | {"arguments"}
-# A dependency glob: an index URL, or a name as pip normalises it (PEP 503) with an optional local label.
+# A configuration setting glob: `key=value`, lower case.
 _CONFIG_VALUE_RE = re.compile(r"[^=A-Z\s]+=[^=A-Z\s]+")
+# A dependency glob: an index URL, or a name as pip normalises it (PEP 503) with an optional local label.
 _REQUIREMENT_RE = re.compile(r"index:\S+|[a-z0-9*?][a-z0-9*?-]*(\+[a-z0-9*?._]+)?")
 _ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing", "in_dict", "named",
                        "switch"})

@@ -3,8 +3,8 @@
 The scan only records where they are; applying them, and flagging unused (NM006) or malformed
 (NM007) ones, is the pipeline's job. Directives are read from comment tokens only, so text that
 looks like one inside a string literal or a docstring is no directive. The tokenizer runs only
-when the text mentions `neuron-migrate:` at all. A dependency file's directives are read from the
-first `#` of a line on.
+when the text mentions `neuron-migrate:` at all. In a file that is not Python (a dependency file, a
+configuration file, a shell script) a directive is read from the first `#` of a line on.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ def find_directives(text: str, cell: int | None = None) -> list[Directive]:
 
 
 def find_line_directives(text: str) -> list[Directive]:
-    """Directives of a file that is not Python (a requirements file, pyproject.toml): on each
-    line, in the text from its first `#`."""
+    """Directives of a file that is not Python (a requirements file, a YAML configuration, a shell
+    script): on each line, in the text from its first `#`."""
     if MARKER not in text:
         return []
     out: list[Directive] = []

@@ -4,13 +4,13 @@ the root, and list every candidate once, in a deterministic order, with its `sta
 Candidates are `.py`, `.pyi` and `.ipynb` files plus files matched by the pack's `match.files`
 globs (`*.cu`) and, when the pack reads them, dependency files (`requirements.txt`,
 `pyproject.toml`, ...: `scan.matchers.requirements`), YAML configuration files
-(`scan.matchers.configs`) and shell scripts (`scan.matchers.shell`). A path given explicitly is always scanned
-(unless an `exclude` glob names it), whatever its suffix or .gitignore says. Directory symlinks
-are not followed (their targets inside the root are walked directly, as git does); one that
-points at its own ancestor is a loop and is reported once (NM003). File symlinks are followed
-when their target is inside the root. Version-control, virtual-environment, cache and
-build-output directories are not walked (`DEFAULT_EXCLUDED_DIRS`), except a `build` or `dist`
-that is a Python package.
+(`scan.matchers.configs`) and shell scripts (`scan.matchers.shell`). A path given explicitly is
+always scanned (unless an `exclude` glob names it), whatever its suffix or .gitignore says.
+Directory symlinks are not followed (their targets inside the root are walked directly, as git
+does); one that points at its own ancestor is a loop and is reported once (NM003). File symlinks
+are followed when their target is inside the root. Version-control, virtual-environment, cache
+and build-output directories are not walked (`DEFAULT_EXCLUDED_DIRS`), except a `build` or
+`dist` that is a Python package.
 """
 
 from __future__ import annotations
@@ -242,7 +242,8 @@ class _Walker:
         return False
 
     def _data_kind(self, rel: str) -> str | None:
-        """The kind of a file that is not code: a dependency file or a configuration file."""
+        """The kind of a file that is not Python: a dependency file, a shell script or a YAML
+        configuration file (None: none of them, or one the pack does not read)."""
         if self.dependencies and is_dependency_file(rel):
             return "dependencies"
         if self.scripts and is_shell_script(rel):

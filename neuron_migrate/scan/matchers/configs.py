@@ -4,9 +4,9 @@ configs, training recipes, Accelerate and Lightning configs) that select CUDA: `
 
 A pattern is `KEY=VALUE`, two globs over a mapping entry: its key, lower case, and its scalar value
 as written, lower case (`true`, `cuda:0`). A list under a key is no setting of it (`device: [cpu,
-cuda]` lists choices). A file is parsed only when its text holds a
-word a value pattern needs (`cuda`, `nccl`, ...), and one that is not YAML (a Helm template, a
-Jinja file) yields nothing: its validity is not this tool's to report. CI, tooling and dependency
+cuda]` lists choices). A file is parsed only when its text holds a word a value pattern needs
+(`cuda`, `nccl`, ...), and one that is not YAML (a Helm template, a Jinja file) yields nothing:
+its validity is not this tool's to report. CI, tooling and dependency
 files (`.github/`, `.pre-commit-config.yaml`, `mkdocs.yml`, `docker-compose.yml`, conda's
 `environment.yml`), documentation (`docs/`) and API descriptions (`openapi.yaml`) are not
 configuration of the program.

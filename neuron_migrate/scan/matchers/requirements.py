@@ -18,6 +18,7 @@ else. Requirements files have no syntax to reject: a line that names no dependen
 
 from __future__ import annotations
 
+import bisect
 import configparser
 import fnmatch
 import re
@@ -174,7 +175,7 @@ class _Locator:
     def __init__(self, text: str) -> None:
         self.text = text
         self.after: dict[str, int] = {}
-        self.starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
 
     def find(self, value: str, keys: tuple[str, ...], pattern: re.Pattern[str] | None = None) -> Declared | None:
         if not keys:
@@ -188,20 +189,9 @@ class _Locator:
             at = 0
         else:
             self.after[value] = at + len(value)
-        line = _line_of(self.starts, at)
+        line = bisect.bisect_right(self.starts, at)
         col = at - self.starts[line - 1]
         return Declared(line, col, col + len(value), value, keys)
-
-
-def _line_of(starts: list[int], offset: int) -> int:
-    lo, hi = 0, len(starts)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if starts[mid] <= offset:
-            lo = mid
-        else:
-            hi = mid
-    return lo + 1
 
 
 def _pyproject(text: str) -> list[Declared]:
