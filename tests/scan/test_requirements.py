@@ -158,6 +158,8 @@ def test_setup_cfg_and_conda_environment(tmp_path: Path) -> None:
     ("pyproject.toml", '[project]\nname = "x"\ndependencies = ["flash-attn"\n', 3),
     ("environment.yml", "dependencies:\n  - pip\n - bad: [\n", 3),
     ("setup.cfg", "install_requires = xformers\n[options]\n", 1),
+    ("pyproject.toml", "[project]\ndependencies = " + "[" * 5000 + "]" * 5000 + "\n", 1),  # nested too deeply
+    ("environment.yml", "dependencies: " + "[" * 5000 + "]" * 5000 + "\n", 1),
 ])
 def test_a_file_that_does_not_parse_is_reported_and_nothing_else(tmp_path: Path, rel: str, text: str,
                                                                   line: int) -> None:

@@ -201,6 +201,8 @@ def _pyproject(text: str) -> list[Declared]:
         line = re.search(r"line (\d+)", str(exc))
         end = len(text.rstrip("\n").split("\n")) if "end of document" in str(exc) else 1
         raise _broken(text, f"invalid TOML: {exc}", int(line.group(1)) if line else end) from None
+    except RecursionError:
+        raise _broken(text, "invalid TOML: nested too deeply", 1) from None
     at = _Locator(text)
     out: list[Declared | None] = []
     project = _table(data.get("project"))
@@ -254,6 +256,8 @@ def _environment(text: str) -> list[Declared]:
         mark = getattr(exc, "problem_mark", None)
         raise _broken(text, f"invalid YAML: {getattr(exc, 'problem', None) or exc}",
                       mark.line + 1 if mark is not None else 1) from None
+    except RecursionError:
+        raise _broken(text, "invalid YAML: nested too deeply", 1) from None
     at = _Locator(text)
     out: list[Declared | None] = []
     for item in _list(_table(data).get("dependencies")):
