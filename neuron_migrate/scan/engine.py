@@ -356,6 +356,8 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
                 findings = _with_imports(findings, import_call_findings(text, c.rel, ctx.import_table),
                                             ctx.token_codes)
         elif c.kind in ("dependencies", "config", "shell"):
+            if c.size > ctx.max_file_size:  # a data file, not code: past the limit it is no concern of the scan
+                return content, (), ()
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             content = digest(data)
             text = decode_source(data, cookie=False)

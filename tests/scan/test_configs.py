@@ -79,3 +79,11 @@ def test_a_directive_silences_a_setting(tmp_path: Path) -> None:
     write(tmp_path, {"train.yaml": "device: cuda  # neuron-migrate: ignore[NM109]\nbackend: nccl\n"})
     shown = api.scan([tmp_path], use_cache=False, jobs=1).findings
     assert [(f.path, f.span.line, f.code) for f in shown] == [("train.yaml", 2, "NM109")]
+
+
+def test_a_data_file_past_the_size_limit_is_passed_over(tmp_path: Path) -> None:
+    """A large YAML (a dataset description) is no concern of the scan: no finding, not even NM004,
+    while a Python file past the limit is still reported as skipped."""
+    write(tmp_path, {"data/big.yaml": "device: cuda\n" + "x: 1\n" * 100, "big.py": "import torch\n" * 50})
+    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1, max_file_size=200)
+    assert [(fr.path, [f.code for f in fr.findings]) for fr in result.files] == [("big.py", ["NM004"]), ("data/big.yaml", [])]

@@ -57,7 +57,7 @@ def config_findings(text: str, rel: str, rules: Sequence[Rule], words: Sequence[
     import yaml  # a dependency of the tool already (rules are YAML)
 
     try:
-        documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        documents = list(yaml.compose_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))  # libyaml when built
     except (yaml.YAMLError, RecursionError):
         return []
     lines = text.split("\n")
