@@ -26,9 +26,15 @@ class AliasTable:
         self.implicit = implicit_roots
         self.implicit_seen: set[str] = set()  # implicit roots the file actually reads
 
-    def add(self, node: ast.Import | ast.ImportFrom) -> None:
+    def add(self, node: ast.Import | ast.ImportFrom, *, keep: bool = False) -> None:
+        """`keep`: the import is a fallback (in an `except ImportError:` handler, an `else:`
+        branch): a name an import already bound keeps that binding, the one that runs where the
+        first import works (`from torch.amp import GradScaler` before `from torch.cuda.amp import
+        GradScaler`)."""
         if isinstance(node, ast.Import):
             for alias in node.names:
+                if keep and (alias.asname or alias.name.partition(".")[0]) in self.names:
+                    continue
                 if alias.asname:
                     self.names[alias.asname] = alias.name
                     self.specs[alias.asname] = alias.name
@@ -40,6 +46,8 @@ class AliasTable:
         module = node.module or ""
         for alias in node.names:
             local = alias.asname or alias.name
+            if keep and local in self.names:
+                continue
             if alias.name == "*":
                 if not node.level and module not in self.stars:
                     self.stars.append(module)

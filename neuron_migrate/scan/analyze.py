@@ -248,19 +248,23 @@ class _Walker:
         # that assigns one decides it (`fields` are file-wide), skipped or not.
         self.field_reads: set[str] = set()
         self.stack: list[ast.AST] = []
+        self.fallbacks: set[int] = set()  # ids of module-level imports that are fallbacks (`_prepass`)
         for stmt in seed:  # imports run before this source (a notebook's earlier cells)
             self.aliases.add(stmt)  # type: ignore[arg-type]
         self._prepass(tree.body)
 
     # -- statements --
 
-    def _prepass(self, body: list[ast.stmt]) -> None:
+    def _prepass(self, body: list[ast.stmt], fallback: bool = False) -> None:
         """Module-level imports and literal constants, wherever they sit in the module, so a use
-        above the definition (a function defined first) still resolves."""
+        above the definition (a function defined first) still resolves. `fallback`: `body` runs
+        only where what came before failed or was false (an `except` handler, an `if`'s `else`)."""
         for stmt in body:
             cls = stmt.__class__
             if cls is ast.Import or cls is ast.ImportFrom:
-                self.aliases.add(stmt)  # type: ignore[arg-type]
+                if fallback:
+                    self.fallbacks.add(id(stmt))
+                self.aliases.add(stmt, keep=fallback)  # type: ignore[arg-type]
             elif cls is ast.Assign:
                 imported = _imported_by_call(stmt.value)  # type: ignore[attr-defined]
                 if imported is not None and len(stmt.targets) == 1:  # type: ignore[attr-defined]
@@ -287,10 +291,11 @@ class _Walker:
                 if stmt.target.__class__ is ast.Name and stmt.value is not None:  # type: ignore[attr-defined]
                     self._remember(self.consts, stmt.target.id, stmt.value)  # type: ignore[attr-defined]
             elif cls in (ast.If, ast.Try, ast.With, ast.TryStar):
-                for f in ("body", "orelse", "finalbody"):
-                    self._prepass(getattr(stmt, f, None) or [])
+                for f in ("body", "finalbody"):
+                    self._prepass(getattr(stmt, f, None) or [], fallback)
+                self._prepass(getattr(stmt, "orelse", None) or [], fallback or cls is ast.If)
                 for handler in getattr(stmt, "handlers", ()):
-                    self._prepass(handler.body)
+                    self._prepass(handler.body, True)
 
     def _device_defaults(self, fn: ast.FunctionDef) -> None:
         """`def autocast_ctx(enabled=True, device_type="cuda")`: a call that leaves `device_type`
@@ -365,7 +370,7 @@ class _Walker:
         return scope
 
     def _import(self, node: ast.AST) -> None:
-        self.aliases.add(node)  # type: ignore[arg-type]
+        self.aliases.add(node, keep=id(node) in self.fallbacks)  # type: ignore[arg-type]
         if self.locals:  # a function's own import: the name is the import, not a local
             for alias in node.names:  # type: ignore[attr-defined]
                 self.locals[-1].discard((alias.asname or alias.name).partition(".")[0])

@@ -95,6 +95,27 @@ CASES = {
             with autocast():
                 return 0
         """,
+    "a fallback import does not rebind the name the first import bound": """
+        import torch
+
+        try:
+            from apex.normalization import FusedLayerNorm as LayerNorm  # <-
+        except ImportError:
+            from torch.nn import LayerNorm
+        try:
+            from torch.amp import GradScaler
+        except ImportError:
+            from torch.cuda.amp import GradScaler  # <-
+        if hasattr(torch, "compiler"):
+            from torch.amp import autocast
+        else:
+            from torch.cuda.amp import autocast  # <-
+
+        def build(dim, device_type):
+            norm = LayerNorm(dim)  # <-
+            with autocast(device_type=device_type):
+                return norm, GradScaler(device_type)
+        """,
     "uses through an alias chosen by a condition": """
         import torch
 
