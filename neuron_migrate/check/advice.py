@@ -154,7 +154,9 @@ def _pow2(n: int) -> int:
 def _padding(values: list[int], buckets: list[int]) -> float:
     """Mean share of padded (wasted) elements along the dimension when each value is padded up to
     the smallest bucket that holds it."""
-    waste = [(min(b for b in buckets if b >= v) - v) / min(b for b in buckets if b >= v) for v in values]
+    holding = [min(b for b in buckets if b >= v) for v in values]
+    # An empty dimension (size 0) sits in an empty bucket and pads nothing.
+    waste = [(b - v) / b if b else 0.0 for b, v in zip(holding, values, strict=True)]
     return sum(waste) / len(waste) if waste else 0.0
 
 

@@ -130,6 +130,8 @@ def test_bucket_advice_fits_observed_sizes() -> None:
     assert options == {"pad": ([120], 1), "powers_of_two": ([8, 16, 32, 64, 128], 5),
                        "fitted": ([9, 33, 64, 120], 4)}
     assert bucket_advice([5]) == []
+    # an empty dimension (size 0, found by the report fuzz test) pads nothing: no division by zero
+    assert all(0.0 <= o["padding"] <= 1.0 for o in bucket_advice([0, 3, 8, 17]))
 
 
 def _single(root: Path, **keys: Any) -> Path:
