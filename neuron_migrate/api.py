@@ -205,13 +205,11 @@ class Rescan:
 
         pack = load_pack(self.settings.extra_rules)
         if path.endswith(".ipynb"):  # each code cell, as scan reads a notebook
-            from neuron_migrate.scan.notebook import code_cells, imports_of
+            from neuron_migrate.scan.notebook import code_cells, with_imports_above
 
             cells = code_cells(text)
-            found, prelude = [], ""  # each cell with the imports of the cells above it
-            for c in cells:
-                found += analyze_source(c.source, path, pack, cell=c.index, prelude=prelude)
-                prelude += imports_of(c.source)
+            found = [f for c, prelude in with_imports_above(cells)
+                     for f in analyze_source(c.source, path, pack, cell=c.index, prelude=prelude)]
             directives = [d for c in cells for d in find_directives(c.source, c.index)]
         else:
             found, directives = analyze_source(text, path, pack), find_directives(text)

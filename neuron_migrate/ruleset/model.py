@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from neuron_migrate.findings import FixClass, Severity, Target
+from neuron_migrate.findings import Finding, FixClass, Severity, Span, Target
 
 
 class Status(StrEnum):
@@ -239,6 +239,13 @@ class Rule:
 
     def render_message(self, symbol: str) -> str:
         return self.message.replace("{symbol}", symbol)
+
+    def finding(self, path: str, span: Span, symbol: str, source_line: str = "", statement_line: int = 0) -> Finding:
+        """This rule's finding on `symbol` at `span` of the file at `path`, with no fixes: what the
+        matchers that read a file's text (not its syntax tree) report."""
+        return Finding(code=self.code, severity=self.severity, fix_class=self.fix.fix_class, category=self.category,
+                       path=path, span=span, message=self.render_message(symbol), source_line=source_line,
+                       symbol=symbol, statement_line=statement_line)
 
 
 @dataclass(frozen=True, slots=True)

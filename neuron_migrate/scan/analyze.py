@@ -1293,7 +1293,7 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
                    prelude: str = "") -> list[Finding]:
     """Every finding of every rule in `pack` (selection happens later), sorted by position.
     `prelude`: import statements run before `source` (a notebook's earlier cells,
-    `scan.notebook.imports_of`), which bind names it uses.
+    `scan.notebook.with_imports_above`), which bind names it uses.
 
     A file (not a notebook cell) may be parsed without the functions that cannot hold a finding
     (`scan.parse`); the findings are those of the whole file either way. Raises SyntaxError or
@@ -1439,18 +1439,6 @@ def analyze_file_path(path: str, pack: RulePack) -> list[Finding]:
     out: list[Finding] = []
     for _pattern, rule in cp.files.match(path):
         symbol = path.replace("\\", "/").rsplit("/", 1)[-1]
-        out.append(
-            Finding(
-                code=rule.code,
-                severity=rule.severity,
-                fix_class=rule.fix.fix_class,
-                category=rule.category,
-                path=path,
-                span=Span(1, 0, 1, 0),
-                message=rule.render_message(symbol),
-                symbol=symbol,
-                statement_line=1,
-            )
-        )
+        out.append(rule.finding(path, Span(1, 0, 1, 0), symbol, statement_line=1))
     return out
 

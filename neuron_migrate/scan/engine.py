@@ -46,7 +46,7 @@ from neuron_migrate.scan.matchers.imports import ImportTable
 from neuron_migrate.scan.matchers.project_modules import candidate_findings, top_level
 from neuron_migrate.scan.matchers.requirements import requirement_findings
 from neuron_migrate.scan.matchers.shell import shell_findings
-from neuron_migrate.scan.notebook import code_cells, imports_of
+from neuron_migrate.scan.notebook import code_cells, with_imports_above
 from neuron_migrate.scan.prefilter import Prefilter, build_prefilter
 from neuron_migrate.scan.project import ProjectFacts, conditional_codes, keep_rows
 from neuron_migrate.scan.result import Directive, FileResult, ScanResult
@@ -371,12 +371,10 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
         elif c.kind == "notebook":
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             content = digest(data)
-            prelude = ""  # the imports of the cells above: a notebook's names carry from cell to cell
-            for cell in code_cells(decode_source(data, cookie=False)):
+            for cell, prelude in with_imports_above(code_cells(decode_source(data, cookie=False))):
                 directives += find_directives(cell.source, cell.index)
                 if ctx.prefilter.may_match_text(prelude + cell.source):
                     findings += _analyze_text(analyzer, cell.source, c.rel, ctx.pack, cell.index, prelude)
-                prelude += imports_of(cell.source)
     except Diagnosis as problem:
         findings.append(problem.to_finding(ctx.pack, c.rel))
     except Exception as exc:  # noqa: BLE001 - a bug in the tool: report it on the file, keep scanning the rest

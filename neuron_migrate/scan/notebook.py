@@ -8,7 +8,7 @@ import bisect
 import json
 import re
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,10 +55,19 @@ def code_cells(text: str) -> list[CodeCell]:
     return cells
 
 
-def imports_of(source: str) -> str:
-    """The import statements a cell runs at its top level (also inside `try:`/`if`), as source
-    lines: the names they bind are bound in every later cell. Nothing for a cell that does not
-    parse (its syntax error is reported on it)."""
+def with_imports_above(cells: Iterable[CodeCell]) -> Iterator[tuple[CodeCell, str]]:
+    """Each cell with the import statements of the cells above it, as source lines: a notebook's
+    names carry from cell to cell as the kernel runs them (`scan.analyze.analyze_source`'s
+    `prelude`)."""
+    prelude = ""
+    for cell in cells:
+        yield cell, prelude
+        prelude += _imports_of(cell.source)
+
+
+def _imports_of(source: str) -> str:
+    """The import statements a cell runs at its top level (also inside `try:`/`if`). Nothing for
+    a cell that does not parse (its syntax error is reported on it)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -70,9 +70,7 @@ def config_findings(text: str, rel: str, rules: Sequence[Rule], words: Sequence[
                 line, col = node.start_mark.line + 1, node.start_mark.column
                 end = node.end_mark.column if node.end_mark.line == node.start_mark.line else len(lines[line - 1])
                 symbol = f"{key}: {node.value}"
-                found.append(Finding(code=rule.code, severity=rule.severity, fix_class=rule.fix.fix_class,
-                                     category=rule.category, path=rel, span=Span(line, col, line, end),
-                                     message=rule.render_message(symbol), source_line=lines[line - 1], symbol=symbol))
+                found.append(rule.finding(rel, Span(line, col, line, end), symbol, lines[line - 1]))
     return found
 
 

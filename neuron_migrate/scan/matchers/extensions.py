@@ -133,9 +133,7 @@ def extension_findings(text: str, rel: str, rules: Iterable[Rule], extensions: C
             if node is not None else None
         if loaded is not None:
             sites.append((line, col, end, loaded, first))
-    return [Finding(code=rule.code, severity=rule.severity, fix_class=rule.fix.fix_class, category=rule.category,
-                    path=rel, span=Span(line, col, line, end), message=rule.render_message(name),
-                    source_line=first, symbol=name, statement_line=line)
+    return [rule.finding(rel, Span(line, col, line, end), name, first, line)
             for rule in rules for line, col, end, name, first in sites]
 
 

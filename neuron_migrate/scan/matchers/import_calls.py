@@ -41,8 +41,5 @@ def import_call_findings(text: str, rel: str, table: ImportTable) -> list[Findin
         line = text.count("\n", 0, m.start(2)) + 1
         col = m.start(2) - 1 - (text.rfind("\n", 0, m.start(2)) + 1)  # the quoted name
         span = Span(line, col, line, col + len(m.group(2)) + 2)
-        found += [Finding(code=rule.code, severity=rule.severity, fix_class=rule.fix.fix_class, category=rule.category,
-                          path=rel, span=span, message=rule.render_message(m.group(2)), source_line=lines[line - 1],
-                          symbol=m.group(2), statement_line=line)
-                  for rule in rules]
+        found += [rule.finding(rel, span, m.group(2), lines[line - 1], line) for rule in rules]
     return found

@@ -139,7 +139,5 @@ def candidate_findings(text: str, rel: str, rules: Iterable[Rule], top: Iterable
     sites = import_sites(text, rel, top)
     if not sites:
         return []
-    return [Finding(code=rule.code, severity=rule.severity, fix_class=rule.fix.fix_class, category=rule.category,
-                    path=rel, span=Span(line, col, line, end), message=rule.render_message(statement),
-                    source_line=first, symbol=statement, statement_line=line)
+    return [rule.finding(rel, Span(line, col, line, end), statement, first, line)
             for rule in rules for line, col, end, statement, first in sites]

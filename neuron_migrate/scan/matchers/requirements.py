@@ -74,10 +74,8 @@ def requirement_findings(text: str, rel: str, rules: Sequence[Rule]) -> list[Fin
     for dep in declared(text, rel):
         for rule in rules:
             if any(fnmatch.fnmatchcase(key, pattern) for key in dep.keys for pattern in rule.match.requirements):
-                found.append(Finding(code=rule.code, severity=rule.severity, fix_class=rule.fix.fix_class,
-                                     category=rule.category, path=rel, span=Span(dep.line, dep.col, dep.line, dep.end_col),
-                                     message=rule.render_message(dep.text), source_line=lines[dep.line - 1],
-                                     symbol=dep.text))
+                found.append(rule.finding(rel, Span(dep.line, dep.col, dep.line, dep.end_col), dep.text,
+                                          lines[dep.line - 1]))
     return found
 
 
@@ -121,7 +119,10 @@ def _requirement_line(line: str) -> tuple[str, ...] | None:
     """The keys of one logical line of a requirements file (options other than indexes and
     editable installs name no dependency)."""
     if line.startswith("-"):
-        option, _, value = line.replace("=", " ", 1).partition(" ") if line.startswith("--") else _short(line)
+        if line.startswith("--"):  # `--extra-index-url URL`, `--extra-index-url=URL`
+            option, _, value = line.replace("=", " ", 1).partition(" ")
+        else:  # `-f URL`, `-fURL`
+            option, value = line[:2], line[2:]
         value = value.strip()
         if option in _INDEX_OPTIONS and value:
             return (f"index:{value}",)
@@ -129,11 +130,6 @@ def _requirement_line(line: str) -> tuple[str, ...] | None:
             return _url_keys(value) or None
         return None
     return requirement_keys(line)
-
-
-def _short(line: str) -> tuple[str, str, str]:
-    """`-f URL`, `-fURL`: (option, " ", value)."""
-    return line[:2], " ", line[2:]
 
 
 def requirement_keys(spec: str) -> tuple[str, ...]:

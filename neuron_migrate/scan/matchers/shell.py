@@ -34,8 +34,5 @@ def shell_findings(text: str, rel: str, table: EnvVarTable) -> list[Finding]:
         for m in _ASSIGN.finditer(code):
             name = m.group(1)
             span = Span(number, m.start(1), number, m.end(1))
-            found += [Finding(code=rule.code, severity=rule.severity, fix_class=rule.fix.fix_class,
-                              category=rule.category, path=rel, span=span, message=rule.render_message(name),
-                              source_line=line, symbol=name)
-                      for rule in table.match(name)]
+            found += [rule.finding(rel, span, name, line) for rule in table.match(name)]
     return found
