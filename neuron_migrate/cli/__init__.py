@@ -3,6 +3,7 @@ their engines lazily so that `--help`, `scan` and `rewrite` never import torch."
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 from pathlib import PurePath
@@ -110,3 +111,8 @@ def main() -> None:
     except BrokenPipeError:  # `neuron-migrate scan . | head` is not an error
         sys.stderr.close()
         sys.exit(0)
+    finally:
+        # The process ends here. What the command built (on a large tree, tens of thousands of
+        # findings) goes with it, without the interpreter's last collection walking it (~0.1 s
+        # of a 0.5 s repeat scan of torch).
+        gc.freeze()
