@@ -6,8 +6,7 @@ from __future__ import annotations
 import gc
 import importlib
 import sys
-from pathlib import PurePath
-from typing import Any, get_args
+from typing import Any
 
 import typer
 import typer.core
@@ -17,20 +16,12 @@ from neuron_migrate import __version__
 
 def _metavar(param: Any) -> str:
     """A value's name in help as people write it (FILE, DIR, N, CODES), never the Python type
-    typer would show (`<list[Path]>`, `<int range>`). Newer typer describes a parameter by its
-    annotation (`type_descriptor`), older by a click type: both are read."""
-    desc = getattr(param, "type_descriptor", None)
-    if desc is not None:
-        annotation = get_args(desc.annotation)[0] if desc.is_list and get_args(desc.annotation) else desc.annotation
-        if desc.is_path or (isinstance(annotation, type) and issubclass(annotation, PurePath)):
-            return {"file": "FILE", "dir": "DIR"}.get(desc.path_type, "PATH")
-        number = annotation if annotation in (int, float) else None
-    else:
-        kind = param.type
-        if hasattr(kind, "file_okay") and hasattr(kind, "dir_okay"):
-            return "DIR" if not kind.file_okay else "FILE" if not kind.dir_okay else "PATH"
-        type_name = str(getattr(kind, "name", ""))
-        number = int if type_name.startswith("integer") else float if type_name.startswith("float") else None
+    typer would show (`<list[Path]>`, `<int range>`), read from the parameter's click type."""
+    kind = param.type
+    if hasattr(kind, "file_okay") and hasattr(kind, "dir_okay"):
+        return "DIR" if not kind.file_okay else "FILE" if not kind.dir_okay else "PATH"
+    type_name = str(getattr(kind, "name", ""))
+    number = int if type_name.startswith("integer") else float if type_name.startswith("float") else None
     if number is int:
         return "N"
     if number is float:
@@ -52,8 +43,6 @@ class _Group(typer.core.TyperGroup):
         for param in command.params if command is not None else ():
             if isinstance(param, typer.core.TyperArgument):
                 param.metavar = param.metavar or _metavar(param)
-                # typer appends the Python type to an argument's help row whatever its metavar
-                param.display_type_rich = lambda ctx: None  # type: ignore[method-assign]
             elif isinstance(param, typer.core.TyperOption) and not param.is_flag and param.metavar is None:
                 param.metavar = _metavar(param)
         return command

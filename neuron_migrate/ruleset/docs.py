@@ -61,7 +61,7 @@ def _match_summary(rule: Rule) -> list[str]:
         elif arg.values:
             cond = "in " + ", ".join(f"`{v!r}`" for v in arg.values) + (", or not a literal" if arg.switch else "")
         elif arg.not_values:
-            cond = "not " + ", ".join(f"`{v!r}`" for v in arg.not_values)
+            cond = "not " + ", ".join(f"`{v!r}`" for v in arg.not_values) + (", or not a literal" if arg.switch else "")
         else:
             cond = "present"
         parts.append(f"argument {where} of {', '.join(f'`{c}`' for c in arg.call)}: {cond}")

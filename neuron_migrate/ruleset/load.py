@@ -157,8 +157,9 @@ def _argument(ctx: _Ctx, raw: Any, field: str) -> ArgumentPattern:
     switch = d.get("switch", False)
     if not isinstance(switch, bool):
         raise ctx.error(f"{field}.switch", "expected true or false")
-    if switch and (not values or in_dict):
-        raise ctx.error(f"{field}.switch", "`switch` needs `values` (the literals that turn it on), without `in_dict`")
+    if switch and (not (values or not_values) or in_dict):
+        raise ctx.error(f"{field}.switch", "`switch` needs `values` or `not_values` (which literals turn it on), "
+                                           "without `in_dict`")
     return ArgumentPattern(call, keyword, position, values, not_values, missing, in_dict, named, switch)
 
 

@@ -103,7 +103,7 @@ class ArgumentPattern:
     named: tuple[str, ...] = ()
     # An on/off switch (`load_in_8bit=`): a value not written as a literal at the call (an
     # expression, a command-line option, a parameter passed through) may turn it on, so it matches;
-    # a literal is judged by `values`.
+    # a literal is judged by `values` (or `not_values`: `num_gpus=` asks for GPUs unless 0).
     switch: bool = False
 
 

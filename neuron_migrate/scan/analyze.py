@@ -177,7 +177,8 @@ def _field_default(value: ast.AST) -> ast.AST:
     func = value.func  # type: ignore[attr-defined]
     name = func.id if func.__class__ is ast.Name else func.attr if func.__class__ is ast.Attribute else None
     if len(value.args) == 2 and (name == "getenv" or (  # type: ignore[attr-defined]
-            name == "get" and func.value.__class__ is ast.Attribute and func.value.attr == "environ")):
+            name == "get" and func.__class__ is ast.Attribute and func.value.__class__ is ast.Attribute
+            and func.value.attr == "environ")):
         return value.args[1]  # type: ignore[attr-defined, no-any-return]
     if name not in _FIELD_CALLS:
         return value
@@ -854,8 +855,11 @@ class _Walker:
                 if hit is not None:
                     for rule in hit[1]:
                         self._report(rule, "tokens", at, name, token=hit[0])
-                    if at is node and not self.locals:
-                        self._own_wrapper_names(node)
+                    if not self.locals:
+                        if at is node:
+                            self._own_wrapper_names(node)
+                        elif at.asname:  # type: ignore[attr-defined]
+                            self._own_module_alias(node, at)
                     break
 
     def _own_wrapper_names(self, node: ast.AST) -> None:
@@ -872,6 +876,22 @@ class _Walker:
                 name = alias.asname or alias.name
                 self.assigned.setdefault(name, f"{prefix}.{alias.name}")
                 self.aliased.add(name)
+
+    def _own_module_alias(self, node: ast.AST, alias: ast.alias) -> None:
+        """`import cutlass.cute as cute`, `from .ops import triton_kernels as tk` at module level:
+        a module with a CUDA word that no rule knows, renamed, so its uses (`cute.make_copy_atom`)
+        spell none; each is reported like a name assigned one (`assigned`)."""
+        assert alias.asname is not None
+        if node.__class__ is ast.Import:
+            full = root = alias.name
+        else:
+            module = node.module or ""  # type: ignore[attr-defined]
+            root = "" if node.level else module  # type: ignore[attr-defined]
+            full = "." * node.level + (f"{module}." if module else "") + alias.name  # type: ignore[attr-defined]
+        if root and root.partition(".")[0] in self.cp.implicit_roots:
+            return
+        self.assigned.setdefault(alias.asname, full)
+        self.aliased.add(alias.asname)
 
     def _call_devices(self, call: ast.Call, fcls: type, leaf: str | None, qn: str | None) -> None:
         if qn is not None:
@@ -1070,7 +1090,7 @@ class _Walker:
         arg = args_m.find_argument(call, pat)
         display = qn or (f".{leaf}" if call.func.__class__ is ast.Attribute else leaf) or "call"
         if pat.missing:
-            if arg is None and not args_m.may_be_present(call, pat):
+            if arg is None and (not args_m.may_be_present(call, pat) or args_m.either_way(rule, pat)):
                 # A method on any receiver (`x.cuda()`) is located at its name, not at the start of
                 # a receiver that may span many lines (`nn.Sequential(\n...\n).cuda()`).
                 pos = None

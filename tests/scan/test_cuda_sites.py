@@ -55,6 +55,37 @@ CASES = {
         def shadowed(fused_add):
             return fused_add(1)
         """,
+    "uses of a renamed module with a CUDA word that no rule knows": """
+        import torch.cuda as tc  # <-
+        import fast_cuda_ops.kernels as fk  # <-
+        from .ops import triton_kernels as tk  # <-
+        from .ops import helpers as hp
+
+        def run(x):
+            atom = fk.copy(x)  # <-
+            tc.synchronize()  # <-
+            return hp.pad(tk.fwd(atom))  # <-
+
+        def shadowed(fk):
+            return fk.copy(1)
+
+        def local():
+            import fast_cuda_ops.kernels as fk2  # <-
+            return fk2
+        """,
+    "a call that is a site whatever its arguments, through **kwargs or an expression": """
+        import ray
+        import torch
+
+        def wrap(model, kwargs):
+            return torch.nn.parallel.DataParallel(model, **kwargs)  # <-
+
+        def place(model, ddp_kwargs):
+            return torch.nn.parallel.DistributedDataParallel(model, **ddp_kwargs)
+
+        def workers(self, n):
+            return ray.remote(num_gpus=self.tensor_parallel_size)(n), ray.remote(num_gpus=0)(n)  # <-
+        """,
     "CUDA attributes of a value that is not a name": """
         def _torch():
             import torch

@@ -122,6 +122,18 @@ def test_an_environment_variable_default_is_the_value_it_stands_for() -> None:
     assert [(line, code) for line, code, _ in lines if code == "NM502"] == [(8, "NM502"), (11, "NM502")]
 
 
+def test_a_bare_get_call_is_no_environment_read() -> None:
+    """vllm's mooncake config: `get(...)` with two arguments, a function of its own and no
+    attribute of anything, once crashed the analysis of the whole file (NM003)."""
+    lines = found("""
+        from config import get
+
+        DEVICE = get("device", "cuda")
+        BACKEND = get("backend", 1)
+        """)
+    assert [(line, code) for line, code, _ in lines] == [(3, "NM290")]
+
+
 def test_a_switch_not_written_as_a_literal_may_be_on() -> None:
     """LLaVA's `load_in_4bit=training_args.bits == 4`; a store_true option, off unless given."""
     lines = found("""

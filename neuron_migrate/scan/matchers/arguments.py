@@ -96,6 +96,13 @@ def may_be_present(call: ast.Call, pat: ArgumentPattern) -> bool:
     return pat.position is not None and any(a.__class__ is ast.Starred for a in call.args)
 
 
+def either_way(rule: Rule, pat: ArgumentPattern) -> bool:
+    """Whether `rule` also matches the call with the argument `pat` calls missing present, whatever
+    its value: then each call is a site (`DataParallel(model, **kwargs)`), what `**kwargs` holds or not."""
+    return any(not p.missing and not p.values and not p.not_values and p.call == pat.call
+               and p.keyword == pat.keyword and p.position == pat.position for p in rule.match.arguments)
+
+
 def literal_value(node: ast.AST) -> Any:
     """The Python value of a literal node, or UNKNOWN."""
     cls = node.__class__
