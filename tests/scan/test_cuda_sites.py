@@ -86,6 +86,23 @@ CASES = {
         def workers(self, n):
             return ray.remote(num_gpus=self.tensor_parallel_size)(n), ray.remote(num_gpus=0)(n)  # <-
         """,
+    "CUDA libraries named by their files, their wrappers and their GPU-only parts": """
+        import ctypes
+        import fbgemm_gpu.sparse_ops  # <-
+        from faiss import GpuIndexFlatL2, IndexFlatL2  # <-
+        from ignite.metrics import GpuInfo, Accuracy  # <-
+
+        LIB = ctypes.CDLL("libcuda.so.1")  # <-
+        RUNTIME = ("libcudart*.so*", "nvcuda*.dll")  # <-
+        NCCL = "libnccl.so.2"  # <-
+        FLAGS = ["-DCUDA_HAS_FP16=1", "-O3"]  # <-
+
+        def attach(trainer, pynccl_comm, x):
+            GpuInfo().attach(trainer)  # <-
+            Accuracy().attach(trainer)
+            pynccl_comm.all_reduce(x)  # <-
+            return GpuIndexFlatL2(4), IndexFlatL2(4)  # <-
+        """,
     "CUDA attributes of a value that is not a name": """
         def _torch():
             import torch

@@ -39,6 +39,10 @@ def write(root: Path, files: dict[str, str]) -> Path:
     ("https://example.org/wheels/flash_attn-2.5.8+cu122torch2.3-cp311-cp311-linux_x86_64.whl",
      ("flash-attn", "flash-attn+cu122torch2.3")),
     ("git+https://github.com/NVIDIA/apex.git#egg=apex", ("apex",)),
+    # vllm's requirements/xpu.txt and cpu.txt: builds for another device are not the CUDA package
+    ("triton==3.9.0+xpu", ("triton+xpu",)),
+    ("torch==2.9.0+cpu; platform_machine == 'x86_64'", ("torch+cpu",)),
+    ("https://example.org/triton-3.4.0+rocm6.4-cp311-cp311-linux_x86_64.whl", ("triton+rocm6.4",)),
     ("numpy", ("numpy",)),
     ("", ()),
 ])

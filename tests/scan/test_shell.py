@@ -22,6 +22,26 @@ echo "NCCL_SOCKET_IFNAME=eth0"
 """
 
 
+def test_variables_read_and_build_switches_also_in_slurm_scripts(tmp_path: Path) -> None:
+    """LLaVA's eval scripts read the GPU list; flashinfer's build script sets the CUDA arch list;
+    alignment-handbook launches through an sbatch file."""
+    (tmp_path / "eval.sh").write_text(
+        'gpu_list="${CUDA_VISIBLE_DEVICES:-0}"\n'
+        "echo 'using $CUDA_VISIBLE_DEVICES'\n"
+        "export TORCH_CUDA_ARCH_LIST=\"8.0 9.0\" FORCE_CUDA=1\n"
+        "nvcc_path=$CUDA_HOME/bin/nvcc; echo $HOME\n")
+    (tmp_path / "launch.slurm").write_text("#!/bin/bash\n#SBATCH --nodes=2\nexport NCCL_ASYNC_ERROR_HANDLING=1\n")
+    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
+    found = [(fr.path, f.span.line, f.span.col, f.code, f.symbol) for fr in result.files for f in fr.findings]
+    assert sorted(found) == [
+        ("eval.sh", 1, 12, "NM107", "CUDA_VISIBLE_DEVICES"),
+        ("eval.sh", 3, 7, "NM219", "TORCH_CUDA_ARCH_LIST"),
+        ("eval.sh", 3, 38, "NM219", "FORCE_CUDA"),
+        ("eval.sh", 4, 11, "NM219", "CUDA_HOME"),
+        ("launch.slurm", 3, 7, "NM406", "NCCL_ASYNC_ERROR_HANDLING"),
+    ]  # in single quotes `$CUDA_VISIBLE_DEVICES` is text
+
+
 def test_a_launch_script_s_cuda_and_nccl_variables(tmp_path: Path) -> None:
     (tmp_path / "scripts").mkdir()
     (tmp_path / "scripts" / "train.sh").write_text(SCRIPT)

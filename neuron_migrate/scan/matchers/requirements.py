@@ -38,6 +38,7 @@ _REQUIREMENTS_NAME = re.compile(r"(?:[\w.-]*[-_.])?(?:requirements|constraints)(
 _ENVIRONMENT_NAME = re.compile(r"environment(?:[-_.][\w.-]*)?\.ya?ml", re.I)
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 _SEPARATORS = re.compile(r"[-_.]+")
+_OTHER_DEVICE_BUILDS = ("cpu", "xpu", "rocm", "hpu", "npu", "neuron")  # local labels of builds that are not CUDA's
 _LOCAL = re.compile(r"\d\+([A-Za-z0-9][A-Za-z0-9._]*)")  # a version's local label (`2.4.0+cu121`)
 _INDEX_OPTIONS = ("--index-url", "--extra-index-url", "-i", "--find-links", "-f")
 _EGG = re.compile(r"#egg=([A-Za-z0-9._-]+)")
@@ -142,11 +143,19 @@ def requirement_keys(spec: str) -> tuple[str, ...]:
     if match is None:
         return ()
     name = normalise(match.group())
-    keys = [name]
     local = _LOCAL.search(spec, match.end())
-    if local is not None:
-        keys.append(f"{name}+{local.group(1).lower()}")
-    return tuple(keys)
+    return _keys(name, local.group(1).lower() if local is not None else None)
+
+
+def _keys(name: str, label: str | None) -> tuple[str, ...]:
+    """A dependency's keys: its name, and with its version's local label; a build for another
+    device (`triton==3.2.0+xpu`, `torch==2.4.0+cpu`) is keyed by the label only, so it is not
+    taken for the CUDA package of that name."""
+    if label is None:
+        return (name,)
+    if label.startswith(_OTHER_DEVICE_BUILDS):
+        return (f"{name}+{label}",)
+    return (name, f"{name}+{label}")
 
 
 def _url_keys(url: str) -> tuple[str, ...]:
@@ -156,9 +165,8 @@ def _url_keys(url: str) -> tuple[str, ...]:
     if egg is not None:
         return requirement_keys(egg.group(1))
     if wheel is not None:
-        name = normalise(wheel.group(1))
         local = _LOCAL.search(url, wheel.end(1))
-        return (name, f"{name}+{local.group(1).lower()}") if local else (name,)
+        return _keys(normalise(wheel.group(1)), local.group(1).lower() if local is not None else None)
     return ()
 
 
