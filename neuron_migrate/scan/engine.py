@@ -45,7 +45,7 @@ from neuron_migrate.scan.matchers.import_calls import import_call_findings
 from neuron_migrate.scan.matchers.imports import ImportTable
 from neuron_migrate.scan.matchers.project_modules import candidate_findings, top_level
 from neuron_migrate.scan.matchers.requirements import requirement_findings
-from neuron_migrate.scan.matchers.shell import shell_findings
+from neuron_migrate.scan.matchers.shell import ipython_findings, shell_findings
 from neuron_migrate.scan.notebook import code_cells, with_imports_above
 from neuron_migrate.scan.prefilter import Prefilter, build_prefilter
 from neuron_migrate.scan.project import ProjectFacts, conditional_codes, keep_rows
@@ -105,7 +105,7 @@ def scan_paths(
     env_rules = tuple(r for r in pack.rules.values() if r.match.env_vars)
     found = discover(paths, root=root_dir, file_globs=file_globs, include=include, exclude=exclude,
                      respect_gitignore=respect_gitignore, dependencies=bool(requirement_rules),
-                     configs=bool(config_rules), scripts=bool(env_rules))
+                     configs=bool(config_rules), scripts=bool(env_rules or requirement_rules))
 
     project_modules = tuple(r for r in pack.rules.values() if r.match.project_modules)
     top = top_level(root_dir) if project_modules else ()
@@ -238,7 +238,7 @@ class _Context:
     config_rules: tuple[Rule, ...] = ()  # `match.config_values` rules: the YAML configuration files' findings
     config_words: tuple[str, ...] = ()  # words a configuration file must hold for one of them to match
     import_table: ImportTable | None = None  # `match.imports` rules, for modules imported by a call
-    env_table: EnvVarTable | None = None  # `match.env_vars` rules, for variables set in shell scripts
+    env_table: EnvVarTable | None = None  # `match.env_vars` rules, for variables in shell scripts and notebook magics
 
 
 _WORKER: _Context | None = None
@@ -366,8 +366,8 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
                 findings += requirement_findings(text, c.rel, ctx.requirement_rules)
             elif c.kind == "config":
                 findings += config_findings(text, c.rel, ctx.config_rules, ctx.config_words)
-            elif ctx.env_table is not None:
-                findings += shell_findings(text, c.rel, ctx.env_table)
+            else:
+                findings += shell_findings(text, c.rel, ctx.env_table, ctx.requirement_rules)
         elif c.kind == "notebook":
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             content = digest(data)
@@ -375,6 +375,8 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
                 directives += find_directives(cell.source, cell.index)
                 if ctx.prefilter.may_match_text(prelude + cell.source):
                     findings += _analyze_text(analyzer, cell.source, c.rel, ctx.pack, cell.index, prelude)
+                if cell.ipython:
+                    findings += ipython_findings(cell, c.rel, ctx.env_table, ctx.requirement_rules)
     except Diagnosis as problem:
         findings.append(problem.to_finding(ctx.pack, c.rel))
     except Exception as exc:  # noqa: BLE001 - a bug in the tool: report it on the file, keep scanning the rest

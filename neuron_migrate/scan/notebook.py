@@ -19,11 +19,17 @@ from neuron_migrate.scan.diagnostics import BROKEN_NOTEBOOK, Diagnosis
 class CodeCell:
     index: int  # 0-based among all cells, as `Finding.cell`
     source: str  # IPython-only lines blanked; same line count as the cell
+    # The lines blanked, as written (1-based line, text): shell escapes and magics, which
+    # `scan.matchers.shell.ipython_findings` reads as shell commands.
+    ipython: tuple[tuple[int, str], ...] = ()
 
 
 # Cell magics whose body is still Python; any other `%%magic` (bash, html, writefile...) is not.
 _PYTHON_BODY_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "py", "python", "python3"})
 _LINE_MAGIC = re.compile(r"^\s*(?:%%?[A-Za-z_]|!|\?)")  # %magic, !shell, ?help (not `% x` in an expression)
+# A line magic written without its `%` (IPython's automagic): `pip install x` is no Python.
+_AUTOMAGIC = re.compile(r"^\s*(?:pip3?|conda|mamba|cd|env|set_env|load_ext|matplotlib)[ \t]+"
+                        r"(?!(?:if|else|and|or|in|is|not|for)\b)[\w\"'./~-]")
 _ASSIGNED_MAGIC = re.compile(r"^\s*[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[!%]")  # x = !ls
 
 
@@ -51,7 +57,11 @@ def code_cells(text: str) -> list[CodeCell]:
             source = "".join(source)
         elif not isinstance(source, str):
             raise Diagnosis(BROKEN_NOTEBOOK, f"cell {index}: 'source' is neither a string nor a list of strings")
-        cells.append(CodeCell(index, blank_ipython(source.replace("\r\n", "\n"))))
+        source = source.replace("\r\n", "\n")
+        blanked = blank_ipython(source)
+        shell = tuple((number, line) for number, (line, kept) in enumerate(
+            zip(source.split("\n"), blanked.split("\n"), strict=True), start=1) if line != kept)
+        cells.append(CodeCell(index, blanked, shell))
     return cells
 
 
@@ -112,7 +122,7 @@ def blank_ipython(source: str) -> str:
 def _is_ipython_line(stripped: str, line: str) -> bool:
     if not stripped:
         return False
-    if _LINE_MAGIC.match(line) or _ASSIGNED_MAGIC.match(line):
+    if _LINE_MAGIC.match(line) or _ASSIGNED_MAGIC.match(line) or _AUTOMAGIC.match(line):
         return True
     return stripped.endswith("?") and "#" not in stripped  # `obj?` / `obj??` help
 

@@ -40,7 +40,7 @@ _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 _SEPARATORS = re.compile(r"[-_.]+")
 _OTHER_DEVICE_BUILDS = ("cpu", "xpu", "rocm", "hpu", "npu", "neuron")  # local labels of builds that are not CUDA's
 _LOCAL = re.compile(r"\d\+([A-Za-z0-9][A-Za-z0-9._]*)")  # a version's local label (`2.4.0+cu121`)
-_INDEX_OPTIONS = ("--index-url", "--extra-index-url", "-i", "--find-links", "-f")
+INDEX_OPTIONS = ("--index-url", "--extra-index-url", "-i", "--find-links", "-f")
 _EGG = re.compile(r"#egg=([A-Za-z0-9._-]+)")
 _WHEEL = re.compile(r"/([A-Za-z0-9_.]+)-[^/]*\.(?:whl|tar\.gz|zip)(?:[#?]|$)")
 
@@ -73,11 +73,15 @@ def requirement_findings(text: str, rel: str, rules: Sequence[Rule]) -> list[Fin
     found: list[Finding] = []
     lines = text.split("\n")
     for dep in declared(text, rel):
-        for rule in rules:
-            if any(fnmatch.fnmatchcase(key, pattern) for key in dep.keys for pattern in rule.match.requirements):
-                found.append(rule.finding(rel, Span(dep.line, dep.col, dep.line, dep.end_col), dep.text,
-                                          lines[dep.line - 1]))
+        for rule in matching(dep.keys, rules):
+            found.append(rule.finding(rel, Span(dep.line, dep.col, dep.line, dep.end_col), dep.text, lines[dep.line - 1]))
     return found
+
+
+def matching(keys: Sequence[str], rules: Sequence[Rule]) -> list[Rule]:
+    """The rules whose `match.requirements` globs match one of a dependency's keys."""
+    return [rule for rule in rules
+            if any(fnmatch.fnmatchcase(key, pattern) for key in keys for pattern in rule.match.requirements)]
 
 
 def declared(text: str, rel: str) -> list[Declared]:
@@ -125,7 +129,7 @@ def _requirement_line(line: str) -> tuple[str, ...] | None:
         else:  # `-f URL`, `-fURL`
             option, value = line[:2], line[2:]
         value = value.strip()
-        if option in _INDEX_OPTIONS and value:
+        if option in INDEX_OPTIONS and value:
             return (f"index:{value}",)
         if option in ("-e", "--editable") and value:
             return _url_keys(value) or None

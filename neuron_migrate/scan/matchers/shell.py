@@ -1,24 +1,41 @@
-"""Environment variables set or read in the project's shell scripts (`*.sh`, `*.bash`, Slurm's
-`*.slurm` and `*.sbatch`): the launch lines `CUDA_VISIBLE_DEVICES=0,1 torchrun train.py` and
-`export NCCL_DEBUG=INFO`, and expansions such as `gpus="${CUDA_VISIBLE_DEVICES:-0}"`, which the
-`match.env_vars` rules report as they report `os.environ[...]` in Python. An assignment is a
-name followed by `=` at the start of a command (after `export`, `env` or another assignment), not
-inside quotes (`echo "NCCL_DEBUG=INFO"`); an expansion is `$NAME` or `${NAME...}` outside single
-quotes. A comment line is passed over, and text after ` #` on a line too. Script syntax is not
-checked: a script is read line by line, so a heredoc's lines count as commands.
+"""Shell commands: the project's shell scripts (`*.sh`, `*.bash`, Slurm's `*.slurm` and
+`*.sbatch`) and a notebook's shell escapes and magics (`!export ...`, `%env ...`, `%pip install`).
+
+- Environment variables set or read: the launch lines `CUDA_VISIBLE_DEVICES=0,1 torchrun train.py`
+  and `export NCCL_DEBUG=INFO`, and expansions such as `gpus="${CUDA_VISIBLE_DEVICES:-0}"`, which
+  the `match.env_vars` rules report as they report `os.environ[...]` in Python. An assignment is a
+  name followed by `=` at the start of a command (after `export`, `env` or another assignment),
+  not inside quotes (`echo "NCCL_DEBUG=INFO"`); an expansion is `$NAME` or `${NAME...}` outside
+  single quotes.
+- Packages installed: `pip install flash-attn`, `conda install pytorch-cuda=12.1`, a wheel URL or
+  `--extra-index-url .../cu121`, which the `match.requirements` rules report as in a
+  requirements file.
+
+A comment line is passed over, and text after ` #` on a line too. Script syntax is not checked: a
+script is read line by line, so a heredoc's lines count as commands.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import replace
 
 from neuron_migrate.findings import Finding, Span
+from neuron_migrate.ruleset.model import Rule
 from neuron_migrate.scan.matchers.env_vars import EnvVarTable
+from neuron_migrate.scan.matchers.requirements import INDEX_OPTIONS, matching, requirement_keys
+from neuron_migrate.scan.notebook import CodeCell
 
 SHELL_NAMES = ("*.sh", "*.bash", "*.slurm", "*.sbatch")
 # An assignment word: at a line's start, after a command separator or `export`/`env`, or after
 # another assignment's value (`A=1 B=2 cmd`).
 _ASSIGN = re.compile(r"(?:^|(?<=[\s;&|(`]))(?:(?:export|env|declare\s+-x)\s+)?([A-Za-z_][A-Za-z0-9_]*)=")
+# `pip install`, `python -m pip install`, `uv pip install`, `conda/mamba install`: the arguments.
+_INSTALL = re.compile(r"(?:^|(?<=[\s;&|(`!]))(?:python3?\s+-m\s+)?(?:uv\s+)?(?:pip3?|conda|mamba|micromamba)"
+                      r"\s+install\s+([^;&|`]*)")
+_ARGUMENT = re.compile(r"\S+")
+_IPYTHON_PREFIX = re.compile(r"^(\s*)(?:!+|%+)?(?:(?:set_env|env)\b)?")
 _EXPANSION = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 _COMMENT = re.compile(r"(?:^|\s)#.*")
 
@@ -27,16 +44,62 @@ def is_shell_script(rel: str) -> bool:
     return rel.endswith((".sh", ".bash", ".slurm", ".sbatch"))
 
 
-def shell_findings(text: str, rel: str, table: EnvVarTable) -> list[Finding]:
+def shell_findings(text: str, rel: str, env: EnvVarTable | None, requirements: Sequence[Rule]) -> list[Finding]:
     found: list[Finding] = []
     for number, line in enumerate(text.split("\n"), start=1):
-        code = _COMMENT.sub("", line)
-        if "=" not in code and "$" not in code:
-            continue
+        found += _line_findings(number, line, line, rel, env, requirements)
+    return found
+
+
+def ipython_findings(cell: CodeCell, rel: str, env: EnvVarTable | None, requirements: Sequence[Rule]) -> list[Finding]:
+    """A notebook cell's IPython lines read as shell commands: the `!` of a shell escape, the `%`
+    of a magic and the name of the `env` magic are read as spaces (`%env NAME=value` is then an
+    assignment, `%pip install x` an install), so columns stay those of the cell."""
+    found: list[Finding] = []
+    for number, line in cell.ipython:
+        command = _IPYTHON_PREFIX.sub(lambda m: m.group(1) + " " * (m.end() - m.end(1)), line, count=1)
+        found += [replace(f, cell=cell.index) for f in _line_findings(number, command, line, rel, env, requirements)]
+    return found
+
+
+def _line_findings(number: int, command: str, line: str, rel: str, env: EnvVarTable | None,
+                   requirements: Sequence[Rule]) -> list[Finding]:
+    """The findings of one line (`command`: the line as a shell reads it; `line`: as written)."""
+    code = _COMMENT.sub("", command)
+    found: list[Finding] = []
+    if env is not None and ("=" in code or "$" in code):
         names = list(_ASSIGN.finditer(code))
         names += [m for m in _EXPANSION.finditer(code) if not code.count("'", 0, m.start()) % 2]
         for m in sorted(names, key=lambda m: m.start()):
             name = m.group(1)
             span = Span(number, m.start(1), number, m.end(1))
-            found += [rule.finding(rel, span, name, line) for rule in table.match(name)]
+            found += [rule.finding(rel, span, name, line) for rule in env.match(name)]
+    if requirements and "install" in code:
+        for install in _INSTALL.finditer(code):
+            found += _installed(number, install, line, rel, requirements)
+    return found
+
+
+def _installed(number: int, install: re.Match[str], line: str, rel: str, rules: Sequence[Rule]) -> list[Finding]:
+    """The packages and package indexes of one install command."""
+    found: list[Finding] = []
+    args = list(_ARGUMENT.finditer(install.group(1)))
+    base = install.start(1)
+    index = False  # the previous argument was an index option: this one is its URL
+    for arg in args:
+        text = arg.group().strip("\"'")
+        if index:
+            keys: tuple[str, ...] = (f"index:{text}",)
+            index = False
+        elif text.startswith("-"):
+            option, _, value = text.partition("=")
+            if option in INDEX_OPTIONS:
+                index = not value
+                keys = (f"index:{value}",) if value else ()
+            else:
+                continue
+        else:
+            keys = requirement_keys(text)
+        span = Span(number, base + arg.start(), number, base + arg.end())
+        found += [rule.finding(rel, span, arg.group(), line) for rule in matching(keys, rules)]
     return found

@@ -1,0 +1,69 @@
+"""Shell commands outside shell scripts' variables: packages installed by a script or a notebook
+(`pip install flash-attn`, `%pip install`, `conda install pytorch-cuda`), and a notebook's magics
+and shell escapes read as the shell reads them (`%env CUDA_VISIBLE_DEVICES=0`, `%%bash` cells);
+IPython's automagic (`pip install x` without `%`) is no syntax error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from neuron_migrate.ruleset.load import load_pack
+from neuron_migrate.scan.engine import scan_paths
+
+PACK = load_pack()
+
+
+def found(root: Path) -> list[tuple[str, int | None, int, int, str, str]]:
+    result = scan_paths([root], PACK, use_cache=False, jobs=1)
+    return sorted((fr.path, f.cell, f.span.line, f.span.col, f.code, f.symbol) for fr in result.files for f in fr.findings)
+
+
+def notebook(*cells: str) -> str:
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                                  "source": source} for source in cells],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_installs_in_a_setup_script(tmp_path: Path) -> None:
+    """OpenRLHF's install_flash_attn.sh, axolotl's auto_install.sh."""
+    (tmp_path / "install.sh").write_text(
+        "pip install https://github.com/x/releases/flash_attn-2.1.1+cu121torch2.1-cp310-linux_x86_64.whl\n"
+        "conda install -y -c nvidia cuda --yes && python -m pip install numpy\n"
+        "pip3 install torch --extra-index-url https://download.pytorch.org/whl/cu118  # the CUDA build\n"
+        "echo 'pip install bitsandbytes' # text, not a command\n")
+    assert found(tmp_path) == [
+        ("install.sh", None, 1, 12, "NM731", "https://github.com/x/releases/flash_attn-2.1.1+cu121torch2.1-cp310-linux_x86_64.whl"),
+        ("install.sh", None, 1, 12, "NM732", "https://github.com/x/releases/flash_attn-2.1.1+cu121torch2.1-cp310-linux_x86_64.whl"),
+        ("install.sh", None, 2, 27, "NM731", "cuda"),
+        ("install.sh", None, 3, 37, "NM732", "https://download.pytorch.org/whl/cu118"),
+    ]
+
+
+def test_a_notebook_s_magics_and_shell_escapes(tmp_path: Path) -> None:
+    (tmp_path / "train.ipynb").write_text(notebook(
+        "!pip install -q bitsandbytes transformers\n%pip install flash-attn --no-build-isolation\n",
+        "%env CUDA_VISIBLE_DEVICES=0\n!NCCL_DEBUG=INFO python train.py\nimport torch\nx = torch.ones(1).cuda()\n",
+        "%%bash\nexport CUDA_HOME=/usr/local/cuda\nconda install -y pytorch-cuda=12.1 -c nvidia\n",
+    ))
+    assert found(tmp_path) == [
+        ("train.ipynb", 0, 1, 16, "NM731", "bitsandbytes"),
+        ("train.ipynb", 0, 2, 13, "NM731", "flash-attn"),
+        ("train.ipynb", 1, 1, 5, "NM107", "CUDA_VISIBLE_DEVICES"),
+        ("train.ipynb", 1, 2, 1, "NM406", "NCCL_DEBUG"),
+        ("train.ipynb", 1, 4, 18, "NM102", ".cuda()"),
+        ("train.ipynb", 2, 2, 7, "NM219", "CUDA_HOME"),
+        ("train.ipynb", 2, 3, 17, "NM731", "pytorch-cuda=12.1"),
+    ]
+
+
+def test_automagic_lines_are_ipython_not_syntax_errors(tmp_path: Path) -> None:
+    """huggingface/notebooks' TensorRT pipeline: `pip install ...` without `%` (IPython runs it as
+    the pip magic) was reported as a syntax error (NM001) and its packages were not read."""
+    (tmp_path / "nb.ipynb").write_text(notebook(
+        "pip install polygraphy onnx cuda-python tensorrt onnxruntime-gpu\n",
+        "env = {'a': 1}\nprint(env)\ncd = 2\n",
+    ))
+    assert [(cell, line, code, symbol) for _, cell, line, _, code, symbol in found(tmp_path)] == [
+        (0, 1, "NM731", "cuda-python"), (0, 1, "NM731", "tensorrt"), (0, 1, "NM731", "onnxruntime-gpu"),
+    ]
