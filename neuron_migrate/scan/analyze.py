@@ -320,15 +320,23 @@ class _Walker:
 
     def _cuda_alias(self, value: ast.AST) -> str | None:
         """The CUDA name `value` stands for when a name is assigned it: `amp_ctx =
-        torch.cuda.amp.autocast` (or a `functools.partial` of it), `_amp = amp` (apex's); a later
+        torch.cuda.amp.autocast` (or a `functools.partial` of it, or a partial that fixes a CUDA
+        device: `partial(torch.autocast, device_type="cuda")`), `_amp = amp` (apex's); a later
         `amp_ctx()` is a use of a CUDA name through an alias of its own, reported by the `tokens`
         rule. Either branch of a conditional counts (`torch.cuda if is_cuda else torch.xpu`).
         None for anything else."""
         if value.__class__ is ast.IfExp:
             return self._cuda_alias(value.body) or self._cuda_alias(value.orelse)  # type: ignore[attr-defined]
+        if self.tokens is None:
+            return None
         if value.__class__ is ast.Call and value.args and self.resolve(value.func) == "functools.partial":  # type: ignore[attr-defined]
+            fixed = [*value.args[1:], *(kw.value for kw in value.keywords)]  # type: ignore[attr-defined]
             value = value.args[0]  # type: ignore[attr-defined]
-        if value.__class__ is not ast.Attribute and value.__class__ is not ast.Name or self.tokens is None:
+            device = next((a.value for a in fixed if a.__class__ is ast.Constant and isinstance(a.value, str)  # type: ignore[attr-defined]
+                           and self.tokens.string(a.value)), None)  # type: ignore[attr-defined]
+            if device is not None and (qn := self.resolve(value)) is not None:
+                return f"{qn}({device!r})"
+        if value.__class__ is not ast.Attribute and value.__class__ is not ast.Name:
             return None
         qn = self.resolve(value)
         if qn is None:
@@ -767,7 +775,10 @@ class _Walker:
         if id(node) in self.silent:
             return
         hit = self.tokens.name(ident)  # type: ignore[union-attr]
-        target = self._alias_of(ident, used) if hit is None and ident in self.aliased else None
+        # A name bound here is no use of what it held before (`except: OOM = Exception` after
+        # `try: OOM = torch.cuda.OutOfMemoryError`).
+        target = self._alias_of(ident, used) if (
+            hit is None and ident in self.aliased and node.ctx.__class__ is not ast.Store) else None  # type: ignore[attr-defined]
         if target is not None:
             hit = self.tokens.name(target.replace(".", "_")) or (target, self.tokens.rules)  # type: ignore[union-attr]
             ident = f"{ident} (= {target})"

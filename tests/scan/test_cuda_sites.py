@@ -12,6 +12,7 @@ import pytest
 
 from neuron_migrate.ruleset.load import load_pack
 from neuron_migrate.ruleset.select import select_codes
+from neuron_migrate.scan import parse
 from neuron_migrate.scan.analyze import analyze_source
 
 PACK = load_pack()
@@ -102,6 +103,38 @@ CASES = {
             Accuracy().attach(trainer)
             pynccl_comm.all_reduce(x)  # <-
             return GpuIndexFlatL2(4), IndexFlatL2(4)  # <-
+        """,
+    "a partial that fixes a CUDA device, and a fallback that rebinds a CUDA alias": """
+        import functools
+        import torch
+
+        try:
+            OOM = torch.cuda.OutOfMemoryError  # <-
+        except AttributeError:
+            OOM = RuntimeError
+
+        autocast = functools.partial(torch.autocast, device_type="cuda", dtype=torch.bfloat16)  # <-
+        cpu_autocast = functools.partial(torch.autocast, device_type="cpu")
+
+        def one(x):
+            return x
+
+        def two(x):
+            return x
+
+        def three(x):
+            return x
+
+        def run(step):
+            with autocast():  # <-
+                try:
+                    return step()
+                except OOM:  # <-
+                    return None
+
+        def evaluate(step):
+            with cpu_autocast():
+                return step()
         """,
     "CUDA attributes of a value that is not a name": """
         def _torch():
@@ -431,7 +464,10 @@ SILENT = {
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_every_cuda_site_is_flagged(name: str) -> None:
+@pytest.mark.parametrize("partial", ["1", "0"])
+def test_every_cuda_site_is_flagged(name: str, partial: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the partial parse on and off (`scan.parse`): the findings are the same."""
+    monkeypatch.setenv(parse.ENV, partial)
     code = CASES[name]
     found = flagged(code)
     assert set(found) == marked(code), {line: sorted(codes) for line, codes in found.items()}
