@@ -56,6 +56,25 @@ def test_settings_at_any_depth_each_once_where_written(tmp_path: Path) -> None:
     ]
 
 
+def test_bitsandbytes_optimizers_and_quantization_xformers_and_fp16_precision(tmp_path: Path) -> None:
+    """LLaMA-Factory's QLoRA examples, axolotl's and alignment-handbook's recipes, Stability's
+    generative-models configs, a NeMo inference config."""
+    write(tmp_path, {
+        "examples/qlora.yaml": "quantization_bit: 4\nquantization_method: bitsandbytes\noptim: paged_adamw_32bit\n",
+        "examples/axolotl.yml": "optimizer: adamw_bnb_8bit\nlr_scheduler: cosine\noptim: adamw_torch\n",
+        "configs/svd.yaml": "params:\n  spatial_transformer_attn_type: softmax-xformers\n  attn_type: vanilla\n",
+        "conf/trainer.yaml": "trainer:\n  precision: 16\n  devices: 1\neval:\n  precision: bf16\n",
+    })
+    assert sorted(found(tmp_path)) == [
+        ("conf/trainer.yaml", 2, 13, "precision: 16"),
+        ("configs/svd.yaml", 2, 33, "spatial_transformer_attn_type: softmax-xformers"),
+        ("examples/axolotl.yml", 1, 11, "optimizer: adamw_bnb_8bit"),
+        ("examples/qlora.yaml", 1, 18, "quantization_bit: 4"),
+        ("examples/qlora.yaml", 2, 21, "quantization_method: bitsandbytes"),
+        ("examples/qlora.yaml", 3, 7, "optim: paged_adamw_32bit"),
+    ]
+
+
 @pytest.mark.parametrize(("rel", "expected"), [
     ("configs/train.yaml", True), ("recipe.yml", True), ("conf/model/llama.YAML", True),
     (".github/workflows/ci.yml", False), ("sub/.circleci/config.yml", False), (".pre-commit-config.yaml", False),
