@@ -4,8 +4,10 @@ the root, and list every candidate once, in a deterministic order, with its `sta
 Candidates are `.py`, `.pyi` and `.ipynb` files plus files matched by the pack's `match.files`
 globs (`*.cu`) and, when the pack reads them, dependency files (`requirements.txt`,
 `pyproject.toml`, ...: `scan.matchers.requirements`), YAML configuration files
-(`scan.matchers.configs`) and shell scripts (`scan.matchers.shell`). A path given explicitly is
-always scanned (unless an `exclude` glob names it), whatever its suffix or .gitignore says.
+(`scan.matchers.configs`) and shell scripts (`scan.matchers.shell`); a file without a suffix is
+Python or a shell script when its `#!` line says so. A path given explicitly is always scanned
+(unless an `exclude` glob names it), whatever its suffix or .gitignore says: a YAML file as a
+configuration file, a script by its `#!` line, anything else as Python.
 Directory symlinks are not followed (their targets inside the root are walked directly, as git
 does); one that points at its own ancestor is a loop and is reported once (NM003). File symlinks
 are followed when their target is inside the root. Version-control, virtual-environment, cache
@@ -44,6 +46,8 @@ DEFAULT_EXCLUDED_DIRS = frozenset({
 # Names of build outputs that are also names of source packages (`mmengine/dist`, the
 # distributed-training helpers): such a directory is scanned when it is a package.
 OUTPUT_DIRS = frozenset({"build", "dist"})
+# A `#!` line that runs a POSIX shell or Python (`#!/bin/bash`, `#!/usr/bin/env python3`).
+_SHEBANG = re.compile(rb"#![ \t]*(?:/usr)?(?:/local)?/bin/(?:env[ \t]+)?(?:((?:ba|da|z)?sh)|python[0-9.]*)\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,9 +146,14 @@ class _Walker:
         if self.exclude is not None and self.exclude.match_file(rel):
             return
         name = os.path.basename(path)
-        # named explicitly: read it as Python whatever its suffix
-        kind = _kind(name) or self._data_kind(rel) or "python"
-        self._add(path, rel, kind, self._file_level(name, rel), given=True)
+        # Named explicitly: a YAML file is read as a configuration file wherever it is (a CI
+        # workflow too), a shell script by its `#!` line; anything else as Python whatever its suffix.
+        kind = _kind(name) or self._data_kind(rel)
+        if kind is None and self.configs and name.lower().endswith((".yml", ".yaml")):
+            kind = "config"
+        if kind is None and self.scripts and _script_kind(path) == "shell":
+            kind = "shell"
+        self._add(path, rel, kind or "python", self._file_level(name, rel), given=True)
 
     def walk_given_dir(self, path: str, rel: str) -> None:
         ignores = self._ancestor_ignores(path) if self.respect_gitignore else []
@@ -191,10 +200,14 @@ class _Walker:
                 real = os.path.join(real_dir, name)
                 self._walk(entry.path, real, rel, ignores, ancestors | {real})
                 continue
-            if candidate(name) is None and self.path_glob is None and not listed:
+            # A script without a suffix (`bin/launch`) is Python or a shell script by its `#!` line.
+            script = _script_kind(entry.path) if "." not in name and not is_link else None
+            if script == "shell" and not self.scripts:
+                script = None
+            if candidate(name) is None and self.path_glob is None and not listed and script is None:
                 continue  # cheap name test first: most files in a tree are not candidates
             rel = prefix + name
-            kind = _kind(name) or self._data_kind(rel)
+            kind = _kind(name) or self._data_kind(rel) or script
             file_level = self._file_level(name, rel)
             if kind is None and not file_level:
                 continue
@@ -334,6 +347,17 @@ def _glob_pattern(globs: Sequence[str]) -> re.Pattern[str]:
 
 def _compile_globs(globs: Sequence[str]) -> re.Pattern[str] | None:
     return _glob_pattern(globs) if globs else None
+
+
+def _script_kind(path: str) -> str | None:
+    """"shell" or "python" for a file whose `#!` line runs a POSIX shell or Python, else None."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(128)
+    except OSError:
+        return None
+    m = _SHEBANG.match(head)
+    return None if m is None else "shell" if m.group(1) else "python"
 
 
 def _kind(name: str) -> str | None:

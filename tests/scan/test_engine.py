@@ -217,6 +217,26 @@ def test_explicit_file_is_scanned_whatever_its_name(tmp_path, pack, monkeypatch)
     assert [(fr.path, len(fr.findings)) for fr in result.files] == [("build/script", 2), ("ignored.py", 2)]
 
 
+def test_scripts_without_a_suffix_are_read_by_their_shebang(tmp_path, pack):
+    """catalyst's `catalyst-parallel-run` (bash) and a `bin/` Python tool are read in a directory
+    scan; a Makefile or a binary is not. Named explicitly, a CI workflow's YAML is a configuration
+    file and the bash script a shell script, not Python with a syntax error (NM001)."""
+    _tree(tmp_path, {
+        "bin/parallel-run": "#!/bin/bash\nCUDA_VISIBLE_DEVICES=$gpu \\\n  python train.py\n",
+        "bin/tool": "#!/usr/bin/env python3\nimport torch\nx = torch.ones(1).cuda()\n",
+        "Makefile": "all:\n\techo cuda\n",
+        "bin/blob": "\x7fELF cuda",
+        ".github/workflows/gpu.yml": "jobs:\n  t:\n    env:\n      device: cuda\n",
+    })
+    result = engine.scan_paths([tmp_path], pack, use_cache=False, jobs=1)
+    assert [(fr.path, [f.code for f in fr.findings]) for fr in result.files] == [
+        ("bin/parallel-run", ["NM107"]), ("bin/tool", ["NM102"])]
+    named = engine.scan_paths([tmp_path / ".github/workflows/gpu.yml", tmp_path / "bin/parallel-run"], pack,
+                              use_cache=False, jobs=1, root=tmp_path)
+    assert [(fr.path, [f.code for f in fr.findings]) for fr in named.files] == [
+        (".github/workflows/gpu.yml", ["NM109"]), ("bin/parallel-run", ["NM107"])]
+
+
 def test_files_matched_by_rule_globs_go_to_the_file_level_analyser(tmp_path, pack):
     rule = next(iter(pack.rules.values()))
     kernel_rule = dataclasses.replace(rule, match=dataclasses.replace(rule.match, files=("*.kern", "csrc/*.ptx")))
