@@ -98,7 +98,8 @@ CASES = {
         NCCL = "libnccl.so.2"  # <-
         FLAGS = ["-DCUDA_HAS_FP16=1", "-O3"]  # <-
 
-        def attach(trainer, pynccl_comm, x):
+        def attach(trainer, pynccl_comm, x, impl):
+            use_te = impl == "transformer_engine"  # <-
             GpuInfo().attach(trainer)  # <-
             Accuracy().attach(trainer)
             pynccl_comm.all_reduce(x)  # <-
