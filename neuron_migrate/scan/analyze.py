@@ -286,6 +286,8 @@ class _Walker:
                         self._remember(self.fields, member.target.id, member.value)
                     elif member.__class__ is ast.Assign and len(member.targets) == 1 and member.targets[0].__class__ is ast.Name:
                         self._remember(self.fields, member.targets[0].id, member.value)
+                    elif member.__class__ is ast.FunctionDef and member.name == "__init__" and self.cp.default_devices:
+                        self._device_defaults(member, stmt.name)  # type: ignore[arg-type, attr-defined]
             elif cls in _FUNCS and self.cp.default_devices:
                 self._device_defaults(stmt)  # type: ignore[arg-type]
             elif cls is ast.AnnAssign:
@@ -298,11 +300,13 @@ class _Walker:
                 for handler in getattr(stmt, "handlers", ()):
                     self._prepass(handler.body, True)
 
-    def _device_defaults(self, fn: ast.FunctionDef) -> None:
+    def _device_defaults(self, fn: ast.FunctionDef, name: str | None = None) -> None:
         """`def autocast_ctx(enabled=True, device_type="cuda")`: a call that leaves `device_type`
-        out runs on CUDA; the default itself is the device rules' own finding."""
+        out runs on CUDA; the default itself is the device rules' own finding. With `name`, `fn`
+        is the `__init__` of the class so named, which its calls construct (`Aligner()` with
+        `def __init__(self, device="cuda")`): `self` takes no argument."""
         a = fn.args
-        positional = [*a.posonlyargs, *a.args]
+        positional = [*a.posonlyargs, *a.args][1 if name else 0:]
         defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
         pairs: list[tuple[ast.arg, ast.expr | None, int | None]] = [
             (p, d, i) for i, (p, d) in enumerate(zip(positional, defaults, strict=True))]
@@ -316,7 +320,7 @@ class _Walker:
                 if rules and (not index or index.isdigit()):
                     found.append((param.arg, pos, default.value, rules))
         if found:
-            self.defaulted[fn.name] = found
+            self.defaulted[name or fn.name] = found
 
     def _cuda_alias(self, value: ast.AST) -> str | None:
         """The CUDA name `value` stands for when a name is assigned it: `amp_ctx =

@@ -88,6 +88,30 @@ def test_non_cuda_defaults_and_methods_are_not_call_sites() -> None:
 
 
 @pytest.mark.parametrize("partial", ["1", "0"])
+def test_a_class_constructed_without_its_cuda_default_device(partial: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """coqui-tts' tortoise: `Wav2VecAlignment()` whose `__init__(self, device="cuda")`."""
+    filler = "\n\n".join(f"def helper_{i}(x):\n    return x * {i}\n" for i in range(6))
+    source = textwrap.dedent('''
+        class Aligner:
+            def __init__(self, model_name, device="cuda"):
+                self.device = device
+
+        class Plain:
+            def __init__(self, device="cpu"):
+                self.device = device
+        ''') + "\n" + filler + textwrap.dedent('''
+
+        def build(name, device):
+            a = Aligner(name)  # <-
+            b = Aligner(name, device)
+            c = Aligner(name, device=device)
+            return a, b, c, Plain()
+        ''')
+    monkeypatch.setenv(parse.ENV, partial)
+    assert nm108_lines(source) == marked(source)
+
+
+@pytest.mark.parametrize("partial", ["1", "0"])
 def test_a_call_in_a_function_the_partial_parse_would_skip_is_found(partial: str,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     # A large file: the calling functions have no CUDA word of their own.
