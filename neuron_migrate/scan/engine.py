@@ -45,7 +45,8 @@ from neuron_migrate.scan.matchers.import_calls import import_call_findings
 from neuron_migrate.scan.matchers.imports import ImportTable
 from neuron_migrate.scan.matchers.project_modules import candidate_findings, top_level
 from neuron_migrate.scan.matchers.requirements import requirement_findings
-from neuron_migrate.scan.matchers.shell import ipython_findings, shell_findings
+from neuron_migrate.scan.matchers.shell import ShellRules, ipython_findings, shell_findings
+from neuron_migrate.scan.matchers.tokens import TokenTable
 from neuron_migrate.scan.notebook import code_cells, with_imports_above
 from neuron_migrate.scan.prefilter import Prefilter, build_prefilter
 from neuron_migrate.scan.project import ProjectFacts, conditional_codes, keep_rows
@@ -103,9 +104,10 @@ def scan_paths(
     requirement_rules = tuple(r for r in pack.rules.values() if r.match.requirements)
     config_rules = tuple(r for r in pack.rules.values() if r.match.config_values)
     env_rules = tuple(r for r in pack.rules.values() if r.match.env_vars)
+    token_rules = [r for r in pack.rules.values() if r.match.tokens]
     found = discover(paths, root=root_dir, file_globs=file_globs, include=include, exclude=exclude,
                      respect_gitignore=respect_gitignore, dependencies=bool(requirement_rules),
-                     configs=bool(config_rules), scripts=bool(env_rules or requirement_rules))
+                     configs=bool(config_rules), scripts=bool(env_rules or requirement_rules or token_rules))
 
     project_modules = tuple(r for r in pack.rules.values() if r.match.project_modules)
     top = top_level(root_dir) if project_modules else ()
@@ -136,7 +138,8 @@ def scan_paths(
                            extension_rules if extensions else (), extensions,
                            frozenset(r.code for r in pack.rules.values() if r.match.tokens), requirement_rules,
                            config_rules, needed_words(config_rules), _import_table(pack),
-                           EnvVarTable(env_rules) if env_rules else None)
+                           ShellRules(EnvVarTable(env_rules) if env_rules else None, requirement_rules,
+                                      TokenTable(token_rules) if token_rules else None))
         for c, (content, rows, drows) in zip(todo, _analyze(todo, context, jobs, advance), strict=True):
             entries[c.rel] = (c.mtime_ns, c.ctime_ns, c.size, c.mode, c.inode, content, checked_ns, rows, drows)
 
@@ -238,7 +241,7 @@ class _Context:
     config_rules: tuple[Rule, ...] = ()  # `match.config_values` rules: the YAML configuration files' findings
     config_words: tuple[str, ...] = ()  # words a configuration file must hold for one of them to match
     import_table: ImportTable | None = None  # `match.imports` rules, for modules imported by a call
-    env_table: EnvVarTable | None = None  # `match.env_vars` rules, for variables in shell scripts and notebook magics
+    shell: ShellRules = ShellRules(None, (), None)  # for shell scripts and a notebook's magics
 
 
 _WORKER: _Context | None = None
@@ -367,7 +370,7 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
             elif c.kind == "config":
                 findings += config_findings(text, c.rel, ctx.config_rules, ctx.config_words)
             else:
-                findings += shell_findings(text, c.rel, ctx.env_table, ctx.requirement_rules)
+                findings += shell_findings(text, c.rel, ctx.shell)
         elif c.kind == "notebook":
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             content = digest(data)
@@ -376,7 +379,7 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
                 if ctx.prefilter.may_match_text(prelude + cell.source):
                     findings += _analyze_text(analyzer, cell.source, c.rel, ctx.pack, cell.index, prelude)
                 if cell.ipython:
-                    findings += ipython_findings(cell, c.rel, ctx.env_table, ctx.requirement_rules)
+                    findings += ipython_findings(cell, c.rel, ctx.shell)
     except Diagnosis as problem:
         findings.append(problem.to_finding(ctx.pack, c.rel))
     except Exception as exc:  # noqa: BLE001 - a bug in the tool: report it on the file, keep scanning the rest

@@ -19,14 +19,19 @@ from neuron_migrate.scan.diagnostics import BROKEN_NOTEBOOK, Diagnosis
 class CodeCell:
     index: int  # 0-based among all cells, as `Finding.cell`
     source: str  # IPython-only lines blanked; same line count as the cell
-    # The lines blanked, as written (1-based line, text): shell escapes and magics, which
-    # `scan.matchers.shell.ipython_findings` reads as shell commands.
+    # The shell commands among the lines blanked, as written (1-based line, text): shell escapes
+    # (`!nvidia-smi`), the magics that run one or set the environment (`%pip install`,
+    # `%env X=1`) and a `%%bash` cell's lines, which `scan.matchers.shell.ipython_findings` reads.
     ipython: tuple[tuple[int, str], ...] = ()
 
 
 # Cell magics whose body is still Python; any other `%%magic` (bash, html, writefile...) is not.
 _PYTHON_BODY_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "py", "python", "python3"})
 _LINE_MAGIC = re.compile(r"^\s*(?:%%?[A-Za-z_]|!|\?)")  # %magic, !shell, ?help (not `% x` in an expression)
+# What runs a shell command: a `%%bash` cell; a shell escape, or a magic that installs, runs or sets
+# the environment (also without its `%`: `pip install x`).
+_SHELL_CELL = re.compile(r"\s*%%(?:bash|sh|system|script[ \t]+(?:ba|z)?sh)\b")
+_SHELL_LINE = re.compile(r"\s*(?:!|%?(?:pip3?|conda|mamba|env|set_env|sx|system)[ \t])")
 # A line magic written without its `%` (IPython's automagic): `pip install x` is no Python.
 _AUTOMAGIC = re.compile(r"^\s*(?:pip3?|conda|mamba|cd|env|set_env|load_ext|matplotlib)[ \t]+"
                         r"(?!(?:if|else|and|or|in|is|not|for)\b)[\w\"'./~-]")
@@ -59,9 +64,7 @@ def code_cells(text: str) -> list[CodeCell]:
             raise Diagnosis(BROKEN_NOTEBOOK, f"cell {index}: 'source' is neither a string nor a list of strings")
         source = source.replace("\r\n", "\n")
         blanked = blank_ipython(source)
-        shell = tuple((number, line) for number, (line, kept) in enumerate(
-            zip(source.split("\n"), blanked.split("\n"), strict=True), start=1) if line != kept)
-        cells.append(CodeCell(index, blanked, shell))
+        cells.append(CodeCell(index, blanked, shell_lines(source, blanked)))
     return cells
 
 
@@ -94,6 +97,17 @@ def _imports_of(source: str) -> str:
             blocks = [node.body, node.orelse, *([h.body for h in node.handlers] if isinstance(node, ast.Try) else [])]
             stack.extend(reversed([stmt for block in blocks for stmt in block]))
     return "".join(line + "\n" for line in found)
+
+
+def shell_lines(source: str, blanked: str) -> tuple[tuple[int, str], ...]:
+    """The lines of a cell that the shell runs (`CodeCell.ipython`), among those `blank_ipython`
+    blanked (`blanked`)."""
+    lines = source.split("\n")
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is not None and _SHELL_CELL.match(lines[first]):
+        return tuple((number, line) for number, line in enumerate(lines, start=1) if number > first + 1)
+    return tuple((number, line) for number, (line, kept) in enumerate(zip(lines, blanked.split("\n"), strict=True), 1)
+                 if line != kept and _SHELL_LINE.match(line))
 
 
 def blank_ipython(source: str) -> str:

@@ -1,7 +1,8 @@
 """Shell commands outside shell scripts' variables: packages installed by a script or a notebook
-(`pip install flash-attn`, `%pip install`, `conda install pytorch-cuda`), and a notebook's magics
-and shell escapes read as the shell reads them (`%env CUDA_VISIBLE_DEVICES=0`, `%%bash` cells);
-IPython's automagic (`pip install x` without `%`) is no syntax error."""
+(`pip install flash-attn`, `%pip install`, `conda install pytorch-cuda`), CUDA tools run
+(`nvidia-smi`, `nvcc`), and a notebook's magics and shell escapes read as the shell reads them
+(`%env CUDA_VISIBLE_DEVICES=0`, `%%bash` cells); IPython's automagic (`pip install x` without
+`%`) is no syntax error."""
 
 from __future__ import annotations
 
@@ -66,4 +67,22 @@ def test_automagic_lines_are_ipython_not_syntax_errors(tmp_path: Path) -> None:
     ))
     assert [(cell, line, code, symbol) for _, cell, line, _, code, symbol in found(tmp_path)] == [
         (0, 1, "NM731", "cuda-python"), (0, 1, "NM731", "tensorrt"), (0, 1, "NM731", "onnxruntime-gpu"),
+    ]
+
+
+def test_cuda_tools_run_by_a_script_or_a_notebook(tmp_path: Path) -> None:
+    """Colab notebooks start with `!nvidia-smi`; setup scripts check `nvcc --version`. A CUDA word
+    in a command's arguments (`echo`, a container image) is no program run."""
+    (tmp_path / "check_gpu.sh").write_text(
+        "nvidia-smi\nnvcc --version | grep release\necho nvidia cuda\n"
+        "sudo nvidia-smi -pm 1 && python train.py\nout=$(nvidia-smi -L)\n/usr/local/cuda/bin/nvcc -V\n"
+        "docker run --gpus all nvidia/cuda:12.1 python x.py\n")
+    (tmp_path / "colab.ipynb").write_text(notebook("!nvidia-smi\nimport torch\n"))
+    assert [(path, cell, line, col, symbol) for path, cell, line, col, code, symbol in found(tmp_path)] == [
+        ("check_gpu.sh", None, 1, 0, "nvidia-smi"),
+        ("check_gpu.sh", None, 2, 0, "nvcc"),
+        ("check_gpu.sh", None, 4, 5, "nvidia-smi"),
+        ("check_gpu.sh", None, 5, 6, "nvidia-smi"),
+        ("check_gpu.sh", None, 6, 0, "nvcc"),
+        ("colab.ipynb", 0, 1, 1, "nvidia-smi"),
     ]

@@ -10,6 +10,8 @@
 - Packages installed: `pip install flash-attn`, `conda install pytorch-cuda=12.1`, a wheel URL or
   `--extra-index-url .../cu121`, which the `match.requirements` rules report as in a
   requirements file.
+- CUDA tools run: a command whose program name holds a CUDA word (`nvidia-smi`, `nvcc --version`),
+  reported by the `match.tokens` rules as in a Python `subprocess` call.
 
 A comment line is passed over, and text after ` #` on a line too. Script syntax is not checked: a
 script is read line by line, so a heredoc's lines count as commands.
@@ -19,12 +21,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from neuron_migrate.findings import Finding, Span
 from neuron_migrate.ruleset.model import Rule
 from neuron_migrate.scan.matchers.env_vars import EnvVarTable
 from neuron_migrate.scan.matchers.requirements import INDEX_OPTIONS, matching, requirement_keys
+from neuron_migrate.scan.matchers.tokens import TokenTable
 from neuron_migrate.scan.notebook import CodeCell
 
 SHELL_NAMES = ("*.sh", "*.bash", "*.slurm", "*.sbatch")
@@ -35,6 +38,8 @@ _ASSIGN = re.compile(r"(?:^|(?<=[\s;&|(`]))(?:(?:export|env|declare\s+-x)\s+)?([
 _INSTALL = re.compile(r"(?:^|(?<=[\s;&|(`!]))(?:python3?\s+-m\s+)?(?:uv\s+)?(?:pip3?|conda|mamba|micromamba)"
                       r"\s+install\s+([^;&|`]*)")
 _ARGUMENT = re.compile(r"\S+")
+# A command's program: at a line's start or after a separator, past `sudo`, `env` and assignments.
+_PROGRAM = re.compile(r"(?:^|[;&|(`]|\$\()\s*(?:(?:sudo|env|exec|time)\s+)*(?:[A-Za-z_]\w*=[^\s$(`]*\s+)*([\w./-]+)(?![\w./=-])")
 _IPYTHON_PREFIX = re.compile(r"^(\s*)(?:!+|%+)?(?:(?:set_env|env)\b)?")
 _EXPANSION = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 _COMMENT = re.compile(r"(?:^|\s)#.*")
@@ -44,29 +49,38 @@ def is_shell_script(rel: str) -> bool:
     return rel.endswith((".sh", ".bash", ".slurm", ".sbatch"))
 
 
-def shell_findings(text: str, rel: str, env: EnvVarTable | None, requirements: Sequence[Rule]) -> list[Finding]:
+@dataclass(frozen=True, slots=True)
+class ShellRules:
+    """The rules a shell command is read by."""
+
+    env: EnvVarTable | None  # `match.env_vars`
+    requirements: Sequence[Rule]  # `match.requirements`
+    commands: TokenTable | None  # `match.tokens`, on a program's name
+
+
+def shell_findings(text: str, rel: str, rules: ShellRules) -> list[Finding]:
     found: list[Finding] = []
     for number, line in enumerate(text.split("\n"), start=1):
-        found += _line_findings(number, line, line, rel, env, requirements)
+        found += _line_findings(number, line, line, rel, rules)
     return found
 
 
-def ipython_findings(cell: CodeCell, rel: str, env: EnvVarTable | None, requirements: Sequence[Rule]) -> list[Finding]:
+def ipython_findings(cell: CodeCell, rel: str, rules: ShellRules) -> list[Finding]:
     """A notebook cell's IPython lines read as shell commands: the `!` of a shell escape, the `%`
     of a magic and the name of the `env` magic are read as spaces (`%env NAME=value` is then an
     assignment, `%pip install x` an install), so columns stay those of the cell."""
     found: list[Finding] = []
     for number, line in cell.ipython:
         command = _IPYTHON_PREFIX.sub(lambda m: m.group(1) + " " * (m.end() - m.end(1)), line, count=1)
-        found += [replace(f, cell=cell.index) for f in _line_findings(number, command, line, rel, env, requirements)]
+        found += [replace(f, cell=cell.index) for f in _line_findings(number, command, line, rel, rules)]
     return found
 
 
-def _line_findings(number: int, command: str, line: str, rel: str, env: EnvVarTable | None,
-                   requirements: Sequence[Rule]) -> list[Finding]:
+def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellRules) -> list[Finding]:
     """The findings of one line (`command`: the line as a shell reads it; `line`: as written)."""
     code = _COMMENT.sub("", command)
     found: list[Finding] = []
+    env = rules.env
     if env is not None and ("=" in code or "$" in code):
         names = list(_ASSIGN.finditer(code))
         names += [m for m in _EXPANSION.finditer(code) if not code.count("'", 0, m.start()) % 2]
@@ -74,9 +88,16 @@ def _line_findings(number: int, command: str, line: str, rel: str, env: EnvVarTa
             name = m.group(1)
             span = Span(number, m.start(1), number, m.end(1))
             found += [rule.finding(rel, span, name, line) for rule in env.match(name)]
-    if requirements and "install" in code:
+    if rules.requirements and "install" in code:
         for install in _INSTALL.finditer(code):
-            found += _installed(number, install, line, rel, requirements)
+            found += _installed(number, install, line, rel, rules.requirements)
+    if rules.commands is not None:
+        for program in _PROGRAM.finditer(code):
+            name = program.group(1).rpartition("/")[2]
+            hit = rules.commands.string(name) if name else None
+            if hit is not None:
+                span = Span(number, program.start(1), number, program.end(1))
+                found += [rule.finding(rel, span, name, line) for rule in hit[1]]
     return found
 
 
