@@ -107,7 +107,8 @@ def scan_paths(
     token_rules = [r for r in pack.rules.values() if r.match.tokens]
     found = discover(paths, root=root_dir, file_globs=file_globs, include=include, exclude=exclude,
                      respect_gitignore=respect_gitignore, dependencies=bool(requirement_rules),
-                     configs=bool(config_rules), scripts=bool(env_rules or requirement_rules or token_rules))
+                     configs=bool(config_rules),
+                     scripts=bool(env_rules or requirement_rules or token_rules or config_rules))
 
     project_modules = tuple(r for r in pack.rules.values() if r.match.project_modules)
     top = top_level(root_dir) if project_modules else ()
@@ -139,7 +140,7 @@ def scan_paths(
                            frozenset(r.code for r in pack.rules.values() if r.match.tokens), requirement_rules,
                            config_rules, needed_words(config_rules), _import_table(pack),
                            ShellRules(EnvVarTable(env_rules) if env_rules else None, requirement_rules,
-                                      TokenTable(token_rules) if token_rules else None))
+                                      TokenTable(token_rules) if token_rules else None, config_rules))
         for c, (content, rows, drows) in zip(todo, _analyze(todo, context, jobs, advance), strict=True):
             entries[c.rel] = (c.mtime_ns, c.ctime_ns, c.size, c.mode, c.inode, content, checked_ns, rows, drows)
 

@@ -63,15 +63,18 @@ def config_findings(text: str, rel: str, rules: Sequence[Rule], words: Sequence[
     lines = text.split("\n")
     found: list[Finding] = []
     for key, node in (entry for doc in documents if doc is not None for entry in _entries(doc)):
-        value = str(node.value).lower()
-        for rule in rules:
-            if any(fnmatch.fnmatchcase(key, k) and fnmatch.fnmatchcase(value, v)
-                   for k, _, v in (p.partition("=") for p in rule.match.config_values)):
-                line, col = node.start_mark.line + 1, node.start_mark.column
-                end = node.end_mark.column if node.end_mark.line == node.start_mark.line else len(lines[line - 1])
-                symbol = f"{key}: {node.value}"
-                found.append(rule.finding(rel, Span(line, col, line, end), symbol, lines[line - 1]))
+        for rule in setting_rules(key, str(node.value).lower(), rules):
+            line, col = node.start_mark.line + 1, node.start_mark.column
+            end = node.end_mark.column if node.end_mark.line == node.start_mark.line else len(lines[line - 1])
+            symbol = f"{key}: {node.value}"
+            found.append(rule.finding(rel, Span(line, col, line, end), symbol, lines[line - 1]))
     return found
+
+
+def setting_rules(key: str, value: str, rules: Sequence[Rule]) -> list[Rule]:
+    """The rules whose patterns match the setting `key` (lower case) = `value` (lower case)."""
+    return [rule for rule in rules if any(fnmatch.fnmatchcase(key, k) and fnmatch.fnmatchcase(value, v)
+                                          for k, _, v in (p.partition("=") for p in rule.match.config_values))]
 
 
 def _entries(root: Any) -> Iterator[tuple[str, Any]]:

@@ -12,6 +12,10 @@
   requirements file.
 - CUDA tools run: a command whose program name holds a CUDA word (`nvidia-smi`, `nvcc --version`),
   reported by the `match.tokens` rules as in a Python `subprocess` call.
+- Settings passed on a command line: options (`--fp16`, `--fp16 True`, `--device=cuda`,
+  `--optim paged_adamw_32bit`) and Hydra overrides (`trainer.accelerator=gpu`), which the
+  `match.config_values` rules report as in a YAML configuration file (an option without a value
+  is `true`; a key is its last dotted part, lower case, with `-` read as `_`).
 
 A comment line is passed over, and text after ` #` on a line too. Script syntax is not checked: a
 script is read line by line, so a heredoc's lines count as commands.
@@ -25,6 +29,7 @@ from dataclasses import dataclass, replace
 
 from neuron_migrate.findings import Finding, Span
 from neuron_migrate.ruleset.model import Rule
+from neuron_migrate.scan.matchers.configs import setting_rules
 from neuron_migrate.scan.matchers.env_vars import EnvVarTable
 from neuron_migrate.scan.matchers.requirements import INDEX_OPTIONS, matching, requirement_keys
 from neuron_migrate.scan.matchers.tokens import TokenTable
@@ -40,6 +45,10 @@ _INSTALL = re.compile(r"(?:^|(?<=[\s;&|(`!]))(?:python3?\s+-m\s+)?(?:uv\s+)?(?:p
 _ARGUMENT = re.compile(r"\S+")
 # A command's program: at a line's start or after a separator, past `sudo`, `env` and assignments.
 _PROGRAM = re.compile(r"(?:^|[;&|(`]|\$\()\s*(?:(?:sudo|env|exec|time)\s+)*(?:[A-Za-z_]\w*=[^\s$(`]*\s+)*([\w./-]+)(?![\w./=-])")
+# `--key`, `--key value`, `--key=value` (a value is no option and no line continuation), and a
+# Hydra override `key=value` after a space (upper-case names are environment variables).
+_OPTION = re.compile(r"(?<![\w-])--([A-Za-z][\w.-]*)(?:=([^\s\\]+)|[ \t]+(?![-\\$])([^\s\\]+))?")
+_OVERRIDE = re.compile(r"(?<=\s)\+{0,2}([a-z_][\w.]*[a-z][\w.]*)=([^\s\\$]+)")
 _IPYTHON_PREFIX = re.compile(r"^(\s*)(?:!+|%+)?(?:(?:set_env|env)\b)?")
 _EXPANSION = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 _COMMENT = re.compile(r"(?:^|\s)#.*")
@@ -56,6 +65,7 @@ class ShellRules:
     env: EnvVarTable | None  # `match.env_vars`
     requirements: Sequence[Rule]  # `match.requirements`
     commands: TokenTable | None  # `match.tokens`, on a program's name
+    settings: Sequence[Rule] = ()  # `match.config_values`, on options and overrides
 
 
 def shell_findings(text: str, rel: str, rules: ShellRules) -> list[Finding]:
@@ -91,6 +101,8 @@ def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellR
     if rules.requirements and "install" in code:
         for install in _INSTALL.finditer(code):
             found += _installed(number, install, line, rel, rules.requirements)
+    if rules.settings and ("--" in code or "=" in code):
+        found += _settings(number, code, line, rel, rules.settings)
     if rules.commands is not None:
         for program in _PROGRAM.finditer(code):
             name = program.group(1).rpartition("/")[2]
@@ -98,6 +110,19 @@ def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellR
             if hit is not None:
                 span = Span(number, program.start(1), number, program.end(1))
                 found += [rule.finding(rel, span, name, line) for rule in hit[1]]
+    return found
+
+
+def _settings(number: int, code: str, line: str, rel: str, rules: Sequence[Rule]) -> list[Finding]:
+    """The options and overrides of a line that the configuration rules match."""
+    found: list[Finding] = []
+    pairs = [(m, m.group(1), m.group(2) or m.group(3) or "true") for m in _OPTION.finditer(code)]
+    pairs += [(m, m.group(1), m.group(2)) for m in _OVERRIDE.finditer(code)]
+    for m, key, value in pairs:
+        name = key.rpartition(".")[2].lower().replace("-", "_")
+        for rule in setting_rules(name, value.strip("\"'").lower(), rules):
+            span = Span(number, m.start(), number, m.end())
+            found.append(rule.finding(rel, span, m.group(), line))
     return found
 
 
