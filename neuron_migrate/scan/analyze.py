@@ -730,6 +730,10 @@ class _Walker:
                     self._report(rule, "methods", call, f".{leaf}()", call=call, pos=pos)
         if leaf == "add_argument":
             self._argparse_default(call)
+        elif leaf == "set_defaults":  # `parser.set_defaults(pin_mem=True)` after a store_true option
+            for kw in call.keywords:
+                if kw.arg is not None and args_m.literal_value(kw.value) is not args_m.UNKNOWN:
+                    self.argparse[kw.arg] = [kw.value]
         if self.tokens is not None:
             self._call_messages(call, leaf, qn)
         if cp.arguments:
@@ -1185,13 +1189,16 @@ class _Walker:
     def finish(self) -> None:
         for call, rule, pat, arg, value_node, scopes, display, stmt, stmt_line in self.pending:
             self.stmt, self.stmt_line = stmt, stmt_line  # the finding's statement is the call's
-            for literal in self._variable(value_node, scopes):
+            literals = self._variable(value_node, scopes)
+            for literal in literals:
                 if args_m.holds_value(pat, literal):  # a literal, or for `in_dict` a dict of them
                     value = args_m.literal_value(literal)
                     self._report_argument(call, rule, arg, value_node, value, display, literal)
                     break
             else:
-                if pat.switch:  # `load_in_8bit=args.load_in_8bit`, off by default: on when asked
+                # `load_in_8bit=args.load_in_8bit`: an option off by default is on when asked; a
+                # name that only ever holds an "off" literal (`def f(pin_memory=False)`) is off.
+                if pat.switch and not (literals and value_node.__class__ is ast.Name):
                     self._report_argument(call, rule, arg, value_node, args_m.UNKNOWN, display, None)
         if self.named:
             # A value this file passes to a matched call is reported there; the others go elsewhere.

@@ -122,6 +122,30 @@ def test_an_environment_variable_default_is_the_value_it_stands_for() -> None:
     assert [(line, code) for line, code, _ in lines if code == "NM502"] == [(8, "NM502"), (11, "NM502")]
 
 
+def test_pin_memory_not_written_at_the_call() -> None:
+    """MAE's and DeiT's `pin_memory=args.pin_mem` (on through `set_defaults`), wenet's
+    `args.pin_memory`, RT-DETR's `loader.pin_memory`; a parameter that defaults to False, or a
+    name only ever assigned False, is off."""
+    lines = found("""
+        import argparse
+        from torch.utils.data import DataLoader
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--pin_mem", action="store_true")
+        parser.set_defaults(pin_mem=True)
+        args = parser.parse_args()
+
+        def loaders(ds, loader, pin_memory=False, workers=4):
+            a = DataLoader(ds, pin_memory=args.pin_mem)
+            b = DataLoader(ds, pin_memory=loader.pin_memory)
+            c = DataLoader(ds, pin_memory=pin_memory, num_workers=workers)
+            pin = False
+            d = DataLoader(ds, pin_memory=pin)
+            return a, b, c, d
+        """)
+    assert [(line, code) for line, code, _ in lines if code == "NM105"] == [(10, "NM105"), (11, "NM105")]
+
+
 def test_a_bare_get_call_is_no_environment_read() -> None:
     """vllm's mooncake config: `get(...)` with two arguments, a function of its own and no
     attribute of anything, once crashed the analysis of the whole file (NM003)."""
