@@ -142,6 +142,7 @@ def _cover(words: Collection[str]) -> tuple[str, ...]:
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_PARTIALS = frozenset({"functools.partial", "funcy.partial", "toolz.partial"})  # bark imports funcy's
 _LITERALS = (ast.Constant, ast.UnaryOp, ast.Dict)  # what `arguments.static_value` may evaluate
 # Class-field declarations whose default is the field's value (dataclasses, attrs, pydantic).
 _FIELD_CALLS = frozenset({"field", "Field", "ib", "attrib"})
@@ -333,7 +334,7 @@ class _Walker:
             return self._cuda_alias(value.body) or self._cuda_alias(value.orelse)  # type: ignore[attr-defined]
         if self.tokens is None:
             return None
-        if value.__class__ is ast.Call and value.args and self.resolve(value.func) == "functools.partial":  # type: ignore[attr-defined]
+        if value.__class__ is ast.Call and value.args and self.resolve(value.func) in _PARTIALS:  # type: ignore[attr-defined]
             fixed = [*value.args[1:], *(kw.value for kw in value.keywords)]  # type: ignore[attr-defined]
             value = value.args[0]  # type: ignore[attr-defined]
             device = next((a.value for a in fixed if a.__class__ is ast.Constant and isinstance(a.value, str)  # type: ignore[attr-defined]

@@ -137,6 +137,28 @@ CASES = {
             with cpu_autocast():
                 return step()
         """,
+    "a funcy partial of a CUDA name, ColossalAI's fused optimizer, alignment-handbook's k-bit helpers": """
+        import funcy
+        import torch
+        from alignment import get_kbit_device_map, get_quantization_config
+        from colossalai.nn.optimizer import HybridAdam  # <-
+
+        autocast = funcy.partial(torch.cuda.amp.autocast, dtype=torch.bfloat16)  # <-
+
+        def one(x):
+            return x
+
+        def two(x):
+            return x
+
+        def three(x):
+            return x
+
+        def generate(model, args, x):
+            with autocast():  # <-
+                model.load(get_quantization_config(args), get_kbit_device_map())  # <-
+                return HybridAdam(model.parameters()), model(x)  # <-
+        """,
     "CUDA attributes of a value that is not a name": """
         def _torch():
             import torch
