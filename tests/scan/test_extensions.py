@@ -87,6 +87,27 @@ def test_a_build_script_function_that_calls_a_builder_declares_through_its_calls
     assert _nm726(tmp_path, use_cache=False) == [("basicsr/ops/dcn/deform_conv.py", 2, "basicsr.ops.dcn.deform_conv_ext")]
 
 
+def test_a_builder_called_through_the_script_s_own_name(tmp_path: Path) -> None:
+    """Deformable-DETR's models/ops/setup.py picks the builder into a variable, then calls it;
+    its ms_deform_attn_func.py imports the module under an alias and calls the kernels through it."""
+    setup = (
+        "import torch\n"
+        "from torch.utils.cpp_extension import CUDA_HOME, CppExtension, CUDAExtension\n\n"
+        "def get_extensions():\n"
+        "    extension = CppExtension\n"
+        "    if torch.cuda.is_available() and CUDA_HOME is not None:\n"
+        "        extension = CUDAExtension\n"
+        "    return [extension('MultiScaleDeformableAttention', ['src/vision.cpp'])]\n")
+    assert declared_extensions([("models/ops/setup.py", setup)], BUILDERS) == (
+        "MultiScaleDeformableAttention", "models.ops.MultiScaleDeformableAttention")
+    _project(tmp_path, {
+        "models/ops/setup.py": setup,
+        "models/ops/functions/ms_deform_attn_func.py": "import torch\nimport MultiScaleDeformableAttention as MSDA\n",
+    })
+    assert _nm726(tmp_path, use_cache=False) == [
+        ("models/ops/functions/ms_deform_attn_func.py", 2, "MultiScaleDeformableAttention")]
+
+
 def test_a_nested_build_script_declares_a_module_of_its_directory(tmp_path: Path) -> None:
     """EasyOCR's DBNet: `ops/dcn/setup.py` builds `deform_conv_cuda` in place, and
     `ops/dcn/functions/deform_conv.py` imports it as `from .. import deform_conv_cuda`."""

@@ -75,11 +75,16 @@ def _declared(source: str, builders: Collection[str]) -> set[str]:
     wrappers = {fn.name: [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)] for fn in ast.walk(tree)
                 if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
                 and any(isinstance(n, ast.Name | ast.Attribute) and _callee(n) in builders for n in ast.walk(fn))}
+    # A builder called through a name of the script's own (Deformable-DETR's `get_extensions`:
+    # `extension = CUDAExtension` when CUDA is there, then `extension("MultiScaleDeformableAttention", ...)`).
+    aliases = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+               and isinstance(node.value, ast.Name | ast.Attribute) and _callee(node.value) in builders
+               for t in node.targets if isinstance(t, ast.Name)}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         callee = _callee(node.func)
-        if callee in builders:
+        if callee in builders or callee in aliases:
             name = _name_argument(node, constants)
         elif callee in wrappers:
             name = _argument(node, "name", wrappers[callee], constants)
