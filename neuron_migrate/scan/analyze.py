@@ -220,15 +220,15 @@ class _Walker:
         self.sites: list[tuple[Rule, Site]] = []
         self.stmt: ast.AST = tree
         self.stmt_line = 1
-        self.scopes: list[dict[str, ast.AST | None]] = []  # enclosing functions' known locals
+        self.scopes: list[dict[str, tuple[ast.AST, ...]]] = []  # enclosing functions' locals: their literals
         # Per enclosing function, the names it binds itself (parameters, assignments, loop and
         # `with` targets): there they are not the module's imports of the same name.
         self.locals: list[set[str]] = []
         self.func_names: list[str] = []
-        self.consts: dict[str, ast.AST | None] = {}  # module-level literal constants
+        self.consts: dict[str, tuple[ast.AST, ...]] = {}  # module-level names: the literals assigned
         self.argparse: dict[str, list[ast.AST]] = {}  # option dest -> its literal default and const
         # Attribute name -> literal: class-level fields (a config dataclass) and `self.x = ...`.
-        self.fields: dict[str, ast.AST | None] = {}
+        self.fields: dict[str, tuple[ast.AST, ...]] = {}
         # Module-level names assigned a CUDA reference (`amp_ctx = torch.cuda.amp.autocast`).
         self.assigned: dict[str, str] = {}
         # Per enclosing function, the same for its own names (`_amp = amp`, apex's), from the
@@ -354,33 +354,34 @@ class _Walker:
         return qn if cuda_rule or self.tokens.name(qn.replace(".", "_")) else None
 
     @staticmethod
-    def _remember(table: dict[str, ast.AST | None], name: str, value: ast.AST) -> None:
-        """`name` stands for the literal `value` (a constant, or a dict of them: `{"": 0}`), or for
-        nothing known once assigned anything else too."""
+    def _remember(table: dict[str, tuple[ast.AST, ...]], name: str, value: ast.AST) -> None:
+        """`name` may stand for the literal `value` (a constant, or a dict of them: `{"": 0}`), as
+        for each literal assigned to it elsewhere: qlora's `device_map = "auto"`, then
+        `device_map = {"": local_rank}` in a branch, passes either (as a conditional expression's
+        branches). A value that is no literal adds nothing; the name is bound all the same."""
         value = _field_default(value)
-        literal = value if args_m.static_value(value) is not args_m.UNKNOWN else None
-        if name in table:
-            old = table[name]
-            if old is None or literal is None or args_m.static_value(old) != args_m.static_value(literal):
-                literal = None  # assigned different values: unknown
-        table[name] = literal
+        known = table.get(name, ())
+        static = args_m.static_value(value)
+        if static is not args_m.UNKNOWN and all(args_m.static_value(k) != static for k in known):
+            known = (*known, value)
+        table[name] = known
 
-    def _params(self, fn: ast.FunctionDef) -> dict[str, ast.AST | None]:
+    def _params(self, fn: ast.FunctionDef) -> dict[str, tuple[ast.AST, ...]]:
         a = fn.args
-        scope: dict[str, ast.AST | None] = {}
+        scope: dict[str, tuple[ast.AST, ...]] = {}
         positional = [*a.posonlyargs, *a.args]
         defaults: list[ast.AST | None] = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
         pairs = [*zip(positional, defaults, strict=True), *zip(a.kwonlyargs, a.kw_defaults, strict=True)]
         for param, default in pairs:
             if default is None:
-                scope[param.arg] = None
+                scope[param.arg] = ()
                 continue
-            scope[param.arg] = default if args_m.literal_value(default) is not args_m.UNKNOWN else None
+            scope[param.arg] = (default,) if args_m.literal_value(default) is not args_m.UNKNOWN else ()
             if self.devices_on and dev_m.device_like_name(param.arg):
                 self._device_literals(default)
         for extra in (a.vararg, a.kwarg):
             if extra is not None:
-                scope[extra.arg] = None
+                scope[extra.arg] = ()
         return scope
 
     def _import(self, node: ast.AST) -> None:
@@ -1168,23 +1169,20 @@ class _Walker:
         self._report(rule, "arguments", value_node, "", call=call, arg=arg, literal=literal,
                      token=value if isinstance(value, str) else "", qualified=display)
 
-    def _variable(self, node: ast.AST, scopes: tuple[dict[str, ast.AST | None], ...]) -> list[ast.AST]:
+    def _variable(self, node: ast.AST, scopes: tuple[dict[str, tuple[ast.AST, ...]], ...]) -> list[ast.AST]:
         """The literals a name, `args.<dest>` (an option's default and const) or `cfg.<field>` /
         `self.<attr>` (a class field, an attribute set to a literal) may stand for, when known."""
         if node.__class__ is ast.Name:
             for scope in scopes:
                 if node.id in scope:  # type: ignore[attr-defined]
-                    found = scope[node.id]  # type: ignore[attr-defined]
-                    return [found] if found is not None else []
-            found = self.consts.get(node.id)  # type: ignore[attr-defined]
-            return [found] if found is not None else []
+                    return list(scope[node.id])  # type: ignore[attr-defined]
+            return list(self.consts.get(node.id, ()))  # type: ignore[attr-defined]
         if node.value.__class__ is ast.Name:  # type: ignore[attr-defined]
             options = self.argparse.get(node.attr)  # type: ignore[attr-defined]
             if options is not None:
                 return options
             self.field_reads.add(node.attr)  # type: ignore[attr-defined]
-            found = self.fields.get(node.attr)  # type: ignore[attr-defined]
-            return [found] if found is not None else []
+            return list(self.fields.get(node.attr, ()))  # type: ignore[attr-defined]
         return []
 
     def finish(self) -> None:

@@ -146,6 +146,22 @@ def test_pin_memory_not_written_at_the_call() -> None:
     assert [(line, code) for line, code, _ in lines if code == "NM105"] == [(10, "NM105"), (11, "NM105")]
 
 
+def test_a_name_assigned_several_values_may_pass_each() -> None:
+    """qlora's `get_accelerate_model`: `device_map = "auto"`, replaced under torchrun by a
+    per-process map; either reaches the load, as either branch of a conditional would."""
+    lines = found("""
+        import os
+        from transformers import AutoModelForCausalLM
+
+        def get_model(args):
+            device_map = "auto"
+            if os.environ.get("LOCAL_RANK") is not None:
+                device_map = {"": int(os.environ["LOCAL_RANK"])}
+            return AutoModelForCausalLM.from_pretrained(args.model, device_map=device_map)
+        """)
+    assert [(line, code) for line, code, _ in lines if code == "NM717"] == [(8, "NM717")]
+
+
 def test_a_bare_get_call_is_no_environment_read() -> None:
     """vllm's mooncake config: `get(...)` with two arguments, a function of its own and no
     attribute of anything, once crashed the analysis of the whole file (NM003)."""
