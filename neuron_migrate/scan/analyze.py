@@ -17,7 +17,6 @@ import ast
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from neuron_migrate.findings import Finding, FixClass, Span, Target
 from neuron_migrate.ruleset.model import ArgumentPattern, FixKind, Rule, RulePack
@@ -39,9 +38,6 @@ from neuron_migrate.scan.matchers.site import LineIndex, Site
 from neuron_migrate.scan.matchers.tokens import TokenTable, first_words
 from neuron_migrate.scan.prefilter import pattern_requirements, pattern_values
 from neuron_migrate.scan.regions import RegionGate
-
-if TYPE_CHECKING:
-    from neuron_migrate.scan.fixes.flow import Flow
 
 __all__ = ["CompiledPack", "analyze_file_path", "analyze_source", "compile_pack"]
 
@@ -1360,11 +1356,12 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
                 continue
         if not walker.sites:
             return []
-        found, flow = _findings(walker, tree, source, path, cell)
-        if sparse is not None and flow is not None:
-            # A condition's value was followed to functions, callers or readers by name, and some
-            # of those names are written in functions left out: follow it through them too.
-            hidden = sparse.hiding(flow.looked_up)
+        found, looked_up = _findings(walker, tree, source, path, cell)
+        if sparse is not None and looked_up:
+            # A condition's value was followed to functions, callers or readers by name, or the
+            # file was searched for reads of device indices, and some of those names are written
+            # in functions left out: read them too.
+            hidden = sparse.hiding(looked_up)
             if hidden:
                 parsed = parse_m.widen(sparse, hidden, source, path)
                 tree, sparse = parsed.tree, parsed.sparse
@@ -1383,8 +1380,9 @@ def _walk(cp: CompiledPack, tree: ast.Module, source: str, seed: Sequence[ast.st
 
 
 def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
-              cell: int | None) -> tuple[list[Finding], Flow | None]:
-    """The findings of the walk's sites, and the value flow their fixes consulted (None if none)."""
+              cell: int | None) -> tuple[list[Finding], set[str]]:
+    """The findings of the walk's sites, and the names their fixes looked for file-wide (the
+    value flow's functions, callers and readers; the reads of a device index)."""
     from neuron_migrate.scan.fixes.compute import (  # only files with a match pay for it
         FixContext,
         fixes_for,
@@ -1451,7 +1449,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
 
         findings = settle(findings, tree, lines, Target)
     findings.sort(key=lambda f: (f.span.line, f.span.col, f.code))
-    return findings, ctx.flow_consulted
+    return findings, ctx.looked_up
 
 
 def _symbol(site: Site, lines: LineIndex) -> str:

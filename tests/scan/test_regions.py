@@ -833,3 +833,24 @@ def test_an_import_pattern_keeps_a_function_only_where_an_import_spells_it(
     assert skipped_lines(pack, source) == [3, 7, 11, 15, 19]
     assert [f.span.line for f in both(pack, source, monkeypatch) if f.code == "NM724"] == [24, 28]
 
+
+
+def test_a_device_index_read_in_a_skipped_function_keeps_the_fix_unsafe(
+        pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sglang's utils/common.py: `torch.device("cuda", 0)` loses its index to the bare `neuron`
+    only where the file takes no device apart; the function that does (`dev.split(":")`) holds no
+    CUDA word, and the partial parse used to leave it out and call the fix safe."""
+    source = src("""
+        import torch
+
+        FILLER
+
+        def fabric_ready():
+            return probe(torch.device("cuda", 0))
+
+        def rank_of(dev):
+            return int(str(dev).split(":")[1])
+        """)
+    (found,) = [f for f in both(pack, source, monkeypatch) if f.code == "NM101"]
+    assert found.fix_class.value == "unsafe"
+    assert 22 in skipped_lines(pack, source)  # the text gate leaves `rank_of` out; the fix reads it

@@ -64,9 +64,16 @@ class FixContext:
         return self._flow
 
     @property
-    def flow_consulted(self) -> Flow | None:
-        """The flow, if a fix asked it anything (its `looked_up` names)."""
-        return self._flow
+    def looked_up(self) -> set[str]:
+        """The names the fixes looked for in the whole file: the flow's, if a fix asked it
+        anything, and the words of a device index read (`dev.split(":")`, `dev.index`) if a
+        fix asked for one and the file showed none."""
+        from neuron_migrate.scan.fixes.device import INDEX_READS
+
+        names = set(self._flow.looked_up) if self._flow is not None else set()
+        if self._reads_indices is False:
+            names |= INDEX_READS
+        return names
 
     def span(self, node: ast.AST) -> Span:
         return self.lines.span(node)

@@ -123,6 +123,7 @@ _SPLITS = frozenset({"split", "rsplit", "partition", "rpartition"})
 
 
 _MAY_READ = re.compile(r"\.\s*index\b|(?:split|partition)\s*\(")
+INDEX_READS = frozenset({"index", *_SPLITS})  # the words of such a read (`scan.parse`: skipped regions)
 
 
 def reads_device_indices(tree: ast.Module, source: str) -> bool:
