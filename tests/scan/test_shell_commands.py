@@ -94,13 +94,14 @@ def test_settings_on_a_launch_command_line(tmp_path: Path) -> None:
     they are in a YAML file; others, and a value taken from a variable, are not."""
     (tmp_path / "train.sh").write_text(
         "torchrun --nproc_per_node=8 train.py \\\n"
-        "    --fp16 True \\\n"
+        "    --fp16 True --use_flash_attn True \\\n"
         "    --optim paged_adamw_32bit --output_dir ./out \\\n"
         "    --device=cuda:0 --dist-backend nccl --bf16 --device $DEVICE\n"
         "python run.py trainer.accelerator=gpu trainer.devices=2 +model.attn_implementation=flash_attention_2\n"
         "deepspeed main.py --fp16 --attn_implementation eager\n")
     assert [(line, col, code, symbol) for _, _, line, col, code, symbol in found(tmp_path)] == [
         (2, 4, "NM109", "--fp16 True"),
+        (2, 16, "NM109", "--use_flash_attn True"),
         (3, 4, "NM109", "--optim paged_adamw_32bit"),
         (4, 4, "NM109", "--device=cuda:0"),
         (4, 20, "NM109", "--dist-backend nccl"),

@@ -44,7 +44,8 @@ _INSTALL = re.compile(r"(?:^|(?<=[\s;&|(`!]))(?:python3?\s+-m\s+)?(?:uv\s+)?(?:p
                       r"\s+install\s+([^;&|`]*)")
 _ARGUMENT = re.compile(r"\S+")
 # A command's program: at a line's start or after a separator, past `sudo`, `env` and assignments.
-_PROGRAM = re.compile(r"(?:^|[;&|(`]|\$\()\s*(?:(?:sudo|env|exec|time)\s+)*(?:[A-Za-z_]\w*=[^\s$(`]*\s+)*([\w./-]+)(?![\w./=-])")
+_PROGRAM = re.compile(r"(?:^|[;&|(`]|\$\()\s*(?:(?:sudo|env|exec|time)\s+)*(?:[A-Za-z_]\w*=[^\s$(`]*\s+)*"
+                      r"([\w./][\w./-]*)(?![\w./=-])")
 # `--key`, `--key value`, `--key=value` (a value is no option and no line continuation), and a
 # Hydra override `key=value` after a space (upper-case names are environment variables).
 _OPTION = re.compile(r"(?<![\w-])--([A-Za-z][\w.-]*)(?:=([^\s\\]+)|[ \t]+(?![-\\$])([^\s\\]+))?")
