@@ -216,15 +216,16 @@ class _Walker:
         self.sites: list[tuple[Rule, Site]] = []
         self.stmt: ast.AST = tree
         self.stmt_line = 1
-        self.scopes: list[dict[str, tuple[ast.AST, ...]]] = []  # enclosing functions' locals: their literals
+        # Enclosing functions' locals: the literals each may hold (None: unknown).
+        self.scopes: list[dict[str, tuple[ast.AST, ...] | None]] = []
         # Per enclosing function, the names it binds itself (parameters, assignments, loop and
         # `with` targets): there they are not the module's imports of the same name.
         self.locals: list[set[str]] = []
         self.func_names: list[str] = []
-        self.consts: dict[str, tuple[ast.AST, ...]] = {}  # module-level names: the literals assigned
+        self.consts: dict[str, tuple[ast.AST, ...] | None] = {}  # module-level names: the literals assigned
         self.argparse: dict[str, list[ast.AST]] = {}  # option dest -> its literal default and const
         # Attribute name -> literal: class-level fields (a config dataclass) and `self.x = ...`.
-        self.fields: dict[str, tuple[ast.AST, ...]] = {}
+        self.fields: dict[str, tuple[ast.AST, ...] | None] = {}
         # Module-level names assigned a CUDA reference (`amp_ctx = torch.cuda.amp.autocast`).
         self.assigned: dict[str, str] = {}
         # Per enclosing function, the same for its own names (`_amp = amp`, apex's), from the
@@ -350,34 +351,38 @@ class _Walker:
         return qn if cuda_rule or self.tokens.name(qn.replace(".", "_")) else None
 
     @staticmethod
-    def _remember(table: dict[str, tuple[ast.AST, ...]], name: str, value: ast.AST) -> None:
+    def _remember(table: dict[str, tuple[ast.AST, ...] | None], name: str, value: ast.AST) -> None:
         """`name` may stand for the literal `value` (a constant, or a dict of them: `{"": 0}`), as
-        for each literal assigned to it elsewhere: qlora's `device_map = "auto"`, then
-        `device_map = {"": local_rank}` in a branch, passes either (as a conditional expression's
-        branches). A value that is no literal adds nothing; the name is bound all the same."""
+        for each literal assigned to it elsewhere, as a conditional expression's branches do
+        (torch's test helpers: `DEVICE_TYPE = "cuda"` or `"xpu"` or `"cpu"` by the host). Once
+        it is assigned anything else too its value is unknown (None): the literal may be
+        overwritten before the use (`device_map = "auto"`, then a computed map)."""
         value = _field_default(value)
         known = table.get(name, ())
         static = args_m.static_value(value)
-        if static is not args_m.UNKNOWN and all(args_m.static_value(k) != static for k in known):
-            known = (*known, value)
-        table[name] = known
+        if known is None or static is args_m.UNKNOWN:
+            table[name] = None
+        elif all(args_m.static_value(k) != static for k in known):
+            table[name] = (*known, value)
+        else:
+            table[name] = known
 
-    def _params(self, fn: ast.FunctionDef) -> dict[str, tuple[ast.AST, ...]]:
+    def _params(self, fn: ast.FunctionDef) -> dict[str, tuple[ast.AST, ...] | None]:
         a = fn.args
-        scope: dict[str, tuple[ast.AST, ...]] = {}
+        scope: dict[str, tuple[ast.AST, ...] | None] = {}
         positional = [*a.posonlyargs, *a.args]
         defaults: list[ast.AST | None] = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
         pairs = [*zip(positional, defaults, strict=True), *zip(a.kwonlyargs, a.kw_defaults, strict=True)]
         for param, default in pairs:
             if default is None:
-                scope[param.arg] = ()
+                scope[param.arg] = None
                 continue
-            scope[param.arg] = (default,) if args_m.literal_value(default) is not args_m.UNKNOWN else ()
+            scope[param.arg] = (default,) if args_m.literal_value(default) is not args_m.UNKNOWN else None
             if self.devices_on and dev_m.device_like_name(param.arg):
                 self._device_literals(default)
         for extra in (a.vararg, a.kwarg):
             if extra is not None:
-                scope[extra.arg] = ()
+                scope[extra.arg] = None
         return scope
 
     def _import(self, node: ast.AST) -> None:
@@ -436,6 +441,8 @@ class _Walker:
                 self._remember(self.fields, target.attr, value)  # type: ignore[attr-defined]
                 if self.cp.named:
                     self._named(target.attr, node, value)  # type: ignore[attr-defined]
+            elif target.__class__ is ast.Attribute and self.cp.named:  # a config's field (`cfg.optim_wrapper.type = ...`)
+                self._named(target.attr, node, value)  # type: ignore[attr-defined]
             elif target.__class__ is ast.Name and not self.scopes and self.cp.named:  # a module constant, a class field
                 self._named(target.id, node, value)  # type: ignore[attr-defined]
             if target.__class__ is ast.Name:
@@ -1165,20 +1172,20 @@ class _Walker:
         self._report(rule, "arguments", value_node, "", call=call, arg=arg, literal=literal,
                      token=value if isinstance(value, str) else "", qualified=display)
 
-    def _variable(self, node: ast.AST, scopes: tuple[dict[str, tuple[ast.AST, ...]], ...]) -> list[ast.AST]:
+    def _variable(self, node: ast.AST, scopes: tuple[dict[str, tuple[ast.AST, ...] | None], ...]) -> list[ast.AST]:
         """The literals a name, `args.<dest>` (an option's default and const) or `cfg.<field>` /
         `self.<attr>` (a class field, an attribute set to a literal) may stand for, when known."""
         if node.__class__ is ast.Name:
             for scope in scopes:
                 if node.id in scope:  # type: ignore[attr-defined]
-                    return list(scope[node.id])  # type: ignore[attr-defined]
-            return list(self.consts.get(node.id, ()))  # type: ignore[attr-defined]
+                    return list(scope[node.id] or ())  # type: ignore[attr-defined]
+            return list(self.consts.get(node.id) or ())  # type: ignore[attr-defined]
         if node.value.__class__ is ast.Name:  # type: ignore[attr-defined]
             options = self.argparse.get(node.attr)  # type: ignore[attr-defined]
             if options is not None:
                 return options
             self.field_reads.add(node.attr)  # type: ignore[attr-defined]
-            return list(self.fields.get(node.attr, ()))  # type: ignore[attr-defined]
+            return list(self.fields.get(node.attr) or ())  # type: ignore[attr-defined]
         return []
 
     def finish(self) -> None:

@@ -89,7 +89,6 @@ CASES = {
         """,
     "CUDA libraries named by their files, their wrappers and their GPU-only parts": """
         import ctypes
-        import fbgemm_gpu.sparse_ops  # <-
         from faiss import GpuIndexFlatL2, IndexFlatL2  # <-
         from ignite.metrics import GpuInfo, Accuracy  # <-
 

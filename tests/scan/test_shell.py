@@ -29,7 +29,8 @@ def test_variables_read_and_build_switches_also_in_slurm_scripts(tmp_path: Path)
         'gpu_list="${CUDA_VISIBLE_DEVICES:-0}"\n'
         "echo 'using $CUDA_VISIBLE_DEVICES'\n"
         "export TORCH_CUDA_ARCH_LIST=\"8.0 9.0\" FORCE_CUDA=1\n"
-        "nvcc_path=$CUDA_HOME/bin/nvcc; echo $HOME\n")
+        "nvcc_path=$CUDA_HOME/bin/nvcc; echo $HOME\n"
+        'echo "Building for CUDA ${CUDA_VERSION}" && printf "%s" "$CUDA_HOME"\n')
     (tmp_path / "launch.slurm").write_text("#!/bin/bash\n#SBATCH --nodes=2\nexport NCCL_ASYNC_ERROR_HANDLING=1\n")
     result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
     found = [(fr.path, f.span.line, f.span.col, f.code, f.symbol) for fr in result.files for f in fr.findings]
@@ -39,7 +40,7 @@ def test_variables_read_and_build_switches_also_in_slurm_scripts(tmp_path: Path)
         ("eval.sh", 3, 38, "NM219", "FORCE_CUDA"),
         ("eval.sh", 4, 11, "NM219", "CUDA_HOME"),
         ("launch.slurm", 3, 7, "NM406", "NCCL_ASYNC_ERROR_HANDLING"),
-    ]  # in single quotes `$CUDA_VISIBLE_DEVICES` is text
+    ]  # in single quotes `$CUDA_VISIBLE_DEVICES` is text; what echo and printf print is a message
 
 
 def test_a_launch_script_s_cuda_and_nccl_variables(tmp_path: Path) -> None:

@@ -43,6 +43,8 @@ _ASSIGN = re.compile(r"(?:^|(?<=[\s;&|(`]))(?:(?:export|env|declare\s+-x)\s+)?([
 _INSTALL = re.compile(r"(?:^|(?<=[\s;&|(`!]))(?:python3?\s+-m\s+)?(?:uv\s+)?(?:pip3?|conda|mamba|micromamba)"
                       r"\s+install\s+([^;&|`]*)")
 _ARGUMENT = re.compile(r"\S+")
+# An `echo`/`printf` command's arguments, up to the next command.
+_MESSAGE = re.compile(r"((?:^|[;&|(`]|\$\()\s*(?:echo|printf)\b)[^;&|`]*")
 # A command's program: at a line's start or after a separator, past `sudo`, `env` and assignments.
 _PROGRAM = re.compile(r"(?:^|[;&|(`]|\$\()\s*(?:(?:sudo|env|exec|time)\s+)*(?:[A-Za-z_]\w*=[^\s$(`]*\s+)*"
                       r"([\w./][\w./-]*)(?![\w./=-])")
@@ -88,8 +90,9 @@ def ipython_findings(cell: CodeCell, rel: str, rules: ShellRules) -> list[Findin
 
 
 def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellRules) -> list[Finding]:
-    """The findings of one line (`command`: the line as a shell reads it; `line`: as written)."""
-    code = _COMMENT.sub("", command)
+    """The findings of one line (`command`: the line as a shell reads it; `line`: as written).
+    What `echo` or `printf` prints is a message, not a setting (blanked to spaces)."""
+    code = _MESSAGE.sub(lambda m: m.group(1) + " " * (m.end() - m.end(1)), _COMMENT.sub("", command))
     found: list[Finding] = []
     env = rules.env
     if env is not None and ("=" in code or "$" in code):
