@@ -196,6 +196,8 @@ _MESSAGE_CALLS = frozenset({"print", "exit", "debug", "info", "warning", "warn",
 _MESSAGE_CALL_NAME = re.compile(r"(?:print|debug|info|warning|warn|error|critical|log)_(?:rank_?0|rank_?0_once|once|"
                                 r"main|master|dist|all)|rank_zero_(?:info|warn|debug|print|deprecation|experimental)")
 _MESSAGE_MODULES = ("logging.", "warnings.")
+# Methods whose returned text describes an object to people (`f"Linear(device=cuda)"`): a message.
+_DESCRIBERS = frozenset({"__repr__", "__str__", "extra_repr"})
 _EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning")
 _MESSAGE_KEYWORDS = frozenset({"help", "description", "epilog", "usage", "msg", "message", "desc"})
 
@@ -528,7 +530,9 @@ class _Walker:
                     self._bare_decorator(dec)
 
     def _return(self, node: ast.AST) -> None:
-        if self.func_names and node.value is not None and self.devices_on:  # type: ignore[attr-defined]
+        if self.func_names and node.value is not None and self.func_names[-1] in _DESCRIBERS:  # type: ignore[attr-defined]
+            self._silence(node.value)  # type: ignore[attr-defined]
+        elif self.func_names and node.value is not None and self.devices_on:  # type: ignore[attr-defined]
             if dev_m.device_like_name(self.func_names[-1]):
                 self._device_literals(node.value)  # type: ignore[attr-defined]
 

@@ -445,6 +445,17 @@ SILENT = {
             print_rank_0("> compiling the fused cuda kernels")
             rank_zero_warn("NCCL timeout raised")
         """,
+    "what __repr__ and extra_repr return describes an object": """
+        import torch
+
+        class Block(torch.nn.Module):
+            def extra_repr(self):
+                return f"backend=nccl, kernel=triton, width={self.width}"
+
+        class Runner:
+            def __repr__(self):
+                return "Runner(device=cuda)"
+        """,
     "prose with a flag in it, not a command line": """
         def hint(n):
             text = "pass --device cuda to use the GPU"
