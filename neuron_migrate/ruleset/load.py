@@ -59,7 +59,8 @@ _CONFIG_VALUE_RE = re.compile(r"[^=A-Z\s]+=[^=A-Z\s]+")
 # A dependency glob: an index URL, or a name as pip normalises it (PEP 503) with an optional local label.
 _REQUIREMENT_RE = re.compile(r"index:\S+|[a-z0-9*?][a-z0-9*?-]*(\+[a-z0-9*?._]+)?")
 _ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing", "in_dict", "named",
-                       "switch"})
+                       "switch", "unless"})
+_UNLESS_KEYS = frozenset({"keyword", "position", "values"})
 _TARGETS = {t.value: t for t in Target}
 _FIX_KEYS = frozenset(_TARGETS) | {"class", "safety"}
 _INVALID_KEYS = frozenset(_TARGETS) | {"code", "count"}
@@ -117,13 +118,38 @@ def _enum(ctx: _Ctx, enum: Any, value: Any, field: str) -> Any:
         raise ctx.error(field, f"invalid value {value!r} (allowed: {allowed})") from None
 
 
-def _scalars(ctx: _Ctx, value: Any, field: str) -> tuple[Any, ...]:
+def _scalars(ctx: _Ctx, value: Any, field: str, *, empty: bool = False) -> tuple[Any, ...]:
+    """`empty`: `[]` is a value too (an empty list or tuple at the call), kept as `()`."""
     if not isinstance(value, list):
         raise ctx.error(field, f"expected a list, got {type(value).__name__}")
+    out = []
     for i, v in enumerate(value):
-        if v is not None and not isinstance(v, (str, int, float, bool)):
-            raise ctx.error(f"{field}[{i}]", "values must be literals (string, number, bool, null)")
-    return tuple(value)
+        if empty and v == []:
+            v = ()
+        elif v is not None and not isinstance(v, (str, int, float, bool)):
+            raise ctx.error(f"{field}[{i}]", "values must be literals (string, number, bool, null"
+                                             + (", [])" if empty else ")"))
+        out.append(v)
+    return tuple(out)
+
+
+def _unless(ctx: _Ctx, raw: Any, field: str, call: tuple[str, ...]) -> tuple[ArgumentPattern, ...]:
+    if not isinstance(raw, list):
+        raise ctx.error(field, f"expected a list, got {type(raw).__name__}")
+    out = []
+    for i, item in enumerate(raw):
+        d = _mapping(ctx, item, f"{field}[{i}]", _UNLESS_KEYS)
+        keyword = _str(ctx, d["keyword"], f"{field}[{i}].keyword") if "keyword" in d else None
+        position = d.get("position")
+        if position is not None and (isinstance(position, bool) or not isinstance(position, int) or position < 0):
+            raise ctx.error(f"{field}[{i}].position", "expected a non-negative integer")
+        if keyword is None and position is None:
+            raise ctx.error(f"{field}[{i}]", "needs `keyword` and/or `position`")
+        values = _scalars(ctx, d.get("values", []), f"{field}[{i}].values", empty=True)
+        if not values:
+            raise ctx.error(f"{field}[{i}].values", "must list the values that make the call harmless")
+        out.append(ArgumentPattern(call, keyword, position, values))
+    return tuple(out)
 
 
 def _argument(ctx: _Ctx, raw: Any, field: str) -> ArgumentPattern:
@@ -160,7 +186,8 @@ def _argument(ctx: _Ctx, raw: Any, field: str) -> ArgumentPattern:
     if switch and (not (values or not_values) or in_dict):
         raise ctx.error(f"{field}.switch", "`switch` needs `values` or `not_values` (which literals turn it on), "
                                            "without `in_dict`")
-    return ArgumentPattern(call, keyword, position, values, not_values, missing, in_dict, named, switch)
+    unless = _unless(ctx, d.get("unless", []), f"{field}.unless", call)
+    return ArgumentPattern(call, keyword, position, values, not_values, missing, in_dict, named, switch, unless)
 
 
 def _match(ctx: _Ctx, raw: Any, family: str) -> Match:

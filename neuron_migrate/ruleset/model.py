@@ -91,6 +91,10 @@ class ArgumentPattern:
 
     `switch`: the argument turns a CUDA-only feature on; only a literal at the call can say it
     is off (`load_in_8bit=args.load_in_8bit` is a site, whatever the option's default).
+
+    `unless`: other arguments whose literal value makes the call harmless, each a pattern with
+    `keyword`/`position` and `values` (`fork_rng(devices=[])` touches no device generator); an
+    empty list or tuple is written `[]`.
     """
 
     call: tuple[str, ...]
@@ -105,6 +109,7 @@ class ArgumentPattern:
     # expression, a command-line option, a parameter passed through) may turn it on, so it matches;
     # a literal is judged by `values` (or `not_values`: `num_gpus=` asks for GPUs unless 0).
     switch: bool = False
+    unless: tuple[ArgumentPattern, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -190,7 +190,9 @@ def _field_default(value: ast.AST) -> ast.AST:
 _SCOPE_END = ast.Pass()  # pushed under a function's body: popping it closes the function's scope
 # Calls whose arguments are messages for people (print, logging, warnings, exceptions).
 _MESSAGE_CALLS = frozenset({"print", "exit", "debug", "info", "warning", "warn", "error", "exception",
-                            "critical", "fatal", "log", "warning_once", "info_once", "warn_once", "echo", "secho"})
+                            "critical", "fatal", "log", "warning_once", "info_once", "warn_once", "echo", "secho",
+                            # a test skipped or expected to fail, and why (`pytest.skip("CUDA not available")`)
+                            "skip", "skipTest", "xfail"})
 # ... and the rank-aware loggers of training code: `logger.info_rank0` (LLaMA-Factory),
 # `print_rank_0` (Megatron), `log_dist` (DeepSpeed), `rank_zero_warn` (Lightning).
 _MESSAGE_CALL_NAME = re.compile(r"(?:print|debug|info|warning|warn|error|critical|log)_(?:rank_?0|rank_?0_once|once|"
@@ -199,7 +201,10 @@ _MESSAGE_MODULES = ("logging.", "warnings.")
 # Methods whose returned text describes an object to people (`f"Linear(device=cuda)"`): a message.
 _DESCRIBERS = frozenset({"__repr__", "__str__", "extra_repr"})
 _EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning")
-_MESSAGE_KEYWORDS = frozenset({"help", "description", "epilog", "usage", "msg", "message", "desc"})
+_MESSAGE_KEYWORDS = frozenset({"help", "description", "epilog", "usage", "msg", "message", "desc", "reason",
+                               "keywords", "classifiers"})  # pytest's skip reasons; setup()'s package metadata
+# A variable that holds text for people while it is put together (`err_msg += "export ..."`).
+_MESSAGE_NAME = re.compile(r"(?:\w*_)?(?:msg|message|messages|hint)", re.IGNORECASE)
 
 
 class _Walker:
@@ -434,6 +439,8 @@ class _Walker:
                         self.local_assigned[-1].pop(target.id, None)  # type: ignore[attr-defined]
             if self.tokens is not None and target.__class__ is ast.Name and target.id == "__all__":  # type: ignore[attr-defined]
                 self._silence(value)  # the module's exported names
+            elif self.tokens is not None and _message_target(target):
+                self._silence(value)
             if target.__class__ is ast.Subscript and self.cp.arguments.any_by_keyword:
                 self._subscript_keyword(target, value)
             if self.devices_on and dev_m.device_like(target):
@@ -491,6 +498,10 @@ class _Walker:
     def _for(self, node: ast.AST) -> None:
         if self.locals:
             self._bind(node.target)  # type: ignore[attr-defined]
+
+    def _aug_assign(self, node: ast.AST) -> None:
+        if self.tokens is not None and _message_target(node.target):  # type: ignore[attr-defined]
+            self._silence(node.value)  # type: ignore[attr-defined]
 
     def _with(self, node: ast.AST) -> None:
         if self.locals:
@@ -985,9 +996,19 @@ class _Walker:
                 self._env_dict(kw.value)
 
     def _compare(self, node: ast.AST) -> bool:
+        operands = [node.left, *node.comparators]  # type: ignore[attr-defined]
+        if self.tokens is not None:
+            # Text a program compares is code, however many words it has: `if "CUDA out of
+            # memory" in str(e):` is a CUDA error handler.
+            for operand in operands:
+                if operand.__class__ is ast.Constant and operand.value.__class__ is str and id(operand) not in self.silent:  # type: ignore[attr-defined]
+                    hit = self.tokens.phrase(operand.value)  # type: ignore[attr-defined]
+                    if hit is not None:
+                        for rule in hit[1]:
+                            self._report(rule, "tokens", operand, "", token=hit[0])
+                        self.silent.add(id(operand))  # reported: not again as a string
         if not (self.devices_on or self.env_on):
             return False
-        operands = [node.left, *node.comparators]  # type: ignore[attr-defined]
         devices = self.devices_on
         for i, op in enumerate(node.ops):  # type: ignore[attr-defined]
             a, b = operands[i], operands[i + 1]
@@ -1115,6 +1136,8 @@ class _Walker:
             self._report(rule, "env_vars", kw, kw.arg, token=kw.arg, pos=pos)
 
     def _argument(self, call: ast.Call, rule: Rule, pat: ArgumentPattern, leaf: str | None, qn: str | None) -> None:
+        if pat.unless and args_m.harmless(call, pat):
+            return
         arg = args_m.find_argument(call, pat)
         display = qn or (f".{leaf}" if call.func.__class__ is ast.Attribute else leaf) or "call"
         if pat.missing:
@@ -1257,6 +1280,7 @@ _STMT_HANDLERS: dict[type, Callable[[_Walker, ast.AST], None]] = {
     ast.ImportFrom: _Walker._import,
     ast.Assign: _Walker._assign,
     ast.AnnAssign: _Walker._assign,
+    ast.AugAssign: _Walker._aug_assign,
     ast.FunctionDef: _Walker._function,
     ast.AsyncFunctionDef: _Walker._function,
     ast.ClassDef: _Walker._function,  # decorators only
@@ -1319,6 +1343,12 @@ def _spread(call: ast.Call) -> ast.Call:
         return call
     spread = ast.Call(func=call.func, args=call.args, keywords=[*call.keywords, *extra])
     return ast.copy_location(spread, call)
+
+
+def _message_target(target: ast.AST) -> bool:
+    """Whether an assignment's target is a message being built (`msg`, `self.error_message`)."""
+    name = target.id if target.__class__ is ast.Name else target.attr if target.__class__ is ast.Attribute else None  # type: ignore[attr-defined]
+    return name is not None and _MESSAGE_NAME.fullmatch(name) is not None
 
 
 def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:

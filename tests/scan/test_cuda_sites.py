@@ -413,6 +413,45 @@ CASES = {
             c = os.environ.get("OMP_NUM_THREADS")
             return a, b, c
         """,
+    "CUDA's error text compared, however long": """
+        import torch
+
+        def forward_with_fallback(model, x):
+            try:
+                return model(x)
+            except RuntimeError as e:
+                if "CUDA out of memory. " not in str(e):  # <-
+                    raise
+                torch.cuda.empty_cache()  # <-
+                return model.cpu()(x.cpu())
+        FILLER
+        """,
+    "NVIDIA's own libraries without a CUDA word in their names": """
+        from torch2trt import torch2trt, TRTModule  # <-
+        from diff_gaussian_rasterization import GaussianRasterizer  # <-
+        import isaacgym  # <-
+
+        def convert(model, x, settings):
+            trt = torch2trt(model, [x], fp16_mode=True)  # <-
+            loaded = TRTModule()  # <-
+            return trt, loaded, GaussianRasterizer(raster_settings=settings)  # <-
+        FILLER
+        """,
+    "helpers and collectives that default to CUDA": """
+        import torch
+        import torch.distributed as dist
+
+        def cached_step(step, devices, values):
+            with torch.random.fork_rng(devices=devices, enabled=True):  # <-
+                out = step()
+            dist.all_reduce_multigpu([values])  # <-
+            return out
+
+        def compile_in_place(model, backend="inductor"):
+            model.compile(backend=backend)  # <-
+            return model
+        FILLER
+        """,
 }
 
 SILENT = {
@@ -455,6 +494,24 @@ SILENT = {
         class Runner:
             def __repr__(self):
                 return "Runner(device=cuda)"
+        """,
+    "test skip reasons, messages being built, package keywords, NVIDIA's models on the Hub": """
+        import pytest
+        import setuptools
+
+        def check(available):
+            if not available:
+                pytest.skip("CUDA not available")
+            err_msg = "numba cannot find the CUDA libdevice:"
+            err_msg += "export NUMBAPRO_LIBDEVICE='/usr/local/cuda/nvvm/libdevice/'"
+            return err_msg, "nvidia/mit-b0", "nvidia/segformer-b0-finetuned-ade-512-512"
+
+        @pytest.mark.skipif(True, reason="needs nccl")
+        def test_nothing():
+            pass
+
+        def package():
+            setuptools.setup(name="splat", keywords="gaussian, splatting, cuda")
         """,
     "prose with a flag in it, not a command line": """
         def hint(n):

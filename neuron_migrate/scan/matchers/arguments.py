@@ -108,6 +108,8 @@ def literal_value(node: ast.AST) -> Any:
     cls = node.__class__
     if cls is ast.Constant:
         return node.value  # type: ignore[attr-defined]
+    if (cls is ast.List or cls is ast.Tuple) and not node.elts:  # type: ignore[attr-defined]
+        return ()
     if cls is ast.UnaryOp and node.op.__class__ is ast.USub:  # type: ignore[attr-defined]
         inner = node.operand  # type: ignore[attr-defined]
         if inner.__class__ is ast.Constant and inner.value.__class__ in (int, float):
@@ -178,6 +180,15 @@ def same_value(a: Any, b: Any) -> bool:
     if (a.__class__ is bool) != (b.__class__ is bool):
         return False
     return a == b
+
+
+def harmless(call: ast.Call, pat: ArgumentPattern) -> bool:
+    """Whether one of the pattern's `unless` arguments has a value that makes the call harmless."""
+    for u in pat.unless:
+        arg = find_argument(call, u)
+        if arg is not None and value_matches(u, literal_value(arg.value if arg.__class__ is ast.keyword else arg)):  # type: ignore[attr-defined]
+            return True
+    return False
 
 
 def value_matches(pat: ArgumentPattern, value: Any) -> bool:

@@ -29,6 +29,8 @@ CUDA_SOURCE = (".cu", ".cuh")
 _MISS = object()
 _EVERYDAY = frozenset({"load", "in", "and", "attention", "gpu"})
 _FLAG = re.compile(r"--?[A-Za-z]")  # `-L`, `--version`; not prose's ` -- `
+# A model of NVIDIA's on the Hugging Face Hub (`"nvidia/mit-b0"`): its weights run anywhere.
+_MODEL_ID = re.compile(r"nvidia/[\w.-]+", re.IGNORECASE)
 
 
 def words(text: str) -> list[str]:
@@ -78,7 +80,7 @@ class TokenTable:
         """The same for a string literal's value; prose and long strings never match. A command
         line is not prose, however many words it has: its program's name is matched
         (`"nvidia-smi -L | wc -l"`)."""
-        if len(value) > _MAX_STRING:
+        if len(value) > _MAX_STRING or _MODEL_ID.fullmatch(value):
             return None
         text = value
         if len(value.split(None, _PROSE_WORDS)) > _PROSE_WORDS:
@@ -95,6 +97,13 @@ class TokenTable:
             if len(self._strings) < 65536:
                 self._strings[text] = hit
             return hit
+
+    def phrase(self, value: str) -> tuple[str, tuple[Rule, ...]] | None:
+        """The same for text that is code however many words it has (a string a program
+        compares: `"CUDA out of memory" in str(e)`)."""
+        if len(value) > _MAX_STRING or _MODEL_ID.fullmatch(value):
+            return None
+        return self._match(value)
 
     def _match(self, text: str) -> tuple[str, tuple[Rule, ...]] | None:
         if self._runs(text) is None:
