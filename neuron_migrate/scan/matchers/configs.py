@@ -63,10 +63,13 @@ def config_findings(text: str, rel: str, rules: Sequence[Rule], words: Sequence[
     lines = text.split("\n")
     found: list[Finding] = []
     for key, node in (entry for doc in documents if doc is not None for entry in _entries(doc)):
-        for rule in setting_rules(key, str(node.value).lower(), rules):
+        written = str(node.value)
+        if node.tag.startswith("!"):  # HyperPyYAML's `!name:bitsandbytes.optim.PagedAdam32bit`: the tag is the value
+            written = f"{node.tag} {written}".strip()
+        for rule in setting_rules(key, written.lower(), rules):
             line, col = node.start_mark.line + 1, node.start_mark.column
             end = node.end_mark.column if node.end_mark.line == node.start_mark.line else len(lines[line - 1])
-            symbol = f"{key}: {node.value}"
+            symbol = f"{key}: {written}"
             found.append(rule.finding(rel, Span(line, col, line, end), symbol, lines[line - 1]))
     return found
 
