@@ -53,7 +53,7 @@ _RUNTIME_FAMILY = "NM9"  # check's findings: each names its kind
 _LIST_MATCHERS = ("qualified_names", "device_strings", "methods", "attributes", "imports",
                   "env_vars", "files", "tokens", "default_devices", "project_modules", "extensions",
                   "requirements", "config_values")
-_MATCH_KEYS = frozenset(_LIST_MATCHERS) | {"arguments"}
+_MATCH_KEYS = frozenset(_LIST_MATCHERS) | {"arguments", "checks"}
 # A configuration setting glob: `key=value`, lower case.
 _CONFIG_VALUE_RE = re.compile(r"[^=A-Z\s]+=[^=A-Z\s]+")
 # A dependency glob: an index URL, or a name as pip normalises it (PEP 503) with an optional local label.
@@ -197,7 +197,10 @@ def _match(ctx: _Ctx, raw: Any, family: str) -> Match:
     if not isinstance(args_raw, list):
         raise ctx.error("match.arguments", "expected a list")
     arguments = tuple(_argument(ctx, a, f"match.arguments[{i}]") for i, a in enumerate(args_raw))
-    match = Match(arguments=arguments, **lists)
+    checks = d.get("checks", True)
+    if not isinstance(checks, bool):
+        raise ctx.error("match.checks", "expected true or false")
+    match = Match(arguments=arguments, checks=checks, **lists)
     if family in MESSAGE_ONLY_FAMILIES:
         if not match.is_empty():
             raise ctx.error("match", f"{family}xx rules are emitted by the tool, not matched: use `match: {{}}`")

@@ -200,6 +200,7 @@ _MESSAGE_CALL_NAME = re.compile(r"(?:print|debug|info|warning|warn|error|critica
 _MESSAGE_MODULES = ("logging.", "warnings.")
 # Methods whose returned text describes an object to people (`f"Linear(device=cuda)"`): a message.
 _DESCRIBERS = frozenset({"__repr__", "__str__", "extra_repr"})
+_TYPE_TESTS = frozenset({"isinstance", "issubclass"})
 _EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning")
 _MESSAGE_KEYWORDS = frozenset({"help", "description", "epilog", "usage", "msg", "message", "desc", "reason",
                                "keywords", "classifiers"})  # pytest's skip reasons; setup()'s package metadata
@@ -219,6 +220,8 @@ class _Walker:
         self.env_on = any(t in lowered for t in cp.env_words)
         self.tokens = cp.tokens if any(t in lowered for t in cp.token_words) else None
         self.silent: set[int] = set()  # ids of string literals that are messages, not code
+        # ids of the names only tested, not used: `isinstance(m, DeformConv2d)`, `if nms is None:`
+        self.checked: set[int] = set()
         self.aliases = AliasTable(cp.implicit_roots)
         self.sites: list[tuple[Rule, Site]] = []
         self.stmt: ast.AST = tree
@@ -721,7 +724,8 @@ class _Walker:
         node = root_node if i == 0 else links[i - 1]
         spec = self.aliases.specs.get(root_node.id, "")  # type: ignore[attr-defined]
         for rule in rules:
-            self._report(rule, "qualified_names", node, name, qualified=name, root_spec=spec)
+            if rule.match.checks or id(node) not in self.checked:
+                self._report(rule, "qualified_names", node, name, qualified=name, root_spec=spec)
 
     def _call(self, node: ast.AST) -> bool:
         call: ast.Call = node  # type: ignore[assignment]
@@ -740,6 +744,8 @@ class _Walker:
             self.stack.append(func)
         self.stack.extend(call.args)
         self.stack.extend(call.keywords)
+        if fcls is ast.Name and leaf in _TYPE_TESTS and len(call.args) == 2:
+            self.checked.update(map(id, ast.walk(call.args[1])))
         cp = self.cp
         if fcls is ast.Attribute and cp.methods:
             rules = cp.methods.get(leaf)  # type: ignore[arg-type]
@@ -1007,8 +1013,6 @@ class _Walker:
                         for rule in hit[1]:
                             self._report(rule, "tokens", operand, "", token=hit[0])
                         self.silent.add(id(operand))  # reported: not again as a string
-        if not (self.devices_on or self.env_on):
-            return False
         devices = self.devices_on
         for i, op in enumerate(node.ops):  # type: ignore[attr-defined]
             a, b = operands[i], operands[i + 1]
@@ -1021,7 +1025,10 @@ class _Walker:
                         self._device_literals(b)
                 if self.env_on and self._environ_like(b):
                     self._env_literal(a)
-            elif devices and ocls in (ast.Eq, ast.NotEq, ast.Is, ast.IsNot):
+                continue
+            if (ocls is ast.Is or ocls is ast.IsNot) and b.__class__ is ast.Constant and b.value is None:  # type: ignore[attr-defined]
+                self.checked.update(map(id, ast.walk(a)))  # `if point_sample is None:` tests, not uses
+            if devices and ocls in (ast.Eq, ast.NotEq, ast.Is, ast.IsNot):
                 if dev_m.device_like(a):
                     self._device_literals(b)
                 elif dev_m.device_like(b):

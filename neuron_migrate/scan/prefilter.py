@@ -162,7 +162,7 @@ def pattern_requirements(pack: RulePack, *, in_code: bool = False) -> list[froze
 def _pairs(pack: RulePack, in_code: bool = False) -> list[tuple[frozenset[Token], frozenset[Token]]]:
     """Per pattern: (its required tokens, those of them that are an argument's string value)."""
     matches = [rule.match for rule in pack.rules.values()]
-    dotted = [p for m in matches for p in (*m.qualified_names, *m.imports)]
+    dotted = [p for m in matches for p in (*m.qualified_names, *m.imports) if not p.startswith("!")]
     dotted += [c for m in matches for a in m.arguments for c in a.call if c[:1] not in (".", "*")]
     roots = Counter(p.split(".", 1)[0] for p in dotted if "." in p)
     # A root that most patterns share (`torch`) filters nothing; a library's own root does. (Kept
@@ -196,7 +196,7 @@ def _required(m: Match, common_roots: frozenset[str], in_code: bool = False) -> 
     those of them that are a string value (`in_code`: see `pattern_requirements`)."""
     none: frozenset[Token] = frozenset()
     statement = frozenset({Token("import", True, True)}) if in_code else none
-    out = [(_dotted(p, common_roots), none) for p in m.qualified_names]
+    out = [(_dotted(p, common_roots), none) for p in m.qualified_names if not p.startswith("!")]
     out += [(_dotted(p, common_roots) | statement, none) for p in m.imports]
     out += [(_literal(p), none) for p in (*m.device_strings, *m.methods, *m.attributes, *m.env_vars,
                                           *m.default_devices)]

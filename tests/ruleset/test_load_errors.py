@@ -108,6 +108,8 @@ def test_yaml_syntax_error_names_the_file_and_line(tmp_path):
         ("      qualified_names: [ourlib.cuda_helper]\n",
          "      arguments: [{call: [f], keyword: device_type, missing: true, unless: [{keyword: d, values: [[1]]}]}]\n",
          "match.arguments[0].unless[0].values[0]", "literals"),
+        ("      qualified_names: [ourlib.cuda_helper]\n", "      qualified_names: [ourlib.cuda_helper]\n      checks: 1\n",
+         "match.checks", "true or false"),
         ("      qualified_names: [ourlib.cuda_helper]\n", "      requirements: [Flash_Attn]\n",
          "match.requirements", "normalised names"),
         ("    references: [https://example.com/docs]\n", "    references: [see the wiki]\n", "references[0]",

@@ -452,6 +452,16 @@ CASES = {
             return model
         FILLER
         """,
+    "mmcv's compiled ops run, not those written in PyTorch nor a name only tested": """
+        from mmcv.ops import DeformConv2d, point_sample, nms  # <-
+
+        def refine(head, features, points, boxes, scores):
+            if isinstance(head, DeformConv2d) or nms is None:
+                return features
+            kept = nms(boxes, scores, 0.5)  # <-
+            return point_sample(features, points), kept
+        FILLER
+        """,
 }
 
 SILENT = {

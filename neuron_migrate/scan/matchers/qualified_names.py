@@ -3,11 +3,13 @@
 A chain `torch.cuda.memory.empty_cache` is examined once, at its outermost node. Every prefix
 that resolves (`torch.cuda`, `torch.cuda.memory`, ...) is a candidate; the most specific pattern
 wins (exact beats glob, longer literal part beats shorter), and among prefixes matched by that
-pattern the longest one is reported, so one reference gives one finding.
+pattern the longest one is reported, so one reference gives one finding. A pattern written `!glob`
+is an exception: a name it matches is none of that rule's (`mmcv.ops.*` but `!mmcv.ops.point_sample`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from neuron_migrate.ruleset.model import Rule
@@ -17,13 +19,17 @@ Best = tuple[int, str, tuple[Rule, ...]]  # (index of the matched prefix, its na
 
 
 class QualifiedNameTable:
-    __slots__ = ("exact", "globs", "roots", "_cache")
+    __slots__ = ("exact", "globs", "roots", "_cache", "_excepted")
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.exact: dict[str, list[Rule]] = {}
         globs: dict[str, list[Rule]] = {}
+        self._excepted: dict[str, list[re.Pattern[str]]] = {}  # by rule code
         for rule in rules:
             for pattern in rule.match.qualified_names:
+                if pattern.startswith("!"):
+                    self._excepted.setdefault(rule.code, []).append(compile_glob(pattern[1:]))
+                    continue
                 (globs if is_glob(pattern) else self.exact).setdefault(pattern, []).append(rule)
         # (literal prefix, regex, pattern, rules), most specific first
         self.globs = [
@@ -57,9 +63,16 @@ class QualifiedNameTable:
                 continue
             for lit, regex, _pattern, grules in self.globs:
                 if name.startswith(lit) and regex.match(name):
+                    if self._excepted:
+                        grules = tuple(r for r in grules if not self._excepts(r, name))
+                        if not grules:
+                            continue
                     s = (0, len(lit), i)
                     if s > score:
                         score, best = s, (i, name, grules)
                     break  # globs are sorted: the first hit is the most specific for this name
         self._cache[key] = best
         return best
+
+    def _excepts(self, rule: Rule, name: str) -> bool:
+        return any(rx.match(name) for rx in self._excepted.get(rule.code, ()))
