@@ -187,6 +187,7 @@ FIXER_NAMES: frozenset[str] = frozenset({
 PROJECT_FACTS: frozenset[str] = frozenset({
     "cuda-build",  # the build of the project holding the file compiles CUDA sources
     "kernel-module",  # the imported module of the project is one `match.project_modules` names
+    "foreign",  # the library the finding names is not the one whose own package holds the file
 })
 
 

@@ -14,6 +14,11 @@ project's own packages (a directory or module beside the build file, or under it
 the project in which a rule of `match.project_modules` reports, i.e. one that defines Triton
 kernels or loads a CUDA extension (`scan.matchers.project_modules` finds the imports; the scan
 tells which files are such modules, once every file's findings are known, cached or not).
+
+`foreign`: the file is not inside the package the finding's library is (its symbol's first name):
+gsplat's own `from gsplat.utils import log_transform` is the library's internal structure, not a
+use of a CUDA-only library; its CUDA sites are reported where they are. A file beside the package
+(its tests, examples, a training script) uses the library.
 """
 
 from __future__ import annotations
@@ -67,9 +72,16 @@ class ProjectFacts:
             if not _PACKAGE_ITSELF.match(symbol) and not any(n in symbol for n in self._kernel_names):
                 return False
             return any(t != rel and t in self._kernels for t in targets(rel, symbol))
+        path = os.path.join(self.root, rel)
+        build = self._project_dir(os.path.dirname(path))
+        if fact == "foreign":
+            if build is None:
+                return True
+            inside = os.path.relpath(path, build).replace(os.sep, "/")
+            top = symbol.partition(".")[0]
+            return not (inside.startswith(top + "/") or inside.startswith(f"src/{top}/"))
         if fact != "cuda-build":
             return False
-        build = self._project_dir(os.path.dirname(os.path.join(self.root, rel)))
         if build is None or not self._builds_cuda(build):
             return False
         return symbol.startswith(".") or _own_package(build, symbol.partition(".")[0])

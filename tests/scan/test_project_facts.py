@@ -106,3 +106,32 @@ def test_a_changed_build_file_changes_the_result_of_a_cached_scan(tmp_path: Path
     assert nm724(project, cache_dir=cache) == set()
     write(project, {"setup.py": CUDA_SETUP})
     assert nm724(project, cache_dir=cache) == marked(PACKAGE)
+
+
+SPLAT = {
+    "setup.py": "from setuptools import setup\n\nsetup(name='gsplat', packages=['gsplat'])\n",
+    "gsplat/__init__.py": "from .rendering import render\n",
+    "gsplat/utils.py": "import torch\n\n\ndef log_transform(x):\n    return torch.sign(x) * torch.log1p(x.abs())\n",
+    "gsplat/rendering.py": """
+        from gsplat.utils import log_transform
+
+
+        def render(means):
+            return log_transform(means)
+        """,
+    "examples/train.py": """
+        from gsplat.utils import log_transform  # <-
+
+
+        def step(means):
+            return log_transform(means)  # <-
+        """,
+}
+
+
+def test_a_cuda_library_s_own_modules_importing_each_other_are_no_use_of_it(tmp_path: Path) -> None:
+    """Scanning gsplat itself: inside its package, `gsplat.utils` is its own structure (`foreign`);
+    its example script is a user of the CUDA-only library."""
+    write(tmp_path, SPLAT)
+    found = sites(tmp_path, "NM730") | sites(tmp_path, "NM720")
+    assert found == marked(SPLAT)
