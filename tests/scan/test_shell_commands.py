@@ -98,7 +98,9 @@ def test_settings_on_a_launch_command_line(tmp_path: Path) -> None:
         "    --optim paged_adamw_32bit --output_dir ./out \\\n"
         "    --device=cuda:0 --dist-backend nccl --bf16 --device $DEVICE\n"
         "python run.py trainer.accelerator=gpu trainer.devices=2 +model.attn_implementation=flash_attention_2\n"
-        "deepspeed main.py --fp16 --attn_implementation eager\n")
+        "deepspeed main.py --fp16 --attn_implementation eager\n"
+        "fairseq-generate data --beam 5 --fp16 > gen.log\n"
+        "fairseq-train data --memory-efficient-fp16 | tee train.log\n")
     assert [(line, col, code, symbol) for _, _, line, col, code, symbol in found(tmp_path)] == [
         (2, 4, "NM109", "--fp16 True"),
         (2, 16, "NM109", "--use_flash_attn True"),
@@ -108,4 +110,6 @@ def test_settings_on_a_launch_command_line(tmp_path: Path) -> None:
         (5, 14, "NM109", "trainer.accelerator=gpu"),
         (5, 56, "NM109", "+model.attn_implementation=flash_attention_2"),
         (6, 18, "NM109", "--fp16"),
+        (7, 31, "NM109", "--fp16"),
+        (8, 19, "NM109", "--memory-efficient-fp16"),
     ]

@@ -48,9 +48,10 @@ _MESSAGE = re.compile(r"((?:^|[;&|(`]|\$\()\s*(?:echo|printf)\b)[^;&|`]*")
 # A command's program: at a line's start or after a separator, past `sudo`, `env` and assignments.
 _PROGRAM = re.compile(r"(?:^|[;&|(`]|\$\()\s*(?:(?:sudo|env|exec|time)\s+)*(?:[A-Za-z_]\w*=[^\s$(`]*\s+)*"
                       r"([\w./][\w./-]*)(?![\w./=-])")
-# `--key`, `--key value`, `--key=value` (a value is no option and no line continuation), and a
-# Hydra override `key=value` after a space (upper-case names are environment variables).
-_OPTION = re.compile(r"(?<![\w-])--([A-Za-z][\w.-]*)(?:=([^\s\\]+)|[ \t]+(?![-\\$])([^\s\\]+))?")
+# `--key`, `--key value`, `--key=value` (a value is no option, no line continuation and no
+# redirection or command separator: `--fp16 > log`), and a Hydra override `key=value` after a
+# space (upper-case names are environment variables).
+_OPTION = re.compile(r"(?<![\w-])--([A-Za-z][\w.-]*)(?:=([^\s\\]+)|[ \t]+(?![-\\$<>|&;])([^\s\\]+))?")
 _OVERRIDE = re.compile(r"(?<=\s)\+{0,2}([a-z_][\w.]*[a-z][\w.]*)=([^\s\\$]+)")
 _IPYTHON_PREFIX = re.compile(r"^(\s*)(?:!+|%+)?(?:(?:set_env|env)\b)?")
 _EXPANSION = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
