@@ -445,7 +445,7 @@ class _Walker:
             elif self.tokens is not None and _message_target(target):
                 self._silence(value)
             if target.__class__ is ast.Subscript and self.cp.arguments.any_by_keyword:
-                self._subscript_keyword(target, value)
+                self._subscript_keyword(target.slice, value, target)  # type: ignore[attr-defined]
             if self.devices_on and dev_m.device_like(target):
                 self._device_literals(value)
             if (target.__class__ is ast.Attribute and target.value.__class__ is ast.Name  # type: ignore[attr-defined]
@@ -474,9 +474,9 @@ class _Walker:
                     self.named.append((name, rule, node, literal, self.stmt, self.stmt_line))
                     break
 
-    def _subscript_keyword(self, target: ast.AST, value: ast.AST) -> None:
-        """`kwargs["load_in_8bit"] = True`: a keyword argument on its way to a call."""
-        key = target.slice  # type: ignore[attr-defined]
+    def _subscript_keyword(self, key: ast.AST, value: ast.AST, target: ast.AST) -> None:
+        """`kwargs["load_in_8bit"] = True`, `kwargs.setdefault("pin_memory", True)`: a keyword
+        argument on its way to a call (`key`: the literal key, `target`: where it is set)."""
         if key.__class__ is ast.Constant and key.value in self.cp.arguments.any_by_keyword:  # type: ignore[attr-defined]
             kw = ast.keyword(arg=key.value, value=value)  # type: ignore[attr-defined]
             kw.lineno, kw.col_offset = key.lineno, key.col_offset
@@ -756,6 +756,8 @@ class _Walker:
                     self._report(rule, "methods", call, f".{leaf}()", call=call, pos=pos)
         if leaf == "add_argument":
             self._argparse_default(call)
+        elif leaf == "setdefault" and len(call.args) == 2 and cp.arguments.any_by_keyword:
+            self._subscript_keyword(call.args[0], call.args[1], call)
         elif leaf == "set_defaults":  # `parser.set_defaults(pin_mem=True)` after a store_true option
             for kw in call.keywords:
                 if kw.arg is not None and args_m.literal_value(kw.value) is not args_m.UNKNOWN:

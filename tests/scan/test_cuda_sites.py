@@ -298,6 +298,8 @@ CASES = {
 
         def load(name, quant, opts):
             opts["load_in_8bit"] = True  # <-
+            opts.setdefault("pin_memory", True)  # <-
+            opts.setdefault("shuffle", True)
             m = AutoModelForCausalLM.from_pretrained(
                 name,
                 attn_implementation="flash_attention_2",  # <-
