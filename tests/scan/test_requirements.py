@@ -45,6 +45,9 @@ def write(root: Path, files: dict[str, str]) -> Path:
     ("https://example.org/triton-3.4.0+rocm6.4-cp311-cp311-linux_x86_64.whl", ("triton+rocm6.4",)),
     ("numpy", ("numpy",)),
     ("", ()),
+    # a local checkout, by its path (3D Gaussian Splatting's environment.yml)
+    ("submodules/diff-gaussian-rasterization", ("diff-gaussian-rasterization",)),
+    ("./submodules/simple-knn/", ("simple-knn",)),
 ])
 def test_requirement_keys(spec: str, keys: tuple[str, ...]) -> None:
     assert requirement_keys(spec) == keys
@@ -182,5 +185,5 @@ def test_not_read_without_a_dependency_rule_and_read_when_named(tmp_path: Path) 
 
 
 def test_lines_that_name_no_dependency_are_passed_over() -> None:
-    text = "-r base.txt\n-c constraints.txt\n--no-binary :all:\n  \n# only a comment\n./local/path\n"
+    text = "-r base.txt\n-c constraints.txt\n--no-binary :all:\n  \n# only a comment\n"
     assert [d.keys for d in declared(text, "requirements.txt")] == []

@@ -132,7 +132,7 @@ def _requirement_line(line: str) -> tuple[str, ...] | None:
         if option in INDEX_OPTIONS and value:
             return (f"index:{value}",)
         if option in ("-e", "--editable") and value:
-            return _url_keys(value) or None
+            return _url_keys(value) or _path_keys(value) or None
         return None
     return requirement_keys(line)
 
@@ -143,12 +143,21 @@ def requirement_keys(spec: str) -> tuple[str, ...]:
     spec = spec.split(";", 1)[0].strip()  # environment markers
     if "://" in spec and " @ " not in spec and "@" not in spec.split("://", 1)[0]:
         return _url_keys(spec)
+    if spec.startswith((".", "/", "~")) or "/" in spec.partition(" ")[0]:
+        return _path_keys(spec)
     match = _NAME.match(spec)
     if match is None:
         return ()
     name = normalise(match.group())
     local = _LOCAL.search(spec, match.end())
     return _keys(name, local.group(1).lower() if local is not None else None)
+
+
+def _path_keys(path: str) -> tuple[str, ...]:
+    """A local checkout installed by its path (`submodules/diff-gaussian-rasterization`, 3D
+    Gaussian Splatting's environment.yml): the directory names the package."""
+    match = _NAME.match(path.split(None, 1)[0].rstrip("/").rsplit("/", 1)[-1])
+    return (normalise(match.group()),) if match is not None else ()
 
 
 def _keys(name: str, label: str | None) -> tuple[str, ...]:
