@@ -31,7 +31,9 @@ def write(root: Path, files: dict[str, str]) -> Path:
 
 @pytest.mark.parametrize(("spec", "keys"), [
     ("flash-attn==2.6.3", ("flash-attn",)),
-    ("Flash_Attn[full]>=2; platform_system == 'Linux'", ("flash-attn",)),
+    ("Flash_Attn[full]>=2; platform_system == 'Linux'", ("flash-attn", "full")),
+    ("optimum[onnxruntime-gpu]>=1.23.1", ("optimum", "onnxruntime-gpu")),
+    ("jax[cuda12, tpu]", ("jax", "cuda12", "tpu")),
     ("torch==2.4.0+cu121", ("torch", "torch+cu121")),
     ("torch-scatter==2.1.2+pt24cu121", ("torch-scatter", "torch-scatter+pt24cu121")),
     ("flash-attn @ https://github.com/x/releases/flash_attn-2.5.8+cu122torch2.3-cp311-linux_x86_64.whl",

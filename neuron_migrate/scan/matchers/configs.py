@@ -28,6 +28,7 @@ _NOT_CONFIG = re.compile(r"(?:mkdocs|docker-compose[\w.-]*|environment[\w.-]*|co
                          r"openapi[\w.-]*|swagger[\w.-]*)\.ya?ml", re.I)
 _NOT_CONFIG_DIRS = frozenset({"docs", "doc"})
 _LITERAL = re.compile(r"[a-z0-9_][a-z0-9_:.\-]*")
+_INTERPOLATION_DEFAULT = re.compile(r"\$\{oc\.(?:select|env|decode):[^,{}]+,([^{}]*)\}")
 
 
 def is_config_file(rel: str) -> bool:
@@ -66,7 +67,10 @@ def config_findings(text: str, rel: str, rules: Sequence[Rule], words: Sequence[
         written = str(node.value)
         if node.tag.startswith("!"):  # HyperPyYAML's `!name:bitsandbytes.optim.PagedAdam32bit`: the tag is the value
             written = f"{node.tag} {written}".strip()
-        for rule in setting_rules(key, written.lower(), rules):
+        # OmegaConf's `${oc.select:model.attn,flash_attention_2}`: the default is the value unless set elsewhere.
+        default = _INTERPOLATION_DEFAULT.fullmatch(written)
+        value = (default.group(1) if default else written).strip().lower()
+        for rule in setting_rules(key, value, rules):
             line, col = node.start_mark.line + 1, node.start_mark.column
             end = node.end_mark.column if node.end_mark.line == node.start_mark.line else len(lines[line - 1])
             symbol = f"{key}: {written}"

@@ -42,6 +42,7 @@ _OTHER_DEVICE_BUILDS = ("cpu", "xpu", "rocm", "hpu", "npu", "neuron")  # local l
 _LOCAL = re.compile(r"\d\+([A-Za-z0-9][A-Za-z0-9._]*)")  # a version's local label (`2.4.0+cu121`)
 INDEX_OPTIONS = ("--index-url", "--extra-index-url", "-i", "--find-links", "-f")
 _EGG = re.compile(r"#egg=([A-Za-z0-9._-]+)")
+_EXTRAS = re.compile(r"\s*\[([^\]]*)\]")
 _WHEEL = re.compile(r"/([A-Za-z0-9_.]+)-[^/]*\.(?:whl|tar\.gz|zip)(?:[#?]|$)")
 
 
@@ -150,7 +151,11 @@ def requirement_keys(spec: str) -> tuple[str, ...]:
         return ()
     name = normalise(match.group())
     local = _LOCAL.search(spec, match.end())
-    return _keys(name, local.group(1).lower() if local is not None else None)
+    # An extra that is itself a CUDA package or build (`optimum[onnxruntime-gpu]`, `jax[cuda12]`)
+    # installs it.
+    extras = _EXTRAS.match(spec, match.end())
+    named = tuple(normalise(e.strip()) for e in extras.group(1).split(",") if e.strip()) if extras else ()
+    return _keys(name, local.group(1).lower() if local is not None else None) + named
 
 
 def _path_keys(path: str) -> tuple[str, ...]:
