@@ -214,7 +214,8 @@ class Rescan:
         else:
             found, directives = analyze_source(text, path, pack), find_directives(text)
         if needs := conditional_codes(pack):
-            found = keep_findings(found, path, ProjectFacts(self.root), needs)
+            net = frozenset(rule.code for rule in pack.rules.values() if rule.match.tokens)
+            found = keep_findings(found, path, ProjectFacts(self.root), needs, net)
         kept = apply_directives(path, found, directives, pack).kept
         return list(finalize("scan", self.root, kept, self.settings, pack).findings)
 

@@ -54,7 +54,7 @@ def _match_summary(rule: Rule) -> list[str]:
         if values:
             parts.append(f"{label}: " + ", ".join(f"`{v}`" for v in values))
     if not m.checks:
-        parts.append("not a name only tested (`isinstance(x, name)`, `name is None`)")
+        parts.append("not a name only tested or written as a type (`isinstance(x, name)`, `name is None`, `x: name`)")
     for arg in m.arguments:
         where = " / ".join(x for x in (f"`{arg.keyword}=`" if arg.keyword else "",
                                        f"position {arg.position}" if arg.position is not None else "") if x)

@@ -147,8 +147,9 @@ class Match:
     # `KEY=VALUE` globs over the settings of the project's YAML configuration files (`device=cuda*`:
     # `device: cuda:0` in a Hydra config), key and value in lower case (scan/matchers/configs.py).
     config_values: tuple[str, ...] = ()
-    # Whether a name only tested, not used, is a match of `qualified_names`: `isinstance(m,
-    # DeformConv2d)`, `if point_sample is None:` (false for a library that imports without CUDA).
+    # Whether a name only tested or written as a type, not used, is a match of `qualified_names`:
+    # `isinstance(m, DeformConv2d)`, `if point_sample is None:`, `x: SparseConvTensor` (false for
+    # a library that imports without CUDA).
     checks: bool = True
 
     def is_empty(self) -> bool:

@@ -66,6 +66,7 @@ class CompiledPack:
     token_words: tuple[str, ...]  # ... likewise, no `tokens` match
     regions: RegionGate  # which functions of a large file need parsing
     fix_roots: frozenset[str]  # top-level modules a fix may write (and have to import)
+    unchecked: bool  # some rule's names only tested or written as types are no use (`match.checks`)
 
 
 _COMPILED: dict[object, CompiledPack] = {}
@@ -107,6 +108,7 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         regions=RegionGate(pattern_requirements(pack, in_code=True), pattern_values(pack, in_code=True),
                            {name.rpartition(".")[0] for name in qualified.exact}, fix_roots),
         fix_roots=fix_roots,
+        unchecked=any(not r.match.checks for r in rules),
     )
     if len(_COMPILED) >= 8:
         _COMPILED.pop(next(iter(_COMPILED)))
@@ -220,7 +222,8 @@ class _Walker:
         self.env_on = any(t in lowered for t in cp.env_words)
         self.tokens = cp.tokens if any(t in lowered for t in cp.token_words) else None
         self.silent: set[int] = set()  # ids of string literals that are messages, not code
-        # ids of the names only tested, not used: `isinstance(m, DeformConv2d)`, `if nms is None:`
+        # ids of the names only tested or written as types, not used: `isinstance(m, DeformConv2d)`,
+        # `if nms is None:`, `x: SparseConvTensor`
         self.checked: set[int] = set()
         self.aliases = AliasTable(cp.implicit_roots)
         self.sites: list[tuple[Rule, Site]] = []
@@ -426,6 +429,8 @@ class _Walker:
             self._report(rule, "imports", node, symbol)
 
     def _assign(self, node: ast.AST) -> None:
+        if node.__class__ is ast.AnnAssign and self.cp.unchecked:
+            self.checked.update(map(id, ast.walk(node.annotation)))  # type: ignore[attr-defined]
         targets = node.targets if node.__class__ is ast.Assign else [node.target]  # type: ignore[attr-defined]
         value = node.value  # type: ignore[attr-defined]
         if value is None:
@@ -536,6 +541,13 @@ class _Walker:
         self.silent.update(map(id, ast.walk(expr)))
 
     def _function(self, node: ast.AST) -> None:
+        if self.cp.unchecked and node.__class__ is not ast.ClassDef:  # `def f(x: SparseConvTensor) -> Tensor`
+            args = node.args  # type: ignore[attr-defined]
+            for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+                if a is not None and a.annotation is not None:
+                    self.checked.update(map(id, ast.walk(a.annotation)))
+            if node.returns is not None:  # type: ignore[attr-defined]
+                self.checked.update(map(id, ast.walk(node.returns)))  # type: ignore[attr-defined]
         decorators = node.decorator_list  # type: ignore[attr-defined]
         if decorators:
             self.stmt_line = min(self.stmt_line, *(d.lineno for d in decorators))
@@ -1453,8 +1465,10 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
                 ctx.removed.setdefault(target.value, set()).add(id(site.stmt))
     # A CUDA word (`match.tokens`) is the net under the specific rules: reported once per line,
     # and only on a line no CUDA rule reported (the NM8xx dtype hazards are not about CUDA).
-    seen_lines = {span.line for (code, span), (_, site) in spans.items()
-                  if site.kind != "tokens" and not code.startswith(_NOT_CUDA_FAMILY)}
+    # A rule whose findings need the `foreign` project fact may lose its finding after the scan:
+    # the net's stays beside it then, and goes where the fact holds (`scan.project.net_rows`).
+    seen_lines = {span.line for (code, span), (rule, site) in spans.items()
+                  if site.kind != "tokens" and not code.startswith(_NOT_CUDA_FAMILY) and rule.project != "foreign"}
     findings: list[Finding] = []
     for (code, span), (rule, site) in spans.items():
         if site.kind == "device_strings" and (span in argument_spans or already_listed(site, lines)):

@@ -49,7 +49,7 @@ from neuron_migrate.scan.matchers.shell import ShellRules, ipython_findings, she
 from neuron_migrate.scan.matchers.tokens import TokenTable
 from neuron_migrate.scan.notebook import code_cells, with_imports_above
 from neuron_migrate.scan.prefilter import Prefilter, build_prefilter
-from neuron_migrate.scan.project import ProjectFacts, conditional_codes, keep_rows
+from neuron_migrate.scan.project import ProjectFacts, conditional_codes, keep_rows, net_rows
 from neuron_migrate.scan.result import Directive, FileResult, ScanResult
 from neuron_migrate.scan.rows import FINDING_FIELDS, Row, directive_to_row, finding_to_row, row_to_directive
 from neuron_migrate.scan.source import DEFAULT_MAX_FILE_SIZE, decode_source, read_bytes
@@ -61,6 +61,7 @@ Analysed = tuple[bytes | None, tuple[Row, ...], tuple[Row, ...]]  # (content dig
 POOL_MIN_BYTES = 512 * 1024
 _CHUNK_MAX_FILES = 48
 _CODE_AT, _SYMBOL_AT = FINDING_FIELDS.index("code"), FINDING_FIELDS.index("symbol")
+_SPAN_AT, _CELL_AT = FINDING_FIELDS.index("span"), FINDING_FIELDS.index("cell")
 
 
 class Analyzer(Protocol):
@@ -199,10 +200,13 @@ def _project_filter(pack: RulePack, root: str, entries: dict[str, Entry]) -> Cal
                        for row in entry[ROWS])}
 
     facts = ProjectFacts(root, kernel_modules)
+    foreign = frozenset(code for code, fact in needs.items() if fact == "foreign")
+    net = frozenset(rule.code for rule in pack.rules.values() if rule.match.tokens)
 
     def rows_of(rel: str, rows: tuple[Row, ...]) -> Sequence[Row]:
         kept = keep_rows(rows, rel, facts, needs, _CODE_AT, _SYMBOL_AT) if rows else None
-        return rows if kept is None else kept
+        out = rows if kept is None else kept
+        return net_rows(out, foreign, net, _CODE_AT, _SPAN_AT, _CELL_AT) if foreign and out else out
     return rows_of
 
 

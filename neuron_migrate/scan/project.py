@@ -18,7 +18,10 @@ tells which files are such modules, once every file's findings are known, cached
 `foreign`: the file is not inside the package the finding's library is (its symbol's first name):
 gsplat's own `from gsplat.utils import log_transform` is the library's internal structure, not a
 use of a CUDA-only library; its CUDA sites are reported where they are. A file beside the package
-(its tests, examples, a training script) uses the library.
+(its tests, examples, a training script) uses the library. The CUDA-word net (`match.tokens`)
+is decided after the fact: on a line where such a finding stays, the specific rule describes the
+line and the net's finding goes (`net_rows`); where it goes, the net's stays (`from
+mmcv.ops import get_compiling_cuda_version` inside mmcv).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from neuron_migrate.findings import Finding
 from neuron_migrate.ruleset.model import RulePack
 from neuron_migrate.scan.matchers.project_modules import targets
 
-__all__ = ["BUILD_FILES", "ProjectFacts", "conditional_codes", "keep_findings", "keep_rows"]
+__all__ = ["BUILD_FILES", "ProjectFacts", "conditional_codes", "keep_findings", "keep_rows", "net_rows"]
 
 BUILD_FILES = ("setup.py", "pyproject.toml", "setup.cfg", "CMakeLists.txt")
 _MAX_BUILD_BYTES = 2 * 1024 * 1024
@@ -143,6 +146,21 @@ def keep_rows(rows: Sequence[Any], rel: str, facts: ProjectFacts, needs: dict[st
 
 
 
-def keep_findings(findings: list[Finding], rel: str, facts: ProjectFacts, needs: dict[str, str]) -> list[Finding]:
-    """`findings` less those whose project fact does not hold."""
-    return [f for f in findings if f.code not in needs or facts.holds(needs[f.code], rel, f.symbol)]
+def net_rows(rows: Sequence[Any], foreign: frozenset[str], net: frozenset[str], code_at: int,
+             span_at: int, cell_at: int) -> Sequence[Any]:
+    """`rows` (spans as tuples, line first) less the CUDA-word net's (`net` codes) on a line where
+    a `foreign` finding stayed (the analysis reports the net there too, as the fact may drop the
+    specific finding)."""
+    lines = {(row[cell_at], row[span_at][0]) for row in rows if row[code_at] in foreign}
+    if not lines:
+        return rows
+    return [row for row in rows if row[code_at] not in net or (row[cell_at], row[span_at][0]) not in lines]
+
+
+def keep_findings(findings: list[Finding], rel: str, facts: ProjectFacts, needs: dict[str, str],
+                  net: frozenset[str] = frozenset()) -> list[Finding]:
+    """`findings` less those whose project fact does not hold, and the net's (`net` codes) on a
+    line where a `foreign` finding stayed."""
+    kept = [f for f in findings if f.code not in needs or facts.holds(needs[f.code], rel, f.symbol)]
+    foreign = {(f.cell, f.span.line) for f in kept if needs.get(f.code) == "foreign"}
+    return [f for f in kept if f.code not in net or (f.cell, f.span.line) not in foreign] if foreign else kept

@@ -79,7 +79,8 @@ def test_tagged_values_and_interpolation_defaults(tmp_path: Path) -> None:
     """SpeechBrain's HyperPyYAML names a class by a tag; verl's OmegaConf configs fall back to a
     default; torchtune's profiler turns CUDA activities on."""
     write(tmp_path, {
-        "hparams/train.yaml": "opt_class: !name:bitsandbytes.optim.PagedAdam32bit\nlr: 0.001\nprecision: fp16\n",
+        "hparams/train.yaml": "opt_class: !name:bitsandbytes.optim.PagedAdam32bit\nlr: 0.001\nprecision: fp16\n"
+                              "optimizer: !new:apex.optimizers.FusedAdam\n  lr: !ref <lr>\n",
         "config/actor.yaml": "attn_implementation: ${oc.select:model.attn,flash_attention_2}\n"
                              "device: ${oc.env:DEVICE,cpu}\nname: ${oc.select:model.name}\n",
         "recipes/full.yaml": "profiler:\n  enabled: false\n  cpu: True\n  cuda: True\n",
@@ -88,6 +89,7 @@ def test_tagged_values_and_interpolation_defaults(tmp_path: Path) -> None:
         ("config/actor.yaml", 1, 21, "attn_implementation: ${oc.select:model.attn,flash_attention_2}"),
         ("hparams/train.yaml", 1, 11, "opt_class: !name:bitsandbytes.optim.PagedAdam32bit"),
         ("hparams/train.yaml", 3, 11, "precision: fp16"),
+        ("hparams/train.yaml", 4, 11, "optimizer: !new:apex.optimizers.FusedAdam"),
         ("recipes/full.yaml", 4, 8, "cuda: True"),
     ]
 

@@ -432,11 +432,17 @@ CASES = {
         from torch2trt import torch2trt, TRTModule  # <-
         from diff_gaussian_rasterization import GaussianRasterizer  # <-
         import isaacgym  # <-
+        import MinkowskiEngine as ME  # <-
+        from mmcv.parallel import MMDataParallel
+        from mmcv.runner import wrap_fp16_model  # <-
 
-        def convert(model, x, settings):
+        def convert(model, x, settings, feats, coords):
             trt = torch2trt(model, [x], fp16_mode=True)  # <-
             loaded = TRTModule()  # <-
-            return trt, loaded, GaussianRasterizer(raster_settings=settings)  # <-
+            sparse = ME.SparseTensor(feats, coords)  # <-
+            wrap_fp16_model(model)  # <-
+            wrapped = MMDataParallel(model, device_ids=[0])  # <-
+            return trt, loaded, GaussianRasterizer(raster_settings=settings), sparse, wrapped  # <-
         FILLER
         """,
     "helpers and collectives that default to CUDA": """
@@ -455,9 +461,9 @@ CASES = {
         FILLER
         """,
     "mmcv's compiled ops run, not those written in PyTorch nor a name only tested": """
-        from mmcv.ops import DeformConv2d, point_sample, nms  # <-
+        from mmcv.ops import DeformConv2d, SparseConvTensor, point_sample, nms  # <-
 
-        def refine(head, features, points, boxes, scores):
+        def refine(head, features: SparseConvTensor, points, boxes, scores) -> SparseConvTensor:
             if isinstance(head, DeformConv2d) or nms is None:
                 return features
             kept = nms(boxes, scores, 0.5)  # <-

@@ -45,13 +45,15 @@ setup(ext_modules=[
     ce.CUDAExtension(EXT, ["r.cu"]),
     CUDAExtension(sources=["late.cu"], name="late_name"),
     CUDAExtension(name=f"{PACKAGE}.computed"),
+    CUDAExtension(f"nerfacc.csrc", ["c.cu"]),
     CUDAExtension(name=unknown_variable),
     CUDAExtension("pkg._C", ["c.cu"]),
     CUDAExtension("not a module", ["c.cu"]),
     CppExtension("cpu_only", ["c.cpp"]),
 ])
 """
-    assert declared_extensions([("setup.py", source)], BUILDERS) == ("fused_dense_lib", "late_name", "pkg._ext", "rotary_emb")
+    assert declared_extensions([("setup.py", source)], BUILDERS) == ("fused_dense_lib", "late_name", "nerfacc.csrc",
+                                                                     "pkg._ext", "rotary_emb")
 
 
 # OpenMMLab's helper, as in basicsr's and OpenPCDet's setup.py: it builds the CUDAExtension.

@@ -135,3 +135,19 @@ def test_a_cuda_library_s_own_modules_importing_each_other_are_no_use_of_it(tmp_
     write(tmp_path, SPLAT)
     found = sites(tmp_path, "NM730") | sites(tmp_path, "NM720")
     assert found == marked(SPLAT)
+
+
+def test_inside_the_library_a_cuda_word_is_still_reported_by_the_net(tmp_path: Path) -> None:
+    """mmcv's own `from mmcv.ops import get_compiling_cuda_version`: the library rule's finding
+    goes (the import is mmcv's structure), the CUDA word on the line stays; outside the package
+    the library rule reports the line alone."""
+    files = {
+        "setup.py": "from setuptools import setup\n\nsetup(name='mmcv')\n",
+        "mmcv/__init__.py": "",
+        "mmcv/ops/__init__.py": "def get_compiling_cuda_version():\n    return None\n",
+        "mmcv/utils/env.py": "from mmcv.ops import get_compiling_cuda_version, nms  # <-\n",
+        "tools/info.py": "from mmcv.ops import get_compiling_cuda_version, nms  # <-\n",
+    }
+    write(tmp_path, files)
+    assert sites(tmp_path, "NM290") == {("mmcv/utils/env.py", 1)}
+    assert sites(tmp_path, "NM727") == {("tools/info.py", 1)}

@@ -56,3 +56,24 @@ def test_a_launch_script_s_cuda_and_nccl_variables(tmp_path: Path) -> None:
         ("scripts/train.sh", 5, 0, "NM217", "CUDA_LAUNCH_BLOCKING"),
         ("scripts/train.sh", 6, 4, "NM406", "TORCH_NCCL_ASYNC_ERROR_HANDLING"),
     ]  # `echo "NCCL_SOCKET_IFNAME=eth0"` prints text: a quoted word is no assignment
+
+
+def test_a_script_s_own_variables_with_a_cuda_word(tmp_path: Path) -> None:
+    """pytorch/examples' run scripts: `USE_CUDA=True ./run_distributed_examples.sh` turns CUDA on
+    through the script's own variables; a line is reported once, and not again where a specific
+    rule already reported it."""
+    (tmp_path / "run.sh").write_text(
+        "USE_CUDA=${USE_CUDA:-False}\n"
+        "case $USE_CUDA in\n"
+        "  True) CUDA=1 ;;\n"
+        "esac\n"
+        "export CUDA_VISIBLE_DEVICES=0 DEV=$CUDA\n"
+        "NUM_WORKERS=4\n")
+    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
+    found = [(f.span.line, f.span.col, f.code, f.symbol) for fr in result.files for f in fr.findings]
+    assert found == [
+        (1, 0, "NM290", "USE_CUDA"),
+        (2, 6, "NM290", "USE_CUDA"),
+        (3, 8, "NM290", "CUDA"),
+        (5, 7, "NM107", "CUDA_VISIBLE_DEVICES"),
+    ]

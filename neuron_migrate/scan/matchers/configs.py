@@ -64,7 +64,7 @@ def config_findings(text: str, rel: str, rules: Sequence[Rule], words: Sequence[
     lines = text.split("\n")
     found: list[Finding] = []
     for key, node in (entry for doc in documents if doc is not None for entry in _entries(doc)):
-        written = str(node.value)
+        written = str(node.value) if isinstance(node.value, str) else ""
         if node.tag.startswith("!"):  # HyperPyYAML's `!name:bitsandbytes.optim.PagedAdam32bit`: the tag is the value
             written = f"{node.tag} {written}".strip()
         # OmegaConf's `${oc.select:model.attn,flash_attention_2}`: the default is the value unless set elsewhere.
@@ -85,8 +85,9 @@ def setting_rules(key: str, value: str, rules: Sequence[Rule]) -> list[Rule]:
 
 
 def _entries(root: Any) -> Iterator[tuple[str, Any]]:
-    """(key, scalar node) of every mapping entry whose value is a scalar, at any depth (a list's
-    mappings too); a node reached twice through an alias is read once."""
+    """(key, node) of every mapping entry whose value is a scalar or carries a local tag (a
+    HyperPyYAML object with its arguments below), at any depth (a list's mappings too); a node
+    reached twice through an alias is read once."""
     import yaml
 
     seen: set[int] = set()
@@ -104,3 +105,5 @@ def _entries(root: Any) -> Iterator[tuple[str, Any]]:
             stack.extend(("", item) for item in node.value)
         elif isinstance(node, yaml.ScalarNode) and key:
             yield key, node
+        if key and node.tag.startswith("!") and not isinstance(node, yaml.ScalarNode):
+            yield key, node  # HyperPyYAML's `opt_class: !name:bitsandbytes.optim.PagedAdam32bit` with arguments below

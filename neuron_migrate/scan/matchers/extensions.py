@@ -6,9 +6,9 @@ it runs the CUDA kernels the build compiled.
 The declared names are read once per scan from the build scripts among the scanned files
 (`setup.py`, `setup_*.py`, at any depth: a repository often builds each extension from its own
 `csrc/<ext>/setup.py`) and are part of the cache key, so a changed declaration re-reads every
-file. A name is a string literal (`name=` or the first argument) or a module-level name assigned
-one; anything computed (`f"{pkg}._C"`) is not read. A function of the script that calls a
-builder declares through its calls too (`make_cuda_ext(name="nms_ext", module="pkg.ops")`:
+file. A name is a string literal (`name=` or the first argument; an f-string without fields
+too) or a module-level name assigned one; anything computed (`f"{pkg}._C"`) is not read. A
+function of the script that calls a builder declares through its calls too (`make_cuda_ext(name="nms_ext", module="pkg.ops")`:
 `pkg.ops.nms_ext`). `_C` modules are NM724's (`match.imports`),
 so they are left out here. Like `scan.matchers.project_modules`, the imports are found in the text
 of every Python file (an importer needs no CUDA word), so a line of a string that reads as such an
@@ -120,6 +120,8 @@ def _argument(call: ast.Call, param: str, params: list[str], constants: dict[str
 def _string(value: ast.expr | None, constants: dict[str, str]) -> str | None:
     if isinstance(value, ast.Constant) and isinstance(value.value, str):
         return value.value
+    if isinstance(value, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in value.values):
+        return "".join(str(v.value) for v in value.values)  # type: ignore[attr-defined]  # nerfacc's f"nerfacc.csrc"
     if isinstance(value, ast.Name):
         return constants.get(value.id)
     return None

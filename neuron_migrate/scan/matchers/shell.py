@@ -96,10 +96,13 @@ def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellR
     code = _MESSAGE.sub(lambda m: m.group(1) + " " * (m.end() - m.end(1)), _COMMENT.sub("", command))
     found: list[Finding] = []
     env = rules.env
-    if env is not None and ("=" in code or "$" in code):
+    names: list[re.Match[str]] = []
+    if "=" in code or "$" in code:
         names = list(_ASSIGN.finditer(code))
         names += [m for m in _EXPANSION.finditer(code) if not code.count("'", 0, m.start()) % 2]
-        for m in sorted(names, key=lambda m: m.start()):
+        names.sort(key=lambda m: m.start())
+    if env is not None:
+        for m in names:
             name = m.group(1)
             span = Span(number, m.start(1), number, m.end(1))
             found += [rule.finding(rel, span, name, line) for rule in env.match(name)]
@@ -115,6 +118,13 @@ def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellR
             if hit is not None:
                 span = Span(number, program.start(1), number, program.end(1))
                 found += [rule.finding(rel, span, name, line) for rule in hit[1]]
+        if not found:  # a script's own variable with a CUDA word (`USE_CUDA=True`, `--cuda $CUDA`), once a line
+            for m in names:
+                word = rules.commands.name(m.group(1))
+                if word is not None:
+                    span = Span(number, m.start(1), number, m.end(1))
+                    found += [rule.finding(rel, span, m.group(1), line) for rule in word[1]]
+                    break
     return found
 
 
