@@ -513,7 +513,7 @@ SILENT = {
             def __repr__(self):
                 return "Runner(device=cuda)"
         """,
-    "test skip reasons, messages being built, package keywords, NVIDIA's models on the Hub": """
+    "test skip reasons, messages being built, package keywords, NVIDIA's models and web addresses, Triton Inference Server": """
         import pytest
         import setuptools
 
@@ -523,6 +523,12 @@ SILENT = {
             err_msg = "numba cannot find the CUDA libdevice:"
             err_msg += "export NUMBAPRO_LIBDEVICE='/usr/local/cuda/nvvm/libdevice/'"
             return err_msg, "nvidia/mit-b0", "nvidia/segformer-b0-finetuned-ade-512-512"
+
+        INCEPTION = "https://nvlabs-fi-cdn.nvidia.com/stylegan2-ada-pytorch/pretrained/metrics/inception.pt"
+
+        def request_input(request):
+            import triton_python_backend_utils as pb_utils
+            return pb_utils.get_input_tensor_by_name(request, "x")
 
         @pytest.mark.skipif(True, reason="needs nccl")
         def test_nothing():

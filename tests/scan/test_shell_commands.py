@@ -100,7 +100,8 @@ def test_settings_on_a_launch_command_line(tmp_path: Path) -> None:
         "python run.py trainer.accelerator=gpu trainer.devices=2 +model.attn_implementation=flash_attention_2\n"
         "deepspeed main.py --fp16 --attn_implementation eager\n"
         "fairseq-generate data --beam 5 --fp16 > gen.log\n"
-        "fairseq-train data --memory-efficient-fp16 | tee train.log\n")
+        "fairseq-train data --memory-efficient-fp16 | tee train.log\n"
+        "torchrun --nproc_per_node gpu --nnodes 1 train.py\n")
     assert [(line, col, code, symbol) for _, _, line, col, code, symbol in found(tmp_path)] == [
         (2, 4, "NM109", "--fp16 True"),
         (2, 16, "NM109", "--use_flash_attn True"),
@@ -112,4 +113,5 @@ def test_settings_on_a_launch_command_line(tmp_path: Path) -> None:
         (6, 18, "NM109", "--fp16"),
         (7, 31, "NM109", "--fp16"),
         (8, 19, "NM109", "--memory-efficient-fp16"),
+        (9, 9, "NM109", "--nproc_per_node gpu"),
     ]
