@@ -214,8 +214,12 @@ class Rescan:
         else:
             found, directives = analyze_source(text, path, pack), find_directives(text)
         if needs := conditional_codes(pack):
-            net = frozenset(rule.code for rule in pack.rules.values() if rule.match.tokens)
-            found = keep_findings(found, path, ProjectFacts(self.root), needs, net)
+            from neuron_migrate.scan.matchers.tokens import TokenTable
+
+            net_rules = [rule for rule in pack.rules.values() if rule.match.tokens]
+            words = TokenTable(net_rules)
+            found = keep_findings(found, path, ProjectFacts(self.root), needs,
+                                  lambda text: words.name(text) is not None, frozenset(r.code for r in net_rules))
         kept = apply_directives(path, found, directives, pack).kept
         return list(finalize("scan", self.root, kept, self.settings, pack).findings)
 

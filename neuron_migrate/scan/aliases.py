@@ -27,10 +27,11 @@ class AliasTable:
         self.implicit_seen: set[str] = set()  # implicit roots the file actually reads
 
     def add(self, node: ast.Import | ast.ImportFrom, *, keep: bool = False) -> None:
-        """`keep`: the import is a fallback (in an `except ImportError:` handler, an `else:`
-        branch): a name an import already bound keeps that binding, the one that runs where the
-        first import works (`from torch.amp import GradScaler` before `from torch.cuda.amp import
-        GradScaler`)."""
+        """`keep`: the import may not run (in an `if` or `try` body, an `except ImportError:`
+        handler, an `else:` branch): a name an import already bound keeps that binding, the one
+        that runs where the first import works or the condition is false (`from torch.amp import
+        GradScaler` before `from torch.cuda.amp import GradScaler`; `from torch.cuda import
+        synchronize` before `if is_npu(): from torch.npu import synchronize`)."""
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if keep and (alias.asname or alias.name.partition(".")[0]) in self.names:

@@ -269,8 +269,9 @@ class _Walker:
 
     def _prepass(self, body: list[ast.stmt], fallback: bool = False) -> None:
         """Module-level imports and literal constants, wherever they sit in the module, so a use
-        above the definition (a function defined first) still resolves. `fallback`: `body` runs
-        only where what came before failed or was false (an `except` handler, an `if`'s `else`)."""
+        above the definition (a function defined first) still resolves. `fallback`: `body` may
+        not run (an `if` or `try` body, an `except` handler, an `if`'s `else`): its imports bind
+        only names no import above bound."""
         for stmt in body:
             cls = stmt.__class__
             if cls is ast.Import or cls is ast.ImportFrom:
@@ -305,8 +306,11 @@ class _Walker:
                 if stmt.target.__class__ is ast.Name and stmt.value is not None:  # type: ignore[attr-defined]
                     self._remember(self.consts, stmt.target.id, stmt.value)  # type: ignore[attr-defined]
             elif cls in (ast.If, ast.Try, ast.With, ast.TryStar):
-                for f in ("body", "finalbody"):
-                    self._prepass(getattr(stmt, f, None) or [], fallback)
+                # An import in an `if` or `try` body may not run either: a name an import above
+                # already bound keeps that binding (`from torch.cuda import synchronize`, then
+                # `if is_npu(): from torch.npu import synchronize`, as xDiT does per vendor).
+                self._prepass(stmt.body, fallback or cls is not ast.With)  # type: ignore[attr-defined]
+                self._prepass(getattr(stmt, "finalbody", None) or [], fallback)
                 self._prepass(getattr(stmt, "orelse", None) or [], fallback or cls is ast.If)
                 for handler in getattr(stmt, "handlers", ()):
                     self._prepass(handler.body, True)
@@ -524,8 +528,13 @@ class _Walker:
             self.silent.add(id(value))
 
     def _raise(self, node: ast.AST) -> None:
-        if node.exc is not None:  # type: ignore[attr-defined]
-            self._silence(node.exc)  # type: ignore[attr-defined]
+        exc = node.exc  # type: ignore[attr-defined]
+        if exc.__class__ is ast.Call:  # `raise RuntimeError(f"cuda: {n}")`: its arguments are the message
+            self.silent.update(map(id, ast.walk(exc.func)))  # type: ignore[attr-defined]
+            for a in (*exc.args, *(kw.value for kw in exc.keywords)):  # type: ignore[attr-defined]
+                self._silence(a)
+        elif exc is not None:
+            self._silence(exc)
 
     def _assert(self, node: ast.AST) -> None:
         if node.msg is not None:  # type: ignore[attr-defined]
@@ -538,7 +547,13 @@ class _Walker:
         if expr.__class__ is ast.Constant:
             self.silent.add(id(expr))
             return
-        self.silent.update(map(id, ast.walk(expr)))
+        # What a call inside the message is given runs, it is not shown: `print(prof.key_averages()
+        # .table(sort_by="cuda_time_total"))` sorts by a CUDA key; `"{}".format(x)` shows its text.
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            self.silent.add(id(node))
+            stack.extend(ast.iter_child_nodes(node.func if node.__class__ is ast.Call else node))  # type: ignore[attr-defined]
 
     def _function(self, node: ast.AST) -> None:
         if self.cp.unchecked and node.__class__ is not ast.ClassDef:  # `def f(x: SparseConvTensor) -> Tensor`

@@ -200,13 +200,17 @@ def _project_filter(pack: RulePack, root: str, entries: dict[str, Entry]) -> Cal
                        for row in entry[ROWS])}
 
     facts = ProjectFacts(root, kernel_modules)
-    foreign = frozenset(code for code, fact in needs.items() if fact == "foreign")
-    net = frozenset(rule.code for rule in pack.rules.values() if rule.match.tokens)
+    net_rules = [rule for rule in pack.rules.values() if rule.match.tokens]
+    net_codes = frozenset(rule.code for rule in net_rules)
+    words = TokenTable(net_rules)
 
     def rows_of(rel: str, rows: tuple[Row, ...]) -> Sequence[Row]:
         kept = keep_rows(rows, rel, facts, needs, _CODE_AT, _SYMBOL_AT) if rows else None
         out = rows if kept is None else kept
-        return net_rows(out, foreign, net, _CODE_AT, _SPAN_AT, _CELL_AT) if foreign and out else out
+        if not net_codes or not out:
+            return out
+        return net_rows(rows, out, needs, lambda text: words.name(text) is not None, net_codes,
+                        (_CODE_AT, _SYMBOL_AT, _SPAN_AT, _CELL_AT))
     return rows_of
 
 

@@ -146,21 +146,43 @@ def keep_rows(rows: Sequence[Any], rel: str, facts: ProjectFacts, needs: dict[st
 
 
 
-def net_rows(rows: Sequence[Any], foreign: frozenset[str], net: frozenset[str], code_at: int,
-             span_at: int, cell_at: int) -> Sequence[Any]:
-    """`rows` (spans as tuples, line first) less the CUDA-word net's (`net` codes) on a line where
-    a `foreign` finding stayed (the analysis reports the net there too, as the fact may drop the
-    specific finding)."""
-    lines = {(row[cell_at], row[span_at][0]) for row in rows if row[code_at] in foreign}
-    if not lines:
-        return rows
-    return [row for row in rows if row[code_at] not in net or (row[cell_at], row[span_at][0]) not in lines]
+def net_rows(rows: Sequence[Any], kept: Sequence[Any], facts: dict[str, str], net: Callable[[str], bool],
+             net_codes: frozenset[str], at: tuple[int, int, int, int]) -> Sequence[Any]:
+    """The `kept` rows (of `rows`, spans as tuples, line first; `at`: the indexes of code, symbol,
+    span and cell) less the CUDA-word net's (`net_codes`) on a line where a finding with a project
+    fact stayed, the specific rule describing the line; and on a line where a `foreign` finding
+    went, when its library's own name is the only CUDA word in the net's symbol
+    (`from flash_attn.bert_padding import pad_input` inside flash_attn; `net`: whether a text
+    holds a CUDA word). The analysis reports the net beside the `foreign` rules, as the fact may
+    drop the specific finding."""
+    code_at, symbol_at, span_at, cell_at = at
+    described = {(row[cell_at], row[span_at][0]) for row in kept if row[code_at] in facts}
+    gone: dict[tuple[Any, int], str] = {}
+    if len(kept) != len(rows):
+        survivors = {id(row) for row in kept}
+        for row in rows:
+            if id(row) not in survivors and facts.get(row[code_at]) == "foreign":
+                gone[(row[cell_at], row[span_at][0])] = row[symbol_at].partition(".")[0]
+
+    def redundant(row: Any) -> bool:
+        place = (row[cell_at], row[span_at][0])
+        if place in described:
+            return True
+        top = gone.get(place)
+        if top is None:
+            return False
+        symbol = row[symbol_at]
+        return symbol == top or (symbol.startswith(top + ".") and not net(symbol[len(top) + 1:]))
+
+    if not described and not gone:
+        return kept
+    return [row for row in kept if row[code_at] not in net_codes or not redundant(row)]
 
 
 def keep_findings(findings: list[Finding], rel: str, facts: ProjectFacts, needs: dict[str, str],
-                  net: frozenset[str] = frozenset()) -> list[Finding]:
-    """`findings` less those whose project fact does not hold, and the net's (`net` codes) on a
-    line where a `foreign` finding stayed."""
-    kept = [f for f in findings if f.code not in needs or facts.holds(needs[f.code], rel, f.symbol)]
-    foreign = {(f.cell, f.span.line) for f in kept if needs.get(f.code) == "foreign"}
-    return [f for f in kept if f.code not in net or (f.cell, f.span.line) not in foreign] if foreign else kept
+                  net: Callable[[str], bool], net_codes: frozenset[str]) -> list[Finding]:
+    """`findings` less those whose project fact does not hold, and the net's made redundant
+    (`net_rows`)."""
+    rows = [(f.code, f.symbol, (f.span.line,), f.cell, f) for f in findings]
+    kept = [r for r in rows if r[0] not in needs or facts.holds(needs[r[0]], rel, r[1])]
+    return [r[4] for r in net_rows(rows, kept, needs, net, net_codes, (0, 1, 2, 3))]

@@ -470,6 +470,33 @@ CASES = {
             return point_sample(features, points), kept
         FILLER
         """,
+    "a vendor's import in an if or try body does not hide the CUDA one above it": """
+        import torch
+        from torch.cuda import synchronize  # <-
+        from torch.nn import LayerNorm
+
+        try:
+            from apex.normalization import FusedLayerNorm as LayerNorm  # <-
+        except ImportError:
+            pass
+        if hasattr(torch, "npu"):
+            from torch.npu import synchronize
+
+        def step(n):
+            synchronize()  # <-
+            return LayerNorm(n)  # where apex is missing, as on Trainium, torch's runs
+        FILLER
+        """,
+    "what a call inside a message is given runs": """
+        def report(prof):
+            print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=10))  # <-
+            print("cuda devices:", prof)
+        FILLER
+        """,
+    "a web address: the path says what is fetched, not the host": """
+        NVCC_URL = "https://developer.download.nvidia.com/compute/cuda/redist/cuda_nvcc/linux.tar.xz"  # <-
+        WEIGHTS = "https://nvlabs-fi-cdn.nvidia.com/stylegan2-ada-pytorch/pretrained/inception.pt"
+        """,
 }
 
 SILENT = {

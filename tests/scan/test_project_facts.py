@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.scan.conftest import marked, sites, write
+from neuron_migrate.scan.engine import scan_paths
+from tests.scan.conftest import PACK, marked, sites, write
 
 CUDA_SETUP = """
     import glob
@@ -151,3 +152,21 @@ def test_inside_the_library_a_cuda_word_is_still_reported_by_the_net(tmp_path: P
     write(tmp_path, files)
     assert sites(tmp_path, "NM290") == {("mmcv/utils/env.py", 1)}
     assert sites(tmp_path, "NM727") == {("tools/info.py", 1)}
+
+
+def test_inside_the_library_its_own_name_is_no_cuda_word(tmp_path: Path) -> None:
+    """flash_attn's own `from flash_attn.bert_padding import pad_input`: the library rule goes and
+    so does the net, whose only CUDA word was the library's own name; an import of a module of
+    the project that runs kernels is NM725's alone."""
+    files = {
+        "setup.py": "from setuptools import setup\n\nsetup(name='flash_attn')\n",
+        "flash_attn/__init__.py": "",
+        "flash_attn/bert_padding.py": "def pad_input(x):\n    return x\n",
+        "flash_attn/ops/__init__.py": "",
+        "flash_attn/ops/layer_norm.py": "import triton\n\n\n@triton.jit\ndef _kernel(x):\n    pass\n",
+        "flash_attn/models/bert.py": "from flash_attn.bert_padding import pad_input\n"
+                                     "from flash_attn.ops.layer_norm import _kernel\n",
+    }
+    write(tmp_path, files)
+    result = scan_paths([tmp_path], PACK, jobs=1, use_cache=False)
+    assert [(f.code, f.span.line) for f in result.findings if f.path == "flash_attn/models/bert.py"] == [("NM725", 2)]

@@ -66,7 +66,8 @@ def test_automagic_lines_are_ipython_not_syntax_errors(tmp_path: Path) -> None:
         "env = {'a': 1}\nprint(env)\ncd = 2\n",
     ))
     assert [(cell, line, code, symbol) for _, cell, line, _, code, symbol in found(tmp_path)] == [
-        (0, 1, "NM731", "cuda-python"), (0, 1, "NM731", "tensorrt"), (0, 1, "NM731", "onnxruntime-gpu"),
+        (0, 1, "NM731", "polygraphy"), (0, 1, "NM731", "cuda-python"), (0, 1, "NM731", "tensorrt"),
+        (0, 1, "NM731", "onnxruntime-gpu"),
     ]
 
 

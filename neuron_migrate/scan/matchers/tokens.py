@@ -31,6 +31,9 @@ _EVERYDAY = frozenset({"load", "in", "and", "attention", "gpu"})
 _FLAG = re.compile(r"--?[A-Za-z]")  # `-L`, `--version`; not prose's ` -- `
 # A model of NVIDIA's on the Hugging Face Hub (`"nvidia/mit-b0"`): its weights run anywhere.
 _MODEL_ID = re.compile(r"nvidia/[\w.-]+", re.IGNORECASE)
+# A web address's scheme and host: the host names a server (`nvlabs-fi-cdn.nvidia.com` serves
+# weights), the path what is fetched (`.../compute/cuda/redist/cuda_nvcc/...`).
+_URL_HOST = re.compile(r"https?://[^/\s]*", re.IGNORECASE)
 
 
 def words(text: str) -> list[str]:
@@ -82,9 +85,9 @@ class TokenTable:
         (`"nvidia-smi -L | wc -l"`)."""
         if len(value) > _MAX_STRING or _MODEL_ID.fullmatch(value):
             return None
-        text = value
-        if len(value.split(None, _PROSE_WORDS)) > _PROSE_WORDS:
-            parts = value.split()
+        text = _URL_HOST.sub("", value)
+        if len(text.split(None, _PROSE_WORDS)) > _PROSE_WORDS:
+            parts = text.split()
             if not any(p == "|" or _FLAG.match(p) for p in parts[1:]):
                 return None
             text = parts[0]
@@ -103,7 +106,7 @@ class TokenTable:
         compares: `"CUDA out of memory" in str(e)`)."""
         if len(value) > _MAX_STRING or _MODEL_ID.fullmatch(value):
             return None
-        return self._match(value)
+        return self._match(_URL_HOST.sub("", value))
 
     def _match(self, text: str) -> tuple[str, tuple[Rule, ...]] | None:
         if self._runs(text) is None:
