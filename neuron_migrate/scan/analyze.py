@@ -203,6 +203,7 @@ _MESSAGE_MODULES = ("logging.", "warnings.")
 # Methods whose returned text describes an object to people (`f"Linear(device=cuda)"`): a message.
 _DESCRIBERS = frozenset({"__repr__", "__str__", "extra_repr"})
 _TYPE_TESTS = frozenset({"isinstance", "issubclass"})
+_FORMATTERS = frozenset({"format", "format_map", "join", "str", "repr"})  # calls that turn what they get into text
 _EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning")
 _MESSAGE_KEYWORDS = frozenset({"help", "description", "epilog", "usage", "msg", "message", "desc", "reason",
                                "keywords", "classifiers"})  # pytest's skip reasons; setup()'s package metadata
@@ -374,6 +375,15 @@ class _Walker:
         (torch's test helpers: `DEVICE_TYPE = "cuda"` or `"xpu"` or `"cpu"` by the host). Once
         it is assigned anything else too its value is unknown (None): the literal may be
         overwritten before the use (`device_map = "auto"`, then a computed map)."""
+        if value.__class__ is ast.IfExp:
+            # `x if ddp else "auto"`: either branch may be the value; a computed one is no literal
+            # the use could match, it overwrites nothing.
+            branches = [b for b in args_m.branches(value) if args_m.static_value(_field_default(b)) is not args_m.UNKNOWN]
+            for branch in branches:
+                _Walker._remember(table, name, branch)
+            if not branches:
+                table[name] = None
+            return
         value = _field_default(value)
         known = table.get(name, ())
         static = args_m.static_value(value)
@@ -469,7 +479,8 @@ class _Walker:
             if target.__class__ is ast.Name:
                 # A local assignment shadows the module's constant of the same name, literal or not.
                 scope = self.scopes[-1] if self.scopes else None
-                if scope is not None and (value.__class__ in _LITERALS or target.id in scope or target.id in self.consts
+                if scope is not None and (value.__class__ in _LITERALS or value.__class__ is ast.IfExp
+                                          or target.id in scope or target.id in self.consts
                                           or (value.__class__ is ast.Call and _field_default(value) is not value)):
                     self._remember(scope, target.id, value)
                 if self.env_on and value.__class__ is ast.Dict and env_m.env_like_name(target.id):
@@ -548,12 +559,16 @@ class _Walker:
             self.silent.add(id(expr))
             return
         # What a call inside the message is given runs, it is not shown: `print(prof.key_averages()
-        # .table(sort_by="cuda_time_total"))` sorts by a CUDA key; `"{}".format(x)` shows its text.
+        # .table(sort_by="cuda_time_total"))` sorts by a CUDA key. A call that formats text shows
+        # what it is given (`"USE_CUDA: {}".format(use_cuda)`, `str(device)`).
         stack = [expr]
         while stack:
             node = stack.pop()
             self.silent.add(id(node))
-            stack.extend(ast.iter_child_nodes(node.func if node.__class__ is ast.Call else node))  # type: ignore[attr-defined]
+            if node.__class__ is ast.Call and _called_name(node) not in _FORMATTERS:
+                stack.append(node.func)  # type: ignore[attr-defined]
+            else:
+                stack.extend(ast.iter_child_nodes(node))
 
     def _function(self, node: ast.AST) -> None:
         if self.cp.unchecked and node.__class__ is not ast.ClassDef:  # `def f(x: SparseConvTensor) -> Tensor`
@@ -1379,6 +1394,12 @@ def _spread(call: ast.Call) -> ast.Call:
         return call
     spread = ast.Call(func=call.func, args=call.args, keywords=[*call.keywords, *extra])
     return ast.copy_location(spread, call)
+
+
+def _called_name(call: ast.AST) -> str | None:
+    """The name a call is made by (`f` of `f(x)` and of `obj.f(x)`)."""
+    func = call.func  # type: ignore[attr-defined]
+    return func.id if func.__class__ is ast.Name else func.attr if func.__class__ is ast.Attribute else None
 
 
 def _message_target(target: ast.AST) -> bool:

@@ -491,6 +491,7 @@ CASES = {
         def report(prof):
             print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=10))  # <-
             print("cuda devices:", prof)
+            print("USE_CUDA SET TO: {}".format(prof.use_cuda), str(prof.cuda_events))
         FILLER
         """,
     "a web address: the path says what is fetched, not the host": """
