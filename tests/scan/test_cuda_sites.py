@@ -487,6 +487,15 @@ CASES = {
             return LayerNorm(n)  # where apex is missing, as on Trainium, torch's runs
         FILLER
         """,
+    "a local name holding either branch of a conditional": """
+        import os
+        from transformers import AutoModelForCausalLM
+
+        def load(name, ddp):
+            device_map = {"": int(os.environ.get("LOCAL_RANK") or 0)} if ddp else "auto"
+            return AutoModelForCausalLM.from_pretrained(name, device_map=device_map)  # <-
+        FILLER
+        """,
     "what a call inside a message is given runs": """
         def report(prof):
             print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=10))  # <-
