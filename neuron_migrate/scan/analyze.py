@@ -66,7 +66,9 @@ class CompiledPack:
     token_words: tuple[str, ...]  # ... likewise, no `tokens` match
     regions: RegionGate  # which functions of a large file need parsing
     fix_roots: frozenset[str]  # top-level modules a fix may write (and have to import)
-    unchecked: bool  # some rule's names only tested or written as types are no use (`match.checks`)
+    # The top-level modules of the rules whose names only tested or written as types are no use
+    # (`match.checks`): a file that imports none of them has no such name to mark.
+    unchecked: frozenset[str]
 
 
 _COMPILED: dict[object, CompiledPack] = {}
@@ -108,7 +110,8 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         regions=RegionGate(pattern_requirements(pack, in_code=True), pattern_values(pack, in_code=True),
                            {name.rpartition(".")[0] for name in qualified.exact}, fix_roots),
         fix_roots=fix_roots,
-        unchecked=any(not r.match.checks for r in rules),
+        unchecked=frozenset(p.lstrip("!").partition(".")[0] for r in rules if not r.match.checks
+                            for p in r.match.qualified_names),
     )
     if len(_COMPILED) >= 8:
         _COMPILED.pop(next(iter(_COMPILED)))
@@ -265,6 +268,8 @@ class _Walker:
         for stmt in seed:  # imports run before this source (a notebook's earlier cells)
             self.aliases.add(stmt)  # type: ignore[arg-type]
         self._prepass(tree.body)
+        # Whether a module-level import binds a name under one of `cp.unchecked`'s modules.
+        self.unchecked = bool(cp.unchecked) and any(q.partition(".")[0] in cp.unchecked for q in self.aliases.names.values())
 
     # -- statements --
 
@@ -443,7 +448,7 @@ class _Walker:
             self._report(rule, "imports", node, symbol)
 
     def _assign(self, node: ast.AST) -> None:
-        if node.__class__ is ast.AnnAssign and self.cp.unchecked:
+        if node.__class__ is ast.AnnAssign and self.unchecked:
             self.checked.update(map(id, ast.walk(node.annotation)))  # type: ignore[attr-defined]
         targets = node.targets if node.__class__ is ast.Assign else [node.target]  # type: ignore[attr-defined]
         value = node.value  # type: ignore[attr-defined]
@@ -571,7 +576,7 @@ class _Walker:
                 stack.extend(ast.iter_child_nodes(node))
 
     def _function(self, node: ast.AST) -> None:
-        if self.cp.unchecked and node.__class__ is not ast.ClassDef:  # `def f(x: SparseConvTensor) -> Tensor`
+        if self.unchecked and node.__class__ is not ast.ClassDef:  # `def f(x: SparseConvTensor) -> Tensor`
             args = node.args  # type: ignore[attr-defined]
             for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
                 if a is not None and a.annotation is not None:
