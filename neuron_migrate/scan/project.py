@@ -146,22 +146,22 @@ def keep_rows(rows: Sequence[Any], rel: str, facts: ProjectFacts, needs: dict[st
 
 
 
-def net_rows(rows: Sequence[Any], kept: Sequence[Any], facts: dict[str, str], net: Callable[[str], bool],
+def net_rows(rows: Sequence[Any], kept: Sequence[Any], needs: dict[str, str], net: Callable[[str], bool],
              net_codes: frozenset[str], at: tuple[int, int, int, int]) -> Sequence[Any]:
     """The `kept` rows (of `rows`, spans as tuples, line first; `at`: the indexes of code, symbol,
     span and cell) less the CUDA-word net's (`net_codes`) on a line where a finding with a project
-    fact stayed, the specific rule describing the line; and on a line where a `foreign` finding
+    fact (`needs`: code -> fact) stayed, the specific rule describing the line; and on a line where a `foreign` finding
     went, when its library's own name is the only CUDA word in the net's symbol
     (`from flash_attn.bert_padding import pad_input` inside flash_attn; `net`: whether a text
     holds a CUDA word). The analysis reports the net beside the `foreign` rules, as the fact may
     drop the specific finding."""
     code_at, symbol_at, span_at, cell_at = at
-    described = {(row[cell_at], row[span_at][0]) for row in kept if row[code_at] in facts}
+    described = {(row[cell_at], row[span_at][0]) for row in kept if row[code_at] in needs}
     gone: dict[tuple[Any, int], str] = {}
     if len(kept) != len(rows):
         survivors = {id(row) for row in kept}
         for row in rows:
-            if id(row) not in survivors and facts.get(row[code_at]) == "foreign":
+            if id(row) not in survivors and needs.get(row[code_at]) == "foreign":
                 gone[(row[cell_at], row[span_at][0])] = row[symbol_at].partition(".")[0]
 
     def redundant(row: Any) -> bool:
