@@ -84,8 +84,10 @@ def test_tagged_values_and_interpolation_defaults(tmp_path: Path) -> None:
         "config/actor.yaml": "attn_implementation: ${oc.select:model.attn,flash_attention_2}\n"
                              "device: ${oc.env:DEVICE,cpu}\nname: ${oc.select:model.name}\n",
         "recipes/full.yaml": "profiler:\n  enabled: false\n  cpu: True\n  cuda: True\n",
+        "cog.yaml": "build:\n  gpu: true\n  cuda: \"11.7\"\n  python_version: \"3.9\"\n",
     })
     assert sorted(found(tmp_path)) == [
+        ("cog.yaml", 3, 8, "cuda: 11.7"),
         ("config/actor.yaml", 1, 21, "attn_implementation: ${oc.select:model.attn,flash_attention_2}"),
         ("hparams/train.yaml", 1, 11, "opt_class: !name:bitsandbytes.optim.PagedAdam32bit"),
         ("hparams/train.yaml", 3, 11, "precision: fp16"),
