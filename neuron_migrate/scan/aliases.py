@@ -10,12 +10,14 @@ free name can still resolve, but only to a name a rule spells out exactly.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 
 class AliasTable:
-    __slots__ = ("names", "specs", "stars", "implicit", "implicit_seen")
+    __slots__ = ("names", "specs", "stars", "implicit", "implicit_seen", "cuda", "within")
 
-    def __init__(self, implicit_roots: frozenset[str]) -> None:
+    def __init__(self, implicit_roots: frozenset[str], cuda: Callable[[str], bool] | None = None) -> None:
+        """`cuda`: whether a qualified name is CUDA's (a rule's library, a CUDA word); see `add`."""
         self.names: dict[str, str] = {}  # local name -> qualified name it stands for
         # local name -> the import it came from, as rewrite's `remove_imports` spells it ("m", "m.x");
         # only for bindings that are not the plain `import m` of a top-level module.
@@ -25,24 +27,34 @@ class AliasTable:
         # whose import lives in another cell, or in a rule example that omits the import.
         self.implicit = implicit_roots
         self.implicit_seen: set[str] = set()  # implicit roots the file actually reads
+        self.cuda = cuda
+        # name -> (first line, last line, qualified): where a conditional import's binding holds
+        # although it did not replace the file-wide one (inside its `if` or `try` body).
+        self.within: dict[str, list[tuple[int, int, str]]] = {}
 
-    def add(self, node: ast.Import | ast.ImportFrom, *, keep: bool = False) -> None:
-        """`keep`: the import may not run (in an `if` or `try` body, an `except ImportError:`
-        handler, an `else:` branch): a name an import already bound keeps that binding, the one
-        that runs where the first import works or the condition is false (`from torch.amp import
-        GradScaler` before `from torch.cuda.amp import GradScaler`; `from torch.cuda import
-        synchronize` before `if is_npu(): from torch.npu import synchronize`)."""
+    def add(self, node: ast.Import | ast.ImportFrom, *, keep: bool = False,
+            block: tuple[int, int] | None = None) -> None:
+        """`keep`: the import is a fallback (in an `except ImportError:` handler, an `else:`
+        branch): a name an import already bound keeps that binding, the one that runs where the
+        first import works (`from torch.amp import GradScaler` before `from torch.cuda.amp import
+        GradScaler`). `block`: the lines of the `if` or `try` body the import sits in, which may
+        not run: it replaces a binding only with a CUDA one (`from torch.nn import LayerNorm`,
+        then `try: from apex.normalization import FusedLayerNorm as LayerNorm`); else the binding
+        above holds file-wide (`from torch.cuda import synchronize`, then `if npu: from torch.npu
+        import synchronize`) and this one from the import to the end of its block."""
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if keep and (alias.asname or alias.name.partition(".")[0]) in self.names:
+                local = alias.asname or alias.name.partition(".")[0]
+                if keep and local in self.names:
+                    continue
+                if block is not None and not self._replaces(local, alias.name if alias.asname else local, node, block):
                     continue
                 if alias.asname:
                     self.names[alias.asname] = alias.name
                     self.specs[alias.asname] = alias.name
                 else:  # `import a.b.c` binds `a`
-                    root = alias.name.partition(".")[0]
-                    self.names[root] = root
-                    self.specs.pop(root, None)
+                    self.names[local] = local
+                    self.specs.pop(local, None)
             return
         module = node.module or ""
         for alias in node.names:
@@ -55,9 +67,20 @@ class AliasTable:
             elif node.level:  # the project's own module: never a library name
                 self.names.pop(local, None)
                 self.specs.pop(local, None)
-            else:
+            elif block is None or self._replaces(local, f"{module}.{alias.name}", node, block):
                 self.names[local] = f"{module}.{alias.name}"
                 self.specs[local] = f"{module}.{alias.name}"
+
+    def _replaces(self, name: str, qualified: str, node: ast.stmt, block: tuple[int, int]) -> bool:
+        """Whether a conditional import of `qualified` as `name` replaces the binding above (see
+        `add`); where it does not, it holds inside its block."""
+        old = self.names.get(name)
+        if old is None or old == qualified or (self.cuda is not None and self.cuda(qualified) and not self.cuda(old)):
+            return True
+        spans = self.within.setdefault(name, [])
+        if (node.lineno, block[1], qualified) not in spans:
+            spans.append((node.lineno, block[1], qualified))
+        return False
 
     def bind(self, name: str, qualified: str) -> None:
         """`name` stands for the module or object `qualified`, as after `import m as name`: it
@@ -65,8 +88,12 @@ class AliasTable:
         self.names[name] = qualified
         self.specs[name] = qualified
 
-    def root(self, name: str) -> str | None:
-        """The qualified name a bare name stands for, or None."""
+    def root(self, name: str, line: int | None = None) -> str | None:
+        """The qualified name a bare name stands for (at `line`, when given), or None."""
+        if line is not None and name in self.within:
+            for first, last, qualified in self.within[name]:
+                if first <= line <= last:
+                    return qualified
         q = self.names.get(name)
         if q is not None:
             return q

@@ -17,6 +17,7 @@ import ast
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from neuron_migrate.findings import Finding, FixClass, Span, Target
 from neuron_migrate.ruleset.model import ArgumentPattern, FixKind, Rule, RulePack
@@ -229,7 +230,7 @@ class _Walker:
         # ids of the names only tested or written as types, not used: `isinstance(m, DeformConv2d)`,
         # `if nms is None:`, `x: SparseConvTensor`
         self.checked: set[int] = set()
-        self.aliases = AliasTable(cp.implicit_roots)
+        self.aliases = AliasTable(cp.implicit_roots, partial(_cuda_name, cp))
         self.sites: list[tuple[Rule, Site]] = []
         self.stmt: ast.AST = tree
         self.stmt_line = 1
@@ -265,6 +266,7 @@ class _Walker:
         self.field_reads: set[str] = set()
         self.stack: list[ast.AST] = []
         self.fallbacks: set[int] = set()  # ids of module-level imports that are fallbacks (`_prepass`)
+        self.conditional: dict[int, tuple[int, int]] = {}  # ids of module-level imports in an if/try body -> its lines
         for stmt in seed:  # imports run before this source (a notebook's earlier cells)
             self.aliases.add(stmt)  # type: ignore[arg-type]
         self._prepass(tree.body)
@@ -273,17 +275,19 @@ class _Walker:
 
     # -- statements --
 
-    def _prepass(self, body: list[ast.stmt], fallback: bool = False) -> None:
+    def _prepass(self, body: list[ast.stmt], fallback: bool = False, block: tuple[int, int] | None = None) -> None:
         """Module-level imports and literal constants, wherever they sit in the module, so a use
-        above the definition (a function defined first) still resolves. `fallback`: `body` may
-        not run (an `if` or `try` body, an `except` handler, an `if`'s `else`): its imports bind
-        only names no import above bound."""
+        above the definition (a function defined first) still resolves. `fallback`: `body` runs
+        only where what came before failed or was false (an `except` handler, an `if`'s `else`);
+        `block`: the lines of the `if` or `try` body `body` sits in (`AliasTable.add`)."""
         for stmt in body:
             cls = stmt.__class__
             if cls is ast.Import or cls is ast.ImportFrom:
                 if fallback:
                     self.fallbacks.add(id(stmt))
-                self.aliases.add(stmt, keep=fallback)  # type: ignore[arg-type]
+                elif block is not None:
+                    self.conditional[id(stmt)] = block
+                self.aliases.add(stmt, keep=fallback, block=None if fallback else block)  # type: ignore[arg-type]
             elif cls is ast.Assign:
                 imported = _imported_by_call(stmt.value)  # type: ignore[attr-defined]
                 if imported is not None and len(stmt.targets) == 1:  # type: ignore[attr-defined]
@@ -312,12 +316,12 @@ class _Walker:
                 if stmt.target.__class__ is ast.Name and stmt.value is not None:  # type: ignore[attr-defined]
                     self._remember(self.consts, stmt.target.id, stmt.value)  # type: ignore[attr-defined]
             elif cls in (ast.If, ast.Try, ast.With, ast.TryStar):
-                # An import in an `if` or `try` body may not run either: a name an import above
-                # already bound keeps that binding (`from torch.cuda import synchronize`, then
-                # `if is_npu(): from torch.npu import synchronize`, as xDiT does per vendor).
-                self._prepass(stmt.body, fallback or cls is not ast.With)  # type: ignore[attr-defined]
-                self._prepass(getattr(stmt, "finalbody", None) or [], fallback)
-                self._prepass(getattr(stmt, "orelse", None) or [], fallback or cls is ast.If)
+                # An import in an `if` or `try` body may not run (xDiT binds `synchronize` from
+                # `torch.cuda`, then per vendor under an `if`): `AliasTable.add`.
+                inner = block if cls is ast.With else (stmt.body[0].lineno, stmt.body[-1].end_lineno or stmt.lineno)  # type: ignore[attr-defined]
+                self._prepass(stmt.body, fallback, inner)  # type: ignore[attr-defined]
+                self._prepass(getattr(stmt, "finalbody", None) or [], fallback, block)
+                self._prepass(getattr(stmt, "orelse", None) or [], fallback or cls is ast.If, block)
                 for handler in getattr(stmt, "handlers", ()):
                     self._prepass(handler.body, True)
 
@@ -418,7 +422,7 @@ class _Walker:
         return scope
 
     def _import(self, node: ast.AST) -> None:
-        self.aliases.add(node, keep=id(node) in self.fallbacks)  # type: ignore[arg-type]
+        self.aliases.add(node, keep=id(node) in self.fallbacks, block=self.conditional.get(id(node)))  # type: ignore[arg-type]
         if self.locals:  # a function's own import: the name is the import, not a local
             for alias in node.names:  # type: ignore[attr-defined]
                 self.locals[-1].discard((alias.asname or alias.name).partition(".")[0])
@@ -618,6 +622,7 @@ class _Walker:
         dispatch = _DISPATCH
         aliases = self.aliases
         names = aliases.names
+        within = aliases.within
         implicit = aliases.implicit
         scope_end = _SCOPE_END
         name_kind, case_kind = _NAME, _CASE
@@ -633,7 +638,7 @@ class _Walker:
                     continue
             elif kind == name_kind:  # the most common node: inlined
                 ident = node.id
-                q = names.get(ident)
+                q = aliases.root(ident, self.stmt_line) if within and ident in within else names.get(ident)
                 if q is not None and (node.ctx.__class__ is ast.Store or (self.locals and self._shadowed(ident))):
                     q = None
                     if tokens is not None:
@@ -712,7 +717,7 @@ class _Walker:
     def _root(self, name: str) -> str | None:
         if self.locals and self._shadowed(name):
             return None
-        return self.aliases.root(name)
+        return self.aliases.root(name, self.stmt_line)
 
     def _attribute(self, node: ast.AST) -> bool:
         self._chain(node)
@@ -1405,6 +1410,11 @@ def _called_name(call: ast.AST) -> str | None:
     """The name a call is made by (`f` of `f(x)` and of `obj.f(x)`)."""
     func = call.func  # type: ignore[attr-defined]
     return func.id if func.__class__ is ast.Name else func.attr if func.__class__ is ast.Attribute else None
+
+
+def _cuda_name(cp: CompiledPack, qualified: str) -> bool:
+    """Whether a qualified name is CUDA's: a rule's library, or a CUDA word in it."""
+    return bool(cp.imports.match(qualified)) or cp.tokens.name(qualified) is not None
 
 
 def _message_target(target: ast.AST) -> bool:

@@ -433,6 +433,7 @@ CASES = {
         from diff_gaussian_rasterization import GaussianRasterizer  # <-
         import isaacgym  # <-
         import MinkowskiEngine as ME  # <-
+        from exllama_kernels import q4_matmul  # <-
         from mmcv.parallel import MMDataParallel
         from mmcv.runner import wrap_fp16_model  # <-
 
@@ -442,6 +443,7 @@ CASES = {
             sparse = ME.SparseTensor(feats, coords)  # <-
             wrap_fp16_model(model)  # <-
             wrapped = MMDataParallel(model, device_ids=[0])  # <-
+            q4_matmul(x, feats)  # <-
             return trt, loaded, GaussianRasterizer(raster_settings=settings), sparse, wrapped  # <-
         FILLER
         """,
@@ -481,10 +483,11 @@ CASES = {
             pass
         if hasattr(torch, "npu"):
             from torch.npu import synchronize
+            synchronize()  # here the NPU's
 
         def step(n):
             synchronize()  # <-
-            return LayerNorm(n)  # where apex is missing, as on Trainium, torch's runs
+            return LayerNorm(n)  # <-
         FILLER
         """,
     "a local name holding either branch of a conditional": """
