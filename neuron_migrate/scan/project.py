@@ -63,6 +63,7 @@ class ProjectFacts:
         self._find_kernels = kernel_modules
         self._kernels: set[str] | None = None
         self._kernel_names: frozenset[str] = frozenset()  # their module (or package) names
+        self._foreign: dict[tuple[str, str], bool] = {}  # (directory, top-level name) -> `foreign`
 
     def holds(self, fact: str, rel: str, symbol: str) -> bool:
         """Whether `fact` holds for the finding with `symbol` in the file at `rel` (relative to the root)."""
@@ -75,19 +76,28 @@ class ProjectFacts:
             if not _PACKAGE_ITSELF.match(symbol) and not any(n in symbol for n in self._kernel_names):
                 return False
             return any(t != rel and t in self._kernels for t in targets(rel, symbol))
-        path = os.path.join(self.root, rel)
-        build = self._project_dir(os.path.dirname(path))
         if fact == "foreign":
-            if build is None:
-                return True
-            inside = os.path.relpath(path, build).replace(os.sep, "/")
-            top = symbol.partition(".")[0]
-            return not (inside.startswith(top + "/") or inside.startswith(f"src/{top}/"))
+            key = (os.path.dirname(rel), symbol.partition(".")[0])
+            hit = self._foreign.get(key)
+            if hit is None:
+                hit = self._foreign[key] = self._outside(*key)
+            return hit
         if fact != "cuda-build":
             return False
+        build = self._project_dir(os.path.dirname(os.path.join(self.root, rel)))
         if build is None or not self._builds_cuda(build):
             return False
         return symbol.startswith(".") or _own_package(build, symbol.partition(".")[0])
+
+    def _outside(self, directory: str, top: str) -> bool:
+        """Whether files of `directory` (relative to the root) lie outside the package `top` of
+        their project (beside its build file, or under its `src/`)."""
+        path = os.path.join(self.root, directory) if directory else self.root
+        build = self._project_dir(path)
+        if build is None:
+            return True
+        inside = os.path.relpath(path, build).replace(os.sep, "/") + "/"
+        return not (inside.startswith(top + "/") or inside.startswith(f"src/{top}/"))
 
     def _project_dir(self, directory: str) -> str | None:
         seen: list[str] = []
