@@ -207,7 +207,9 @@ _MESSAGE_MODULES = ("logging.", "warnings.")
 # Methods whose returned text describes an object to people (`f"Linear(device=cuda)"`): a message.
 _DESCRIBERS = frozenset({"__repr__", "__str__", "extra_repr"})
 _TYPE_TESTS = frozenset({"isinstance", "issubclass"})
-_FORMATTERS = frozenset({"format", "format_map", "join", "str", "repr"})  # calls that turn what they get into text
+# Calls inside a message that turn what they get into the text shown (`"{}".format(x)`, `str(d)`),
+# look it up (`names.get(code, "Unknown CUDA error")`) or translate it (`_("CUDA not available")`).
+_FORMATTERS = frozenset({"format", "format_map", "join", "str", "repr", "get", "_", "gettext", "ngettext"})
 _EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning")
 _MESSAGE_KEYWORDS = frozenset({"help", "description", "epilog", "usage", "msg", "message", "desc", "reason",
                                "keywords", "classifiers"})  # pytest's skip reasons; setup()'s package metadata
@@ -551,6 +553,7 @@ class _Walker:
         exc = node.exc  # type: ignore[attr-defined]
         if exc.__class__ is ast.Call:  # `raise RuntimeError(f"cuda: {n}")`: its arguments are the message
             self.silent.update(map(id, ast.walk(exc.func)))  # type: ignore[attr-defined]
+            self.silent.update(map(id, exc.keywords))  # type: ignore[attr-defined]  # `cuda_toolkit=...`: a field of the error
             for a in (*exc.args, *(kw.value for kw in exc.keywords)):  # type: ignore[attr-defined]
                 self._silence(a)
         elif exc is not None:

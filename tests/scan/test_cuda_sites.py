@@ -504,6 +504,9 @@ CASES = {
             print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=10))  # <-
             print("cuda devices:", prof)
             print("USE_CUDA SET TO: {}".format(prof.use_cuda), str(prof.cuda_events))
+            message = prof.errors.get(prof.code, "Unknown CUDA error")
+            if not message:
+                raise RuntimeError("compilation failed", cuda_toolkit=prof.toolkit)
         FILLER
         """,
     "a web address: the path says what is fetched, not the host": """
