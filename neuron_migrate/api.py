@@ -201,7 +201,7 @@ class Rescan:
         from neuron_migrate.ruleset.load import load_pack
         from neuron_migrate.scan.analyze import analyze_source
         from neuron_migrate.scan.directives import find_directives
-        from neuron_migrate.scan.project import ProjectFacts, conditional_codes, keep_findings
+        from neuron_migrate.scan.project import ProjectFacts, conditional_codes, cuda_net, keep_findings
 
         pack = load_pack(self.settings.extra_rules)
         if path.endswith(".ipynb"):  # each code cell, as scan reads a notebook
@@ -214,12 +214,7 @@ class Rescan:
         else:
             found, directives = analyze_source(text, path, pack), find_directives(text)
         if needs := conditional_codes(pack):
-            from neuron_migrate.scan.matchers.tokens import TokenTable
-
-            net_rules = [rule for rule in pack.rules.values() if rule.match.tokens]
-            words = TokenTable(net_rules)
-            found = keep_findings(found, path, ProjectFacts(self.root), needs,
-                                  lambda text: words.name(text) is not None, frozenset(r.code for r in net_rules))
+            found = keep_findings(found, path, ProjectFacts(self.root), needs, *cuda_net(pack))
         kept = apply_directives(path, found, directives, pack).kept
         return list(finalize("scan", self.root, kept, self.settings, pack).findings)
 

@@ -49,7 +49,7 @@ from neuron_migrate.scan.matchers.shell import ShellRules, ipython_findings, she
 from neuron_migrate.scan.matchers.tokens import TokenTable
 from neuron_migrate.scan.notebook import code_cells, with_imports_above
 from neuron_migrate.scan.prefilter import Prefilter, build_prefilter
-from neuron_migrate.scan.project import ProjectFacts, conditional_codes, keep_rows, net_rows
+from neuron_migrate.scan.project import ProjectFacts, conditional_codes, cuda_net, keep_rows, net_rows
 from neuron_migrate.scan.result import Directive, FileResult, ScanResult
 from neuron_migrate.scan.rows import FINDING_FIELDS, Row, directive_to_row, finding_to_row, row_to_directive
 from neuron_migrate.scan.source import DEFAULT_MAX_FILE_SIZE, decode_source, read_bytes
@@ -200,17 +200,14 @@ def _project_filter(pack: RulePack, root: str, entries: dict[str, Entry]) -> Cal
                        for row in entry[ROWS])}
 
     facts = ProjectFacts(root, kernel_modules)
-    net_rules = [rule for rule in pack.rules.values() if rule.match.tokens]
-    net_codes = frozenset(rule.code for rule in net_rules)
-    words = TokenTable(net_rules)
+    has_word, net_codes = cuda_net(pack)
 
     def rows_of(rel: str, rows: tuple[Row, ...]) -> Sequence[Row]:
         kept = keep_rows(rows, rel, facts, needs, _CODE_AT, _SYMBOL_AT) if rows else None
         out = rows if kept is None else kept
         if not net_codes or not out:
             return out
-        return net_rows(rows, out, needs, lambda text: words.name(text) is not None, net_codes,
-                        (_CODE_AT, _SYMBOL_AT, _SPAN_AT, _CELL_AT))
+        return net_rows(rows, out, needs, has_word, net_codes, (_CODE_AT, _SYMBOL_AT, _SPAN_AT, _CELL_AT))
     return rows_of
 
 

@@ -35,7 +35,7 @@ from neuron_migrate.findings import Finding
 from neuron_migrate.ruleset.model import RulePack
 from neuron_migrate.scan.matchers.project_modules import targets
 
-__all__ = ["BUILD_FILES", "ProjectFacts", "conditional_codes", "keep_findings", "keep_rows", "net_rows"]
+__all__ = ["BUILD_FILES", "ProjectFacts", "conditional_codes", "cuda_net", "keep_findings", "keep_rows", "net_rows"]
 
 BUILD_FILES = ("setup.py", "pyproject.toml", "setup.cfg", "CMakeLists.txt")
 _MAX_BUILD_BYTES = 2 * 1024 * 1024
@@ -154,6 +154,15 @@ def keep_rows(rows: Sequence[Any], rel: str, facts: ProjectFacts, needs: dict[st
             if row[code_at] not in needs or facts.holds(needs[row[code_at]], rel, row[symbol_at])]
     return kept if len(kept) != len(rows) else None
 
+
+
+def cuda_net(pack: RulePack) -> tuple[Callable[[str], bool], frozenset[str]]:
+    """The CUDA-word net of a pack for `net_rows`: whether a text holds a CUDA word, and its codes."""
+    from neuron_migrate.scan.matchers.tokens import TokenTable
+
+    rules = [rule for rule in pack.rules.values() if rule.match.tokens]
+    words = TokenTable(rules)
+    return (lambda text: words.name(text) is not None), frozenset(rule.code for rule in rules)
 
 
 def net_rows(rows: Sequence[Any], kept: Sequence[Any], needs: dict[str, str], net: Callable[[str], bool],
