@@ -34,7 +34,8 @@ _WILDCARD = re.compile(r"[*?]|\[[^\]]*\]")
 # identifier next to a token then passes the gate (too many files parsed, never too few).
 _WORD_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
 WORD_STR = frozenset(_WORD_CHARS)
-_WORD_BYTES = frozenset(_WORD_CHARS.encode())
+WORD_BYTES = frozenset(_WORD_CHARS.encode())
+SPACES = bytes(c if c in WORD_BYTES else 32 for c in range(256))  # bytes.translate: non-word -> " "
 
 
 class Token(NamedTuple):
@@ -52,7 +53,7 @@ def _token(text: str, left: bool, right: bool) -> Token:
 
 
 class Prefilter:
-    __slots__ = ("tokens", "requirements", "_text_tests", "_byte_tests", "_req_bytes")
+    __slots__ = ("tokens", "requirements", "_byte_tests", "_singles", "_filed", "_unfiled")
 
     def __init__(self, tokens: tuple[str, ...] | None,
                  requirements: tuple[tuple[Token, ...], ...] = ()) -> None:
@@ -64,50 +65,67 @@ class Prefilter:
         # files). Sound because every requirement holds a token that contains one of `tokens`
         # as spelled.
         folds = Counter(t.lower() for t in tokens or ())
-        exact = tuple(t for t in tokens or () if folds[t.lower()] == 1)
-        folded = tuple(dict.fromkeys(t.lower() for t in tokens or () if folds[t.lower()] > 1))
-        self._text_tests = (exact, folded)
-        self._byte_tests = (tuple(t.encode() for t in exact), tuple(t.encode() for t in folded))
-        self._req_bytes = tuple(tuple(Token(t.text.encode(), t.left, t.right) for t in req)  # type: ignore[arg-type]
-                                for req in requirements)
+        exact = tuple(t.encode() for t in tokens or () if folds[t.lower()] == 1)
+        folded = tuple(dict.fromkeys(t.lower().encode() for t in tokens or () if folds[t.lower()] > 1))
+        self._byte_tests = (exact, folded)
+        # The requirements in three kinds, each tested its cheapest way (most of the time goes to
+        # the files that meet none, where every requirement is tested):
+        # - one token with no word bound (a CUDA word of `match.tokens` in one case form): by its
+        #   lowered form in the lowered text first, then as spelled;
+        # - with a whole word among its tokens: filed under its longest, looked up in the file's
+        #   words, the rest tested only for the words the file has;
+        # - the others, token by token.
+        self._singles: dict[bytes, list[bytes]] = {}
+        self._filed: dict[bytes, list[tuple[Token, ...]]] = {}
+        self._unfiled: list[tuple[Token, ...]] = []
+        for req in requirements:
+            encoded = [Token(t.text.encode(), t.left, t.right) for t in req]  # type: ignore[arg-type]
+            words = [t for t in encoded if _whole_word(t)]
+            if len(encoded) == 1 and not (encoded[0].left or encoded[0].right):
+                text: bytes = encoded[0].text  # type: ignore[assignment]
+                self._singles.setdefault(text.lower(), []).append(text)
+            elif words:
+                key = max(words, key=lambda t: (len(t.text), t.text))
+                self._filed.setdefault(key.text, []).append(tuple(t for t in encoded if t != key))  # type: ignore[arg-type]
+            else:
+                self._unfiled.append(tuple(encoded))
 
     def may_match(self, data: bytes) -> bool:
         if self.tokens is None:
             return True
-        if not _any_token(data, *self._byte_tests):
-            return False
-        return _any_requirement(data, self._req_bytes, _WORD_BYTES) if self._req_bytes else True
-
-    def may_match_text(self, text: str) -> bool:
-        if self.tokens is None:
+        exact, folded = self._byte_tests
+        lowered = None
+        if not any(token in data for token in exact):
+            lowered = data.lower()
+            if not any(token in lowered for token in folded):
+                return False
+        if not self.requirements:
             return True
-        if not _any_token(text, *self._text_tests):
-            return False
-        return _any_requirement(text, self.requirements, WORD_STR) if self.requirements else True
+        if self._singles:
+            lowered = data.lower() if lowered is None else lowered
+            if any(low in lowered and any(form in data for form in forms) for low, forms in self._singles.items()):
+                return True
+        words = set(data.translate(SPACES).split())
+        seen: dict[Token, bool] = {}
 
-
-def _any_token(hay, exact, folded) -> bool:  # type: ignore[no-untyped-def]
-    """Whether `hay` (str or bytes) holds one of `exact` as spelled or of `folded` in any case."""
-    if any(token in hay for token in exact):
-        return True
-    if not folded:
-        return False
-    lowered = hay.lower()
-    return any(token in lowered for token in folded)
-
-
-def _any_requirement(hay, requirements, word) -> bool:  # type: ignore[no-untyped-def]
-    seen: dict[Token, bool] = {}
-    for req in requirements:
-        for token in req:
+        def present(token: Token) -> bool:
             found = seen.get(token)
             if found is None:
-                found = seen[token] = _present(hay, token, word)
-            if not found:
-                break
-        else:
+                found = seen[token] = token.text in words if _whole_word(token) else _present(data, token, WORD_BYTES)
+            return found
+
+        if any(all(present(t) for t in rest) for key in words.intersection(self._filed) for rest in self._filed[key]):
             return True
-    return False
+        return any(all(present(t) for t in req) for req in self._unfiled)
+
+    def may_match_text(self, text: str) -> bool:
+        """`may_match` for text: its UTF-8 bytes hold the same tokens with the same word bounds
+        (every non-ASCII character becomes bytes that continue no name, as it continues none)."""
+        return self.may_match(text.encode("utf-8", "surrogatepass"))
+
+
+def _whole_word(token: Token) -> bool:
+    return token.left and token.right and WORD_BYTES.issuperset(token.text)  # type: ignore[arg-type]
 
 
 def _present(hay, token: Token, word) -> bool:  # type: ignore[no-untyped-def]
@@ -178,9 +196,14 @@ def _minimal(required: list[frozenset[Token]]) -> tuple[tuple[Token, ...], ...]:
     within one, its rarest token first (a file that fails it stops sooner)."""
     distinct = sorted(set(required), key=lambda ts: (len(ts), sorted(ts)))
     kept: list[frozenset[Token]] = []
+    # A weaker requirement's texts are all among the stronger one's: each kept requirement is
+    # filed under one of its texts, and only those filed under a text of `ts` are compared.
+    filed: dict[str, list[frozenset[Token]]] = {}
     for ts in distinct:
-        if not any(_weaker(k, ts) for k in kept):
+        texts = {t.text for t in ts}
+        if not any(_weaker(k, ts) for text in texts for k in filed.get(text, ())):
             kept.append(ts)
+            filed.setdefault(min(t.text for t in ts), []).append(ts)
     kept.sort(key=lambda ts: (len(ts), sum(_rarity(t.text) for t in ts), sorted(ts)))
     return tuple(tuple(sorted(ts, key=lambda t: (-_rarity(t.text), t))) for ts in kept)
 

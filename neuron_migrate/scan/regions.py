@@ -48,7 +48,7 @@ from enum import Enum
 from functools import partial
 from typing import NamedTuple
 
-from neuron_migrate.scan.prefilter import WORD_STR, Token, occurrences
+from neuron_migrate.scan.prefilter import SPACES, WORD_BYTES, WORD_STR, Token, occurrences
 
 # A line indented by at most the region's indentation that can start a statement: not blank, not
 # a comment, not a closing bracket (`) -> int:` ending a wrapped signature), not a string
@@ -70,8 +70,6 @@ _SELF_ATTRIBUTE = re.compile(r"\bself\.\w+[^\n=]*=(?!=)")  # an assignment to an
 # After an attribute: it is assigned (`= value`, possibly after a closing bracket or a line
 # break), or annotated (`: T`, the rest of its line read by `_assigned`).
 _STORE = re.compile(r"[ \t\r\n\\)]*(?:=(?!=)|:([^\n]*))")
-_SPACES = bytes(c if chr(c) in WORD_STR else 32 for c in range(256))  # bytes.translate: non-word -> " "
-_WORD_BYTES = frozenset(_SPACES) - {32}
 _NOT_STATEMENT = frozenset(" \t\f\n#)]}'\"")  # first characters that start no statement line
 # Below this many regions the split costs more than it saves.
 MIN_REGIONS = 4
@@ -254,7 +252,7 @@ class RegionGate:
         that declares an argparse option (those are context). `code`: the source less comments."""
         # One byte per character (non-ASCII as `?`), every non-word byte a space, a space at each
         # end: a whole word `w` at offset i of `code` is ` w ` at offset i of `flat`.
-        flat = b" " + code.encode("ascii", "replace").translate(_SPACES) + b" "
+        flat = b" " + code.encode("ascii", "replace").translate(SPACES) + b" "
         # The words of each region and of the context (regions start and end at line starts, so
         # no word straddles two).
         words_of = [set(flat[r.start + 1:r.end + 1].split()) for r in regions]
@@ -302,7 +300,7 @@ class RegionGate:
                     others[t] = nowhere if absent else _holding(code, t, regions, starts)
                 else:
                     if probe not in probed:
-                        probed[probe] = (nowhere if _WORD_BYTES.issuperset(probe) and probe not in vocab_lower
+                        probed[probe] = (nowhere if WORD_BYTES.issuperset(probe) and probe not in vocab_lower
                                          else _spread(partial(lowered.find, probe), regions, starts))
                     others[t] = probed[probe]
             return others[t]
