@@ -145,6 +145,8 @@ def _cover(words: Collection[str]) -> tuple[str, ...]:
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _PARTIALS = frozenset({"functools.partial", "funcy.partial", "toolz.partial"})  # bark imports funcy's
+# Methods that change a dict's keys (`spreads` forgets the dict).
+_DICT_CHANGES = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"})
 _LITERALS = (ast.Constant, ast.UnaryOp, ast.Dict)  # what `arguments.static_value` may evaluate
 # Class-field declarations whose default is the field's value (dataclasses, attrs, pydantic).
 _FIELD_CALLS = frozenset({"field", "Field", "ib", "attrib"})
@@ -251,6 +253,10 @@ class _Walker:
         # Per enclosing function, the same for its own names (`_amp = amp`, apex's), from the
         # assignment on (a later assignment of anything else ends it).
         self.local_assigned: list[dict[str, str]] = []
+        # Per scope (the module's, then each enclosing function's), the names assigned a dict whose
+        # keys are all written out (`kw = dict(a=1)`, `kw = {"a": 1}`, then `kw["b"] = 2`): its
+        # entries as keywords, for a call's `**kw`; None once it may hold other keys.
+        self.spreads: list[dict[str, list[ast.keyword] | None]] = [{}]
         self.aliased: set[str] = set()  # every name either holds: most names are none (a fast test)
         # Module-level functions with a device-like parameter defaulting to a `default_devices`
         # type: name -> (parameter, its position or None, its default, rules).
@@ -476,6 +482,7 @@ class _Walker:
                 self._silence(value)
             if target.__class__ is ast.Subscript and self.cp.arguments.any_by_keyword:
                 self._subscript_keyword(target.slice, value, target)  # type: ignore[attr-defined]
+            self._spread_assign(target, value)
             if self.devices_on and dev_m.device_like(target):
                 self._device_literals(value)
             if (target.__class__ is ast.Attribute and target.value.__class__ is ast.Name  # type: ignore[attr-defined]
@@ -533,7 +540,32 @@ class _Walker:
         if self.locals:
             self._bind(node.target)  # type: ignore[attr-defined]
 
+    def _spread_assign(self, target: ast.AST, value: ast.AST) -> None:
+        """Keep `spreads` (see `__init__`) up to date with an assignment."""
+        table = self.spreads[-1]
+        if target.__class__ is ast.Name:
+            if target.id in table:  # type: ignore[attr-defined]
+                table[target.id] = None  # type: ignore[attr-defined]  # assigned twice: which one a call sees is unknown
+            else:
+                keywords = _closed_keywords(value)
+                if keywords is not None:
+                    table[target.id] = keywords  # type: ignore[attr-defined]
+        elif target.__class__ is ast.Subscript and target.value.__class__ is ast.Name:  # type: ignore[attr-defined]
+            keywords = table.get(target.value.id)  # type: ignore[attr-defined]
+            if keywords is not None:
+                key = target.slice  # type: ignore[attr-defined]
+                if key.__class__ is ast.Constant and key.value.__class__ is str and key.value.isidentifier():
+                    kw = ast.keyword(arg=key.value, value=value)
+                    kw.lineno, kw.col_offset = key.lineno, key.col_offset
+                    kw.end_lineno, kw.end_col_offset = value.end_lineno, value.end_col_offset
+                    keywords.append(kw)
+                else:
+                    table[target.value.id] = None  # type: ignore[attr-defined]
+
     def _aug_assign(self, node: ast.AST) -> None:
+        target = node.target  # type: ignore[attr-defined]
+        if target.__class__ is ast.Name and target.id in self.spreads[-1]:
+            self.spreads[-1][target.id] = None  # `kw |= other`
         if self.tokens is not None and _message_target(node.target):  # type: ignore[attr-defined]
             self._silence(node.value)  # type: ignore[attr-defined]
 
@@ -660,6 +692,7 @@ class _Walker:
             else:  # a statement (or except handler / match case): blocks first, expressions on top
                 if node is scope_end:
                     self.scopes.pop()
+                    self.spreads.pop()
                     self.locals.pop()
                     self.local_assigned.pop()
                     self.func_names.pop()
@@ -676,6 +709,7 @@ class _Walker:
                     stack.insert(len(stack) - len(node.body), scope_end)
                     params = self._params(node)
                     self.scopes.append(params)
+                    self.spreads.append({})
                     self.locals.append(set(params))
                     self.local_assigned.append({})
                     self.func_names.append(node.name)
@@ -819,8 +853,12 @@ class _Walker:
                     self.argparse[kw.arg] = [kw.value]
         if self.tokens is not None:
             self._call_messages(call, leaf, qn)
+        if fcls is ast.Attribute and leaf in _DICT_CHANGES and func.value.__class__ is ast.Name:  # type: ignore[attr-defined]
+            spreads = self.spreads[-1]
+            if func.value.id in spreads:  # type: ignore[attr-defined]
+                spreads[func.value.id] = None  # type: ignore[attr-defined]  # `kw.update(other)`: keys unknown
         if cp.arguments:
-            target = _spread(call)
+            target = self._spread(call)
             for rule, pat in cp.arguments.candidates(leaf, qn, target.keywords):
                 self._argument(target, rule, pat, leaf, qn)
         if self.devices_on:
@@ -830,6 +868,31 @@ class _Walker:
         if self.defaulted and fcls is ast.Name and leaf in self.defaulted:
             self._defaulted_call(call, leaf)  # type: ignore[arg-type]
         return True
+
+    def _spread(self, call: ast.Call) -> ast.Call:
+        """The call with the keywords a `**` gives spelled out, or itself: those of `**dict(k=v)`
+        and `**{"k": v}`, and of `**kw` where this scope assigned `kw` such a dict (`spreads`).
+        A `**` whose keys are all known is dropped: an argument it does not give is missing."""
+        extra: list[ast.keyword] = []
+        kept: list[ast.keyword] = []
+        for kw in call.keywords:
+            v = kw.value
+            if kw.arg is not None:
+                kept.append(kw)
+                continue
+            closed = self.spreads[-1].get(v.id) if v.__class__ is ast.Name else _closed_keywords(v)  # type: ignore[attr-defined]
+            if closed is not None:
+                extra += closed
+                continue
+            kept.append(kw)
+            if v.__class__ is ast.Dict:
+                extra += _dict_keywords(v)
+            elif v.__class__ is ast.Call and v.func.__class__ is ast.Name and v.func.id == "dict":  # type: ignore[attr-defined]
+                extra += [k for k in v.keywords if k.arg is not None]  # type: ignore[attr-defined]
+        if len(kept) == len(call.keywords) and not extra:
+            return call
+        spread = ast.Call(func=call.func, args=call.args, keywords=[*kept, *extra])
+        return ast.copy_location(spread, call)
 
     def _defaulted_call(self, call: ast.Call, name: str) -> None:
         if self.locals and self._shadowed(name):
@@ -1393,20 +1456,18 @@ def _dict_keywords(node: ast.AST, only: Collection[str] | None = None) -> list[a
     return out
 
 
-def _spread(call: ast.Call) -> ast.Call:
-    """The call with the keywords of `**dict(k=v)` and `**{"k": v}` spelled out, or itself."""
-    extra: list[ast.keyword] = []
-    for kw in call.keywords:
-        if kw.arg is None:
-            v = kw.value
-            if v.__class__ is ast.Dict:
-                extra += _dict_keywords(v)
-            elif v.__class__ is ast.Call and v.func.__class__ is ast.Name and v.func.id == "dict":  # type: ignore[attr-defined]
-                extra += [k for k in v.keywords if k.arg is not None]  # type: ignore[attr-defined]
-    if not extra:
-        return call
-    spread = ast.Call(func=call.func, args=call.args, keywords=[*call.keywords, *extra])
-    return ast.copy_location(spread, call)
+def _closed_keywords(value: ast.AST) -> list[ast.keyword] | None:
+    """The entries of a dict whose keys are all written out (`dict(a=1)`, `{"a": 1}`) as
+    keywords, or None (a computed key, a `**` inside, anything else)."""
+    if value.__class__ is ast.Dict:
+        keys = value.keys  # type: ignore[attr-defined]
+        if all(k is not None and k.__class__ is ast.Constant and k.value.__class__ is str and k.value.isidentifier()
+               for k in keys):
+            return _dict_keywords(value)
+    elif (value.__class__ is ast.Call and value.func.__class__ is ast.Name and value.func.id == "dict"  # type: ignore[attr-defined]
+          and not value.args and all(k.arg is not None for k in value.keywords)):  # type: ignore[attr-defined]
+        return list(value.keywords)  # type: ignore[attr-defined]
+    return None
 
 
 def _called_name(call: ast.AST) -> str | None:

@@ -91,3 +91,55 @@ def test_paddle_gpu_switches_are_flagged_and_paddle_cpu_is_not() -> None:
         """)
     assert {line for line, codes in found.items() if "NM723" in codes} == {6, 7, 8, 9}
     assert "NM723" not in found.get(11, set())
+
+
+def test_a_dict_spread_into_a_call_gives_its_keywords_when_this_scope_wrote_all_its_keys() -> None:
+    found = codes_by_line("""
+        import lightning.pytorch as pl
+        from accelerate import Accelerator
+
+        def tune(extra):
+            trainer_kwargs = dict(
+                accelerator="auto",
+                max_epochs=20,
+            )
+            trainer = pl.Trainer(**trainer_kwargs)
+            opts = {"mixed_precision": "bf16"}
+            opts["gradient_accumulation_steps"] = 2
+            acc = Accelerator(**opts)
+            grown = {"mixed_precision": "bf16"}
+            grown.update(extra)
+            other = Accelerator(**grown)
+            keyed = {"mixed_precision": "bf16"}
+            keyed[extra] = True
+            third = Accelerator(**keyed)
+            cpu = dict(cpu=True)
+            fourth = Accelerator(**cpu)
+            inline = Accelerator(**dict(mixed_precision="fp16"))
+            return trainer, acc, other, third, fourth, inline
+
+        def elsewhere(trainer_kwargs):
+            return pl.Trainer(**trainer_kwargs)
+        """)
+    assert "NM733" in found[7]  # the dict's entry, passed on by `**trainer_kwargs`
+    assert "NM722" in found[13]  # every key known, `cpu` not among them
+    assert "NM722" not in found.get(16, set()) | found.get(19, set())  # keys added that are not known
+    assert "NM722" not in found.get(21, set())  # cpu=True given through the dict
+    assert "NM722" in found[22]
+    assert "NM733" not in found.get(26, set())  # a parameter: what it holds is unknown
+
+
+def test_ray_data_workers_and_tunes_gpu_wait_are_ray_gpu_sites() -> None:
+    found = codes_by_line("""
+        from ray.tune.utils import wait_for_gpu
+
+        def infer(ds, num_gpus, gpu_id):
+            wait_for_gpu(gpu_id)
+            return ds.map_batches(predict, num_gpus=num_gpus, batch_size=4), ds.map_batches(predict, num_gpus=0)
+        """)
+    assert "NM713" in found[2] and "NM713" in found[5]
+    assert "NM734" in found[6]
+    assert sum(1 for f in analyze_source(textwrap.dedent("""
+        def infer(ds, num_gpus):
+            return ds.map_batches(predict, num_gpus=num_gpus), ds.map_batches(predict, num_gpus=0)
+        """), "train.py", PACK) if f.code == "NM734") == 1
