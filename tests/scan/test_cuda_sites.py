@@ -513,6 +513,58 @@ CASES = {
         NVCC_URL = "https://developer.download.nvidia.com/compute/cuda/redist/cuda_nvcc/linux.tar.xz"  # <-
         WEIGHTS = "https://nvlabs-fi-cdn.nvidia.com/stylegan2-ada-pytorch/pretrained/inception.pt"
         """,
+    "CUDA-only libraries without a CUDA word, imported by name or by a helper": """
+        import kvikio  # <-
+        import cuequivariance_torch as cuet  # <-
+        from MinkowskiEngineBackend._C import ConvolutionMode  # <-
+        import awq_ext  # <-
+        import cuda.tile as ct  # <-
+        from monai.utils import optional_import
+
+        skimage, has_cucim = optional_import("cucim.skimage")  # the engine's: tests/scan/test_import_calls.py
+        _nvtx, _ = optional_import("torch._C._nvtx")  # <-
+
+        FILLER
+
+        def run(x, f):
+            with kvikio.CuFile(f, "r") as fh:  # <-
+                fh.read(x)
+            y = cuet.Linear(4, 4)(x)  # <-
+            awq_ext.silu_and_mul(y, x)  # <-
+            _nvtx.rangePushA("step")  # <-
+            return skimage.measure.label(y), ConvolutionMode.DEFAULT  # <-
+
+        @ct.kernel  # <-
+        def copy(X):
+            return ct.load(X, index=(ct.bid(0), 0))  # <-
+        """,
+    "FBGEMM and MSLK kernels called as registered operators": """
+        import torch
+
+        FILLER
+
+        def gemm(xq, wq, xs, ws):
+            if hasattr(torch.ops.fbgemm, "f8f8bf16_rowwise"):  # <-
+                return torch.ops.fbgemm.f8f8bf16_rowwise(xq, wq, xs, ws)  # <-
+            return torch.ops.mslk.f8f8bf16_rowwise(xq, wq, xs, ws)  # <-
+        """,
+    "Accelerate's CUDA choices, torch.GradScaler, Inductor's CUDA-graph marker": """
+        import torch
+        from accelerate import Accelerator, DistributedType
+        from accelerate.utils import TorchDynamoPlugin
+
+        FILLER
+
+        def setup(args, loss):
+            scaler = torch.GradScaler()  # <-
+            acc = Accelerator(dynamo_backend="inductor", cpu=args.cpu)  # <-
+            plugin = TorchDynamoPlugin(backend="inductor")  # <-
+            if acc.distributed_type == DistributedType.MULTI_GPU:  # <-
+                loss = acc.reduce(loss)
+            torch._inductor.cudagraph_mark_step_begin()  # <-
+            return scaler, plugin, loss
+        """,
+
 }
 
 SILENT = {
@@ -605,6 +657,17 @@ SILENT = {
         def other(cfg):
             config = cfg
             return config.max_autotune
+        """,
+    "a Literal type's values, Ascend NPU names": """
+        from typing import Literal
+
+        def platform() -> Literal["cuda", "rocm", "cpu"]:
+            return "cpu"
+
+        def ascend(args, transformer):
+            if args.enable_npu_flash_attention:
+                transformer.set_attention_backend("_native_npu")
+            return ["torch_npu==2.9.0", "triton-ascend==3.2.2"]
         """,
     "int64 index code (NM803 off by default)": """
         import torch

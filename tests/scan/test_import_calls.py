@@ -71,3 +71,17 @@ def test_import_calls_and_the_names_they_bind(tmp_path: Path, monkeypatch: pytes
         (25, "NM715", "nvidia.dali"),
         (34, "NM730", "mamba_ssm.ops.triton.ssd_combined"),  # the name on the call's next line
     ]
+
+
+def test_monai_optional_imports_of_cuda_only_modules(tmp_path: Path) -> None:
+    (tmp_path / "reader.py").write_text(
+        "from monai.utils import optional_import\n"
+        "\n"
+        'kvikio, has_kvikio = optional_import("kvikio")\n'
+        'skimage, has_cucim = optional_import("cucim.skimage")\n'
+        '_nvtx, _ = optional_import("torch._C._nvtx", descriptor="NVTX is not installed.")\n'
+        'polygraphy, _ = optional_import("polygraphy.backend.trt")\n'
+        'nib, _ = optional_import("nibabel")\n')
+    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
+    assert [(f.span.line, f.code) for fr in result.files for f in fr.findings] == [
+        (3, "NM730"), (4, "NM730"), (5, "NM213"), (6, "NM714")]

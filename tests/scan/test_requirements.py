@@ -189,3 +189,18 @@ def test_not_read_without_a_dependency_rule_and_read_when_named(tmp_path: Path) 
 def test_lines_that_name_no_dependency_are_passed_over() -> None:
     text = "-r base.txt\n-c constraints.txt\n--no-binary :all:\n  \n# only a comment\n"
     assert [d.keys for d in declared(text, "requirements.txt")] == []
+
+
+def test_gpu_builds_of_libraries_that_also_have_cpu_builds(tmp_path: Path) -> None:
+    write(tmp_path, {"requirements.txt": (
+        "faiss-gpu>=1.6.3\n"
+        "faiss-gpu-cu12\n"
+        "faiss-cpu\n"
+        "kvikio-cu12\n"
+        "cucim-cu12; platform_system == 'Linux'\n"
+        "cuequivariance-ops-torch-cu12>=0.2.0\n"
+        "cuequivariance-torch>=0.2.0\n"
+        "autoawq-kernels\n"
+    )})
+    assert [(line, code) for _, line, _, code, _ in found(tmp_path)] == [
+        (1, "NM731"), (2, "NM731"), (4, "NM731"), (5, "NM731"), (6, "NM731"), (8, "NM731")]
