@@ -35,9 +35,10 @@ from neuron_migrate.scan.matchers.globs import is_glob, literal_prefix
 from neuron_migrate.scan.matchers.imports import ImportTable
 from neuron_migrate.scan.matchers.names import name_table
 from neuron_migrate.scan.matchers.qualified_names import QualifiedNameTable
+from neuron_migrate.scan.matchers.requirements import matching, requirement_keys
 from neuron_migrate.scan.matchers.site import LineIndex, Site
 from neuron_migrate.scan.matchers.tokens import TokenTable, first_words
-from neuron_migrate.scan.prefilter import pattern_requirements, pattern_values
+from neuron_migrate.scan.prefilter import SETUP_DEPENDENCIES, pattern_requirements, pattern_values
 from neuron_migrate.scan.regions import RegionGate
 
 __all__ = ["CompiledPack", "analyze_file_path", "analyze_source", "compile_pack"]
@@ -70,6 +71,7 @@ class CompiledPack:
     # The top-level modules of the rules whose names only tested or written as types are no use
     # (`match.checks`): a file that imports none of them has no such name to mark.
     unchecked: frozenset[str]
+    requirements: tuple[Rule, ...]  # `match.requirements`: also the dependencies a `setup()` call lists
 
 
 _COMPILED: dict[object, CompiledPack] = {}
@@ -113,6 +115,7 @@ def compile_pack(pack: RulePack) -> CompiledPack:
         fix_roots=fix_roots,
         unchecked=frozenset(p.lstrip("!").partition(".")[0] for r in rules if not r.match.checks
                             for p in r.match.qualified_names),
+        requirements=tuple(r for r in rules if r.match.requirements),
     )
     if len(_COMPILED) >= 8:
         _COMPILED.pop(next(iter(_COMPILED)))
@@ -845,6 +848,8 @@ class _Walker:
                     self._report(rule, "methods", call, f".{leaf}()", call=call, pos=pos)
         if leaf == "add_argument":
             self._argparse_default(call)
+        elif leaf == "setup" and cp.requirements:
+            self._setup_dependencies(call)
         elif leaf == "setdefault" and len(call.args) == 2 and cp.arguments.any_by_keyword:
             self._subscript_keyword(call.args[0], call.args[1], call)
         elif leaf == "set_defaults":  # `parser.set_defaults(pin_mem=True)` after a store_true option
@@ -893,6 +898,31 @@ class _Walker:
             return call
         spread = ast.Call(func=call.func, args=call.args, keywords=[*kept, *extra])
         return ast.copy_location(spread, call)
+
+    def _setup_dependencies(self, call: ast.Call) -> None:
+        """`setup(install_requires=["flash-attn>=2"], extras_require={"gpu": [...]})`: each listed
+        dependency as in a requirements file (a list the module assigned by name too)."""
+        for kw in call.keywords:
+            if kw.arg not in SETUP_DEPENDENCIES:
+                continue
+            value = self._module_list(kw.value) if kw.value.__class__ is ast.Name else kw.value
+            lists = value.values if value.__class__ is ast.Dict else [value]  # type: ignore[attr-defined]
+            for listed in lists:
+                if listed.__class__ not in (ast.List, ast.Tuple):
+                    listed = self._module_list(listed) if listed.__class__ is ast.Name else listed
+                for item in getattr(listed, "elts", ()):
+                    if item.__class__ is ast.Constant and item.value.__class__ is str:
+                        for rule in matching(requirement_keys(item.value), self.cp.requirements):
+                            self._report(rule, "requirements", item, item.value, literal=item)
+
+    def _module_list(self, name: ast.AST) -> ast.AST:
+        """The list or tuple a module-level statement last assigned to `name`, else `name`."""
+        found = name
+        for stmt in self.tree.body:
+            if stmt.__class__ is ast.Assign and stmt.value.__class__ in (ast.List, ast.Tuple) and any(  # type: ignore[attr-defined]
+                    t.__class__ is ast.Name and t.id == name.id for t in stmt.targets):  # type: ignore[attr-defined]
+                found = stmt.value  # type: ignore[attr-defined]
+        return found
 
     def _defaulted_call(self, call: ast.Call, name: str) -> None:
         if self.locals and self._shadowed(name):

@@ -29,6 +29,8 @@ from typing import NamedTuple
 from neuron_migrate.ruleset.model import ArgumentPattern, Match, RulePack
 from neuron_migrate.scan.matchers.tokens import CUDA_SOURCE, first_words_of, required_words
 
+# The keywords of `setup()` that list dependencies (`match.requirements` reads them there too).
+SETUP_DEPENDENCIES = frozenset({"install_requires", "extras_require", "setup_requires", "tests_require"})
 _WILDCARD = re.compile(r"[*?]|\[[^\]]*\]")
 # Characters that continue a name. Non-ASCII bytes count as word boundaries: a non-ASCII
 # identifier next to a token then passes the gate (too many files parsed, never too few).
@@ -224,6 +226,8 @@ def _required(m: Match, common_roots: frozenset[str], in_code: bool = False) -> 
     out += [(_literal(p), none) for p in (*m.device_strings, *m.methods, *m.attributes, *m.env_vars,
                                           *m.default_devices)]
     out += [pair for arg in m.arguments for pair in _argument(arg, common_roots)]
+    if m.requirements:  # a build script's `setup(install_requires=[...])`
+        out += [(frozenset({Token("setup", True, True), Token(k, True, True)}), none) for k in sorted(SETUP_DEPENDENCIES)]
     if m.tokens and not in_code:  # words inside names and strings, in any case: no word bounds
         out += [(frozenset({Token(w)}), none) for w in first_words_of(m.tokens)]
     elif m.tokens:  # per pattern, each of its words (a region's test reads them in any case); `.cu` ends a string

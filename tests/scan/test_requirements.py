@@ -204,3 +204,46 @@ def test_gpu_builds_of_libraries_that_also_have_cpu_builds(tmp_path: Path) -> No
     )})
     assert [(line, code) for _, line, _, code, _ in found(tmp_path)] == [
         (1, "NM731"), (2, "NM731"), (4, "NM731"), (5, "NM731"), (6, "NM731"), (8, "NM731")]
+
+
+SETUP_PY = '''\
+from setuptools import setup, find_packages
+
+REQUIRED = ["torch>=2.1", "autoawq-kernels", "numpy"]
+
+
+def first():
+    return 1
+
+
+def second():
+    return 2
+
+
+def third():
+    return 3
+
+
+def main():
+    setup(
+        name="demo",
+        packages=find_packages(),
+        install_requires=REQUIRED,
+        extras_require={"kernels": ["autoawq-kernels", "flash-attn>=2.2.0"], "eval": ["lm-eval"]},
+        setup_requires=("triton",),
+        keywords="cuda, kernels",
+    )
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.parametrize("partial", ["0", "1"])
+def test_setup_py_dependency_lists_are_read_as_requirements(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            partial: str) -> None:
+    monkeypatch.setenv("NEURON_MIGRATE_PARTIAL_PARSE", partial)
+    write(tmp_path, {"setup.py": SETUP_PY})
+    assert [(line, col, code) for _, line, col, code, _ in found(tmp_path)] == [
+        (3, 26, "NM731"), (23, 36, "NM731"), (23, 55, "NM731"), (24, 24, "NM731")]
