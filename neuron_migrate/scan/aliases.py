@@ -12,6 +12,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+# Other vendors' device modules: an import of one runs only on a host with that device.
+_VENDOR_MODULES = frozenset({"torch_npu", "torch_mlu", "torch_musa", "intel_extension_for_pytorch", "habana_frameworks"})
+_VENDOR_DEVICES = frozenset({"npu", "mlu", "musa", "xpu", "hpu", "sdaa", "mps"})  # `torch.npu...`
+
 
 class AliasTable:
     __slots__ = ("names", "specs", "stars", "implicit", "implicit_seen", "cuda", "within")
@@ -45,7 +49,7 @@ class AliasTable:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 local = alias.asname or alias.name.partition(".")[0]
-                if keep and local in self.names:
+                if keep and local in self.names and not self._after_vendor(local, alias.name if alias.asname else local):
                     continue
                 if block is not None and not self._replaces(local, alias.name if alias.asname else local, node, block):
                     continue
@@ -59,7 +63,7 @@ class AliasTable:
         module = node.module or ""
         for alias in node.names:
             local = alias.asname or alias.name
-            if keep and local in self.names:
+            if keep and local in self.names and not self._after_vendor(local, f"{module}.{alias.name}"):
                 continue
             if alias.name == "*":
                 if not node.level and module not in self.stars:
@@ -70,6 +74,14 @@ class AliasTable:
             elif block is None or self._replaces(local, f"{module}.{alias.name}", node, block):
                 self.names[local] = f"{module}.{alias.name}"
                 self.specs[local] = f"{module}.{alias.name}"
+
+    def _after_vendor(self, name: str, qualified: str) -> bool:
+        """Whether a fallback import of `qualified` replaces `name`'s binding all the same: a CUDA
+        one after another vendor's (`if npu: from torch.npu.amp import GradScaler ... else: from
+        torch.cuda.amp import GradScaler`), which a host without that device skips too."""
+        root, _, rest = self.names[name].partition(".")
+        return (self.cuda is not None and self.cuda(qualified)
+                and (root in _VENDOR_MODULES or (root == "torch" and rest.partition(".")[0] in _VENDOR_DEVICES)))
 
     def _replaces(self, name: str, qualified: str, node: ast.stmt, block: tuple[int, int]) -> bool:
         """Whether a conditional import of `qualified` as `name` replaces the binding above (see

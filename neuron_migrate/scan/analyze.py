@@ -1232,12 +1232,6 @@ class _Walker:
             self._device_literals(node, data=True)
 
     def _subscript(self, node: ast.AST) -> bool:
-        value = node.value  # type: ignore[attr-defined]
-        if (value.id if value.__class__ is ast.Name else value.attr if value.__class__ is ast.Attribute else None) == "Literal":
-            # `Literal["cuda", "rocm", "cpu"]`: the values a type allows, not code that picks one
-            key = node.slice  # type: ignore[attr-defined]
-            self.silent.update(map(id, key.elts if key.__class__ is ast.Tuple else (key,)))
-            return False
         if not self.env_on:
             return False
         key = node.slice  # type: ignore[attr-defined]

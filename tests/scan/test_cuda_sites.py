@@ -214,6 +214,23 @@ CASES = {
             with autocast(device_type=device_type):
                 return norm, GradScaler(device_type)
         """,
+    "a CUDA fallback after another vendor's import rebinds the name (mmengine)": """
+        import torch
+
+        if torch.npu.is_available():
+            from torch.npu.amp import GradScaler
+        elif torch.mlu.is_available():
+            from torch.mlu.amp import GradScaler
+        else:
+            from torch.cuda.amp import GradScaler  # <-
+        try:
+            import torch_npu.contrib.function as fused
+        except ImportError:
+            import apex.normalization as fused  # <-
+
+        def build(dim):
+            return GradScaler(), fused.FusedLayerNorm(dim)  # <-
+        """,
     "uses through an alias chosen by a condition": """
         import torch
 
@@ -658,12 +675,7 @@ SILENT = {
             config = cfg
             return config.max_autotune
         """,
-    "a Literal type's values, Ascend NPU names": """
-        from typing import Literal
-
-        def platform() -> Literal["cuda", "rocm", "cpu"]:
-            return "cpu"
-
+    "Ascend NPU names": """
         def ascend(args, transformer):
             if args.enable_npu_flash_attention:
                 transformer.set_attention_backend("_native_npu")

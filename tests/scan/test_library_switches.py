@@ -143,3 +143,21 @@ def test_ray_data_workers_and_tunes_gpu_wait_are_ray_gpu_sites() -> None:
         def infer(ds, num_gpus):
             return ds.map_batches(predict, num_gpus=num_gpus), ds.map_batches(predict, num_gpus=0)
         """), "train.py", PACK) if f.code == "NM734") == 1
+
+
+def test_a_backend_named_cuda_is_rewritten_only_as_an_unsafe_fix() -> None:
+    """olmo-core's `backend = "cuda"` picks its CUDA kernels over Triton's: "neuron" there matches
+    no dispatch branch, so the device-string fix may change what runs."""
+    found = {f.span.line: f for f in analyze_source(textwrap.dedent("""
+        import torch
+
+        def pick(x, kernel_backend):
+            backend = "cuda"
+            if kernel_backend == "cuda":
+                return permute(x, backend="cuda")
+            device = "cuda"
+            return x.to(device), backend
+        """), "train.py", PACK) if f.code == "NM101"}
+    assert sorted(found) == [5, 6, 7, 8]
+    assert all(fix.applicability.value == "unsafe" for line in (5, 6, 7) for fix in found[line].fixes)
+    assert found[8].fixes and all(fix.applicability.value == "safe" for fix in found[8].fixes)

@@ -86,6 +86,28 @@ def compared(root: ast.AST, literal: ast.AST) -> bool:
             and parent.func.attr in _STRING_TESTS and any(a is literal for a in parent.args))  # type: ignore[union-attr]
 
 
+def backend_choice(root: ast.AST, literal: ast.AST) -> bool:
+    """Whether the string is a value of something named a backend, not a device (`backend =
+    "cuda"`, `if kernel_backend == "cuda"`, `f(x, backend="cuda")`): often a choice of kernels
+    (`"cuda"` vs `"triton"`) that code dispatches on, where `"neuron"` matches no branch."""
+    parent = parent_of(root, literal)
+    if parent.__class__ is ast.IfExp:  # `backend = "cuda" if ok else "triton"`
+        parent = parent_of(root, parent)
+    if parent.__class__ is ast.keyword:
+        names = [parent.arg or ""]  # type: ignore[attr-defined]
+    elif parent.__class__ is ast.Compare:
+        names = [_name(n) for n in (parent.left, *parent.comparators)]  # type: ignore[attr-defined]
+    elif parent.__class__ in (ast.Assign, ast.AnnAssign):
+        names = [_name(t) for t in getattr(parent, "targets", None) or [parent.target]]  # type: ignore[attr-defined]
+    else:
+        return False
+    return any("backend" in n and "device" not in n for n in map(str.lower, names))
+
+
+def _name(node: ast.AST) -> str:
+    return node.id if node.__class__ is ast.Name else node.attr if node.__class__ is ast.Attribute else ""  # type: ignore[attr-defined]
+
+
 def explicit_index(site: Site) -> str | None:
     """The index of a plain `"cuda:<i>"` string that picks a device (not one a device is compared
     with, nor an f-string's).
@@ -182,7 +204,8 @@ def device_string(site: Site, ctx: FixContext, new: str) -> FixResult | None:
     if edit is None:
         return None
     title = f"Use device `{new}`" + index_title(index, drop, new)
-    return FixResult(title, (edit, *dropped), unsafe=index is not None and not drop)
+    return FixResult(title, (edit, *dropped),
+                     unsafe=(index is not None and not drop) or backend_choice(site.stmt, site.literal))
 
 
 def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
@@ -195,7 +218,8 @@ def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: T
         return None
     edit, add = hit
     title = "Use the current accelerator's device type" + index_title(index, drop, "<accelerator>")
-    return FixResult(title, (edit, *dropped), add, unsafe=index is not None and not drop)
+    return FixResult(title, (edit, *dropped), add,
+                     unsafe=(index is not None and not drop) or backend_choice(site.stmt, site.literal))
 
 
 def _index_text(ctx: FixContext, node: ast.AST) -> str | None:
