@@ -7,7 +7,8 @@ globs (`*.cu`) and, when the pack reads them, dependency files (`requirements.tx
 (`scan.matchers.configs`) and shell scripts (`scan.matchers.shell`); a file without a suffix is
 Python or a shell script when its `#!` line says so. A path given explicitly is always scanned
 (unless an `exclude` glob names it), whatever its suffix or .gitignore says: a YAML file as a
-configuration file, a script by its `#!` line, anything else as Python.
+configuration file, a `.txt` or `.in` file as requirements, a script by its `#!` line, anything
+else as Python.
 Directory symlinks are not followed (their targets inside the root are walked directly, as git
 does); one that points at its own ancestor is a loop and is reported once (NM003). File symlinks
 are followed when their target is inside the root. Version-control, virtual-environment, cache
@@ -151,6 +152,8 @@ class _Walker:
         kind = _kind(name) or self._data_kind(rel)
         if kind is None and self.configs and name.lower().endswith((".yml", ".yaml")):
             kind = "config"
+        if kind is None and self.dependencies and name.lower().endswith((".txt", ".in")):
+            kind = "dependencies"  # pip's format (an egg-info `requires.txt`, `deps.in`), never Python
         if kind is None and self.scripts and _script_kind(path) == "shell":
             kind = "shell"
         self._add(path, rel, kind or "python", self._file_level(name, rel), given=True)

@@ -217,6 +217,14 @@ def test_explicit_file_is_scanned_whatever_its_name(tmp_path, pack, monkeypatch)
     assert [(fr.path, len(fr.findings)) for fr in result.files] == [("build/script", 2), ("ignored.py", 2)]
 
 
+def test_an_explicit_text_file_is_read_as_requirements_not_python(tmp_path, pack):
+    """An egg-info `requires.txt` named on the command line is pip's format (NM731), not Python
+    with a syntax error (NM001); in a directory walk it is not a dependency file."""
+    _tree(tmp_path, {"pkg.egg-info/requires.txt": "flash-attn\nnumpy\n\n[gpu]\nmegablocks\n"})
+    named = engine.scan_paths([tmp_path / "pkg.egg-info/requires.txt"], pack, use_cache=False, jobs=1, root=tmp_path)
+    assert [(f.span.line, f.code) for fr in named.files for f in fr.findings] == [(1, "NM731"), (5, "NM731")]
+
+
 def test_scripts_without_a_suffix_are_read_by_their_shebang(tmp_path, pack):
     """catalyst's `catalyst-parallel-run` (bash) and a `bin/` Python tool are read in a directory
     scan; a Makefile or a binary is not. Named explicitly, a CI workflow's YAML is a configuration
