@@ -555,6 +555,17 @@ CASES = {
         def copy(X):
             return ct.load(X, index=(ct.bid(0), 0))  # <-
         """,
+    "Hugging Face's kernel hub, the allocator's PyTorch 2.9 name": """
+        import os
+        from kernels import get_kernel  # <-
+
+        os.environ["PYTORCH_ALLOC_CONF"] = "expandable_segments:True"  # <-
+
+        FILLER
+
+        def attention():
+            return get_kernel("varunneal/flash-attention-3")  # <-
+        """,
     "FBGEMM and MSLK kernels called as registered operators": """
         import torch
 

@@ -247,3 +247,10 @@ def test_setup_py_dependency_lists_are_read_as_requirements(tmp_path: Path, monk
     write(tmp_path, {"setup.py": SETUP_PY})
     assert [(line, col, code) for _, line, col, code, _ in found(tmp_path)] == [
         (3, 26, "NM731"), (23, 36, "NM731"), (23, 55, "NM731"), (24, 24, "NM731")]
+
+
+def test_onnx_runtime_cuda_feed_is_a_cuda_build_index(tmp_path: Path) -> None:
+    write(tmp_path, {"requirements.txt": (
+        "--extra-index-url https://aiinfra.pkgs.visualstudio.com/PublicPackages/_packaging/onnxruntime-cuda-12/pypi/simple/\n"
+        "--extra-index-url https://pypi.org/simple\n")})
+    assert [(line, code) for _, line, _, code, _ in found(tmp_path)] == [(1, "NM732")]
