@@ -1614,6 +1614,11 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
     # the net's stays beside it then, and goes where the fact holds (`scan.project.net_rows`).
     seen_lines = {span.line for (code, span), (rule, site) in spans.items()
                   if site.kind != "tokens" and not code.startswith(_NOT_CUDA_FAMILY) and rule.project != "foreign"}
+    # A method an argument rule reported (`.cuda(\n    rank, ...)`, located at `rank`) is that
+    # finding's, not a CUDA word of its own line.
+    called = {id(site.call.func) for (code, _), (rule, site) in spans.items()
+              if site.kind == "arguments" and site.call is not None and not code.startswith(_NOT_CUDA_FAMILY)
+              and rule.project != "foreign"}
     findings: list[Finding] = []
     for (code, span), (rule, site) in spans.items():
         if site.kind == "device_strings" and (span in argument_spans or already_listed(site, lines)):
@@ -1621,7 +1626,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
         if site.kind == "qualified_names" and already_listed(site, lines):  # a CUDA table entry's value, ported
             continue
         if site.kind == "tokens":
-            if span.line in seen_lines:
+            if span.line in seen_lines or id(site.node) in called:
                 continue
             seen_lines.add(span.line)
         symbol = site.symbol or _symbol(site, lines)

@@ -566,6 +566,15 @@ CASES = {
         def attention():
             return get_kernel("varunneal/flash-attention-3")  # <-
         """,
+    "a method call over several lines is one site, where its rule reports it": """
+        FILLER
+
+        def step(x, y, rank):
+            x = x.cuda(
+                rank,  # <-
+                non_blocking=True)  # <-
+            return x, y
+        """,
     "FBGEMM and MSLK kernels called as registered operators": """
         import torch
 
