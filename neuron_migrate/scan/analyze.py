@@ -947,8 +947,10 @@ class _Walker:
                 self._silence(kw.value)
             return
         for kw in call.keywords:
-            if kw.arg in _MESSAGE_KEYWORDS:
+            if kw.arg in _MESSAGE_KEYWORDS or kw.arg == "argnames":
                 self._silence(kw.value)
+        if leaf == "parametrize" and call.args:  # `("cuda", "mps", "expected")`: the test's parameter names
+            self._silence(call.args[0])
 
     # -- CUDA-indicative words (`match.tokens`) --
 

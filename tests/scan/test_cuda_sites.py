@@ -575,6 +575,17 @@ CASES = {
                 non_blocking=True)  # <-
             return x, y
         """,
+    "xDiT's parallel setup, Ultralytics' TensorRT export": """
+        from ultralytics import YOLO
+        from xfuser.core.distributed import init_distributed_environment  # <-
+
+        FILLER
+
+        def setup(rank, world_size):
+            init_distributed_environment(rank=rank, world_size=world_size)  # <-
+            engine = YOLO("yolo.pt").export(format="engine", half=True)  # <-
+            return engine, YOLO("yolo.pt").export(format="onnx")
+        """,
     "FBGEMM and MSLK kernels called as registered operators": """
         import torch
 
@@ -700,6 +711,17 @@ SILENT = {
             if args.enable_npu_flash_attention:
                 transformer.set_attention_backend("_native_npu")
             return ["torch_npu==2.9.0", "triton-ascend==3.2.2"]
+        """,
+    "a parametrized test's parameter names": """
+        import pytest
+
+        @pytest.mark.parametrize(("cuda", "mps", "expected"), [(True, False, 1)])
+        def test_pick(cuda, mps, expected):
+            assert expected
+
+        @pytest.mark.parametrize(argnames="cuda", argvalues=[True, False])
+        def test_other(cuda):
+            pass
         """,
     "int64 index code (NM803 off by default)": """
         import torch
