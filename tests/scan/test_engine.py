@@ -397,3 +397,15 @@ def test_gc_paused_restores_the_collector_and_cycles_built_meanwhile_are_still_c
         assert not gc.isenabled()  # a caller's choice stands
     finally:
         gc.enable()
+
+
+def test_a_guard_names_the_specific_finding_it_guards_not_the_net_beside_it(tmp_path, pack):
+    """CosyVoice's `assert torch.cuda.is_available(), ...` over `import tensorrt`: the CUDA-word net
+    also matches the import's line until the scan keeps NM714 there, so the guard cites NM714."""
+    _tree(tmp_path, {"m.py": "import torch\n\n\ndef build(onnx):\n"
+                             "    assert torch.cuda.is_available(), 'tensorrt only supports gpu!'\n"
+                             "    import tensorrt as trt\n    return trt.Builder(onnx)\n"})
+    result = engine.scan_paths([tmp_path], pack, use_cache=False, jobs=1)
+    guard = next(f for fr in result.files for f in fr.findings if f.code == "NM201")
+    assert "guards `tensorrt` (NM714, line 6)" in guard.message
+    assert [f.code for fr in result.files for f in fr.findings if f.span.line == 6] == ["NM714"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -360,11 +360,14 @@ class Block:
 
 
 def blocked(
-    guards: Sequence[Guard], findings: Sequence[Finding], fixed: Callable[[Finding], bool], target: Target
+    guards: Sequence[Guard], findings: Sequence[Finding], fixed: Callable[[Finding], bool], target: Target,
+    net: Collection[str] = (),
 ) -> list[Block]:
     """Guards whose test holds a fixed finding while what they guard holds one that is not fixed.
     `fixed` says which findings get their fix; the withheld ones count as unfixed for the guards
-    around them (a blocked inner guard blocks the outer one too: inner guards come first)."""
+    around them (a blocked inner guard blocks the outer one too: inner guards come first). A
+    finding of the `net` codes (the CUDA-word net, which a specific finding on its line may yet
+    replace after the scan) is cited as the reason only when no other is there."""
     index = _Index(findings)
     withheld: set[int] = set()
     out: list[Block] = []
@@ -386,9 +389,10 @@ def blocked(
             if not moving:
                 continue
             test_ids = {id(f) for f in tests}
-            why = next((f for f in region if id(f) not in test_ids and _matters(f, target) and not is_fixed(f)), None)
-            if why is None:
+            reasons = [f for f in region if id(f) not in test_ids and _matters(f, target) and not is_fixed(f)]
+            if not reasons:
                 continue
+            why = min(reasons, key=lambda f: f.code in net)  # the first, a specific one if any
             taken = [f for f in region if is_fixed(f)]
             withheld.update(id(f) for f in taken)
             out.append(Block(guard, tuple(moving), tuple(taken), why))
@@ -407,9 +411,11 @@ def reason(block: Block) -> str:
     return f"it guards {what} ({why.code}, {_where(why)}), which is not rewritten"
 
 
-def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets: Iterable[Target]) -> list[Finding]:
+def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets: Iterable[Target],
+           net: Collection[str] = ()) -> list[Finding]:
     """Scan-time guard rule: drop each target's fixes inside a guard that cannot move whole, and
-    make the guard's finding say why. A finding left with no fix at all becomes manual."""
+    make the guard's finding say why (`net`: see `blocked`). A finding left with no fix at all
+    becomes manual."""
     fixed_lines = sorted({n for f in findings if f.fixes for n in range(f.span.line, f.span.end_line + 1)})
     guards = guards_in(tree, lines, fixed_lines)
     if not guards:
@@ -424,7 +430,7 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
             fix = f.fix_for(target)
             return fix is not None and bool(fix.edits) and fix.applicability in (FixClass.SAFE, FixClass.UNSAFE)
 
-        for block in blocked(guards, findings, fixed, target):
+        for block in blocked(guards, findings, fixed, target, net):
             for f in block.withheld:
                 dropped.setdefault(id(f), set()).add(target)
             text = reason(block)
