@@ -547,12 +547,8 @@ class _Walker:
         """Keep `spreads` (see `__init__`) up to date with an assignment."""
         table = self.spreads[-1]
         if target.__class__ is ast.Name:
-            if target.id in table:  # type: ignore[attr-defined]
-                table[target.id] = None  # type: ignore[attr-defined]  # assigned twice: which one a call sees is unknown
-            else:
-                keywords = _closed_keywords(value)
-                if keywords is not None:
-                    table[target.id] = keywords  # type: ignore[attr-defined]
+            # Assigned twice (or a parameter): which value a call sees is unknown.
+            table[target.id] = None if target.id in table else _closed_keywords(value)  # type: ignore[attr-defined]
         elif target.__class__ is ast.Subscript and target.value.__class__ is ast.Name:  # type: ignore[attr-defined]
             keywords = table.get(target.value.id)  # type: ignore[attr-defined]
             if keywords is not None:
@@ -712,7 +708,7 @@ class _Walker:
                     stack.insert(len(stack) - len(node.body), scope_end)
                     params = self._params(node)
                     self.scopes.append(params)
-                    self.spreads.append({})
+                    self.spreads.append(dict.fromkeys(params))  # a parameter holds what the caller gave
                     self.locals.append(set(params))
                     self.local_assigned.append({})
                     self.func_names.append(node.name)

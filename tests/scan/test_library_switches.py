@@ -161,3 +161,24 @@ def test_a_backend_named_cuda_is_rewritten_only_as_an_unsafe_fix() -> None:
     assert sorted(found) == [5, 6, 7, 8]
     assert all(fix.applicability.value == "unsafe" for line in (5, 6, 7) for fix in found[line].fixes)
     assert found[8].fixes and all(fix.applicability.value == "safe" for fix in found[8].fixes)
+
+
+def test_a_dict_assigned_more_than_once_or_a_parameter_spreads_nothing_known() -> None:
+    found = codes_by_line("""
+        import torch
+        from accelerate import Accelerator
+
+        def sampler(f, compile):
+            if compile is not True:
+                kwargs = compile
+            else:
+                kwargs = {}
+            return torch.compile(f, **kwargs)
+
+        def make(opts):
+            if not opts:
+                opts = {"mixed_precision": "no"}
+            return Accelerator(**opts)
+        """)
+    assert "NM501" not in found.get(10, set())  # the caller's dict may name a backend
+    assert "NM722" not in found.get(15, set())  # the caller's dict may say cpu=True
