@@ -1612,11 +1612,13 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
     # the net's stays beside it then, and goes where the fact holds (`scan.project.net_rows`).
     seen_lines = {span.line for (code, span), (rule, site) in spans.items()
                   if site.kind != "tokens" and not code.startswith(_NOT_CUDA_FAMILY) and rule.project != "foreign"}
-    # A method an argument rule reported (`.cuda(\n    rank, ...)`, located at `rank`) is that
-    # finding's, not a CUDA word of its own line.
+    # A method an argument rule names and reported (`.cuda(\n    rank, ...)`, located at `rank`) is
+    # that finding's, not a CUDA word of its own line; a callee the rule does not name (any call
+    # given `load_in_4bit=`) keeps its own.
     called = {id(site.call.func) for (code, _), (rule, site) in spans.items()
-              if site.kind == "arguments" and site.call is not None and not code.startswith(_NOT_CUDA_FAMILY)
-              and rule.project != "foreign"}
+              if site.kind == "arguments" and site.call is not None and site.call.func.__class__ is ast.Attribute
+              and not code.startswith(_NOT_CUDA_FAMILY) and rule.project != "foreign"
+              and any("." + site.call.func.attr in pat.call for pat in rule.match.arguments)}  # type: ignore[attr-defined]
     findings: list[Finding] = []
     for (code, span), (rule, site) in spans.items():
         if site.kind == "device_strings" and (span in argument_spans or already_listed(site, lines)):

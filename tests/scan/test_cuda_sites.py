@@ -570,6 +570,10 @@ CASES = {
             x = x.cuda(
                 rank,  # <-
                 non_blocking=True)  # <-
+            y = loader.check_and_disable_bitsandbytes_loading(  # <-
+                "model",
+                load_in_4bit=True,  # <-
+            )
             return x, y
         """,
     "xDiT's parallel setup, Ultralytics' TensorRT export": """
