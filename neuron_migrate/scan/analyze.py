@@ -35,10 +35,10 @@ from neuron_migrate.scan.matchers.globs import is_glob, literal_prefix
 from neuron_migrate.scan.matchers.imports import ImportTable
 from neuron_migrate.scan.matchers.names import name_table
 from neuron_migrate.scan.matchers.qualified_names import QualifiedNameTable
-from neuron_migrate.scan.matchers.requirements import matching, requirement_keys
+from neuron_migrate.scan.matchers.requirements import SETUP_DEPENDENCIES, matching, requirement_keys
 from neuron_migrate.scan.matchers.site import LineIndex, Site
 from neuron_migrate.scan.matchers.tokens import TokenTable, first_words
-from neuron_migrate.scan.prefilter import SETUP_DEPENDENCIES, pattern_requirements, pattern_values
+from neuron_migrate.scan.prefilter import pattern_requirements, pattern_values
 from neuron_migrate.scan.regions import RegionGate
 
 __all__ = ["CompiledPack", "analyze_file_path", "analyze_source", "compile_pack"]

@@ -27,10 +27,9 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from neuron_migrate.ruleset.model import ArgumentPattern, Match, RulePack
+from neuron_migrate.scan.matchers.requirements import SETUP_DEPENDENCIES
 from neuron_migrate.scan.matchers.tokens import CUDA_SOURCE, first_words_of, required_words
 
-# The keywords of `setup()` that list dependencies (`match.requirements` reads them there too).
-SETUP_DEPENDENCIES = frozenset({"install_requires", "extras_require", "setup_requires", "tests_require"})
 _WILDCARD = re.compile(r"[*?]|\[[^\]]*\]")
 # Characters that continue a name. Non-ASCII bytes count as word boundaries: a non-ASCII
 # identifier next to a token then passes the gate (too many files parsed, never too few).
@@ -55,7 +54,7 @@ def _token(text: str, left: bool, right: bool) -> Token:
 
 
 class Prefilter:
-    __slots__ = ("tokens", "requirements", "_byte_tests", "_singles", "_filed", "_unfiled")
+    __slots__ = ("tokens", "requirements", "_byte_tests", "_singles", "_filed", "_unfiled", "_whole")
 
     def __init__(self, tokens: tuple[str, ...] | None,
                  requirements: tuple[tuple[Token, ...], ...] = ()) -> None:
@@ -80,9 +79,11 @@ class Prefilter:
         self._singles: dict[bytes, list[bytes]] = {}
         self._filed: dict[bytes, list[tuple[Token, ...]]] = {}
         self._unfiled: list[tuple[Token, ...]] = []
+        self._whole: set[Token] = set()  # the tokens that are whole words: looked up, not searched for
         for req in requirements:
             encoded = [Token(t.text.encode(), t.left, t.right) for t in req]  # type: ignore[arg-type]
             words = [t for t in encoded if _whole_word(t)]
+            self._whole.update(words)
             if len(encoded) == 1 and not (encoded[0].left or encoded[0].right):
                 text: bytes = encoded[0].text  # type: ignore[assignment]
                 self._singles.setdefault(text.lower(), []).append(text)
@@ -113,7 +114,7 @@ class Prefilter:
         def present(token: Token) -> bool:
             found = seen.get(token)
             if found is None:
-                found = seen[token] = token.text in words if _whole_word(token) else _present(data, token, WORD_BYTES)
+                found = seen[token] = token.text in words if token in self._whole else _present(data, token, WORD_BYTES)
             return found
 
         if any(all(present(t) for t in rest) for key in words.intersection(self._filed) for rest in self._filed[key]):

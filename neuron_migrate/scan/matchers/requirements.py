@@ -38,6 +38,9 @@ _REQUIREMENTS_NAME = re.compile(r"(?:[\w.-]*[-_.])?(?:requirements|constraints)(
 _ENVIRONMENT_NAME = re.compile(r"environment(?:[-_.][\w.-]*)?\.ya?ml", re.I)
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 _SEPARATORS = re.compile(r"[-_.]+")
+# The keywords of a build script's `setup()` that list dependencies, read like a requirements file
+# (`scan.analyze`).
+SETUP_DEPENDENCIES = frozenset({"install_requires", "extras_require", "setup_requires", "tests_require"})
 _OTHER_DEVICE_BUILDS = ("cpu", "xpu", "rocm", "hpu", "npu", "neuron")  # local labels of builds that are not CUDA's
 _LOCAL = re.compile(r"\d\+([A-Za-z0-9][A-Za-z0-9._]*)")  # a version's local label (`2.4.0+cu121`)
 INDEX_OPTIONS = ("--index-url", "--extra-index-url", "-i", "--find-links", "-f")
