@@ -88,6 +88,9 @@ def render_rule(rule: Rule, *, heading: str = "#", examples: int | None = None) 
             lines.append(f"  - `{target.value}` target: {describe_fix(rule.fix.targets[target])}")
     if rule.fix.safety:
         lines.append(f"  - Why unsafe: {' '.join(rule.fix.safety.split())}")
+    if rule.fix.queries:
+        lines.append("  - No fix where the match is given to " + ", ".join(f"`.{q}()`" for q in rule.fix.queries)
+                     + ": that call asks about the value, and another value would ask another question")
     lines.append(f"- Status: {rule.status.value} (since {rule.since})")
     if not rule.default:
         lines.append("- Not in the default selection: enable it with `--select " + rule.code + "`")
@@ -195,6 +198,7 @@ def rule_to_dict(rule: Rule, *, full: bool = False) -> dict[str, Any]:
     }
     if full:
         d["safety"] = rule.fix.safety
+        d["queries"] = list(rule.fix.queries)
         d["why"] = rule.why
         d["examples"] = {
             "invalid": [{"code": e.code, "count": e.count, **{t.value: out for t, out in e.expected.items()}}

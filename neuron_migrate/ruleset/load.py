@@ -62,7 +62,7 @@ _ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "m
                        "switch", "unless"})
 _UNLESS_KEYS = frozenset({"keyword", "position", "values"})
 _TARGETS = {t.value: t for t in Target}
-_FIX_KEYS = frozenset(_TARGETS) | {"class", "safety"}
+_FIX_KEYS = frozenset(_TARGETS) | {"class", "safety", "queries"}
 _INVALID_KEYS = frozenset(_TARGETS) | {"code", "count"}
 _EXAMPLE_KEYS = frozenset({"invalid", "valid"})
 _REMOVE_KINDS = (FixKind.REMOVE_ARGUMENT, FixKind.REMOVE_STATEMENT)
@@ -247,7 +247,10 @@ def _fix(ctx: _Ctx, raw: Any, fixers: frozenset[str] | None) -> FixSpec:
         safety = _str(ctx, safety, "fix.safety")
     elif safety is not None:
         raise ctx.error("fix.safety", "only unsafe fixes carry `safety`")
-    return FixSpec(fix_class, targets, safety or "")
+    queries = _str_list(ctx, d.get("queries", []), "fix.queries")
+    if queries and not fixable:
+        raise ctx.error("fix.queries", f"a {fix_class.value} rule has no fix to withhold")
+    return FixSpec(fix_class, targets, safety or "", tuple(queries))
 
 
 def _examples(ctx: _Ctx, raw: Any, fix: FixSpec, family: str) -> tuple[tuple[Example, ...], tuple[str, ...]]:

@@ -203,6 +203,9 @@ class FixSpec:
     fix_class: FixClass
     targets: dict[Target, TargetFix] = field(default_factory=dict)
     safety: str = ""  # required for unsafe fixes: what behaviour may change
+    # Methods that ask about the matched value instead of setting it: a match given to one keeps
+    # no fix (`x.is_contiguous(memory_format=torch.channels_last)` would ask another question).
+    queries: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

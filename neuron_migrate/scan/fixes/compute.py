@@ -31,6 +31,8 @@ __all__ = ["FixContext", "fixes_for", "remove_statement_edits", "removed_import"
 
 
 def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix, ...]:
+    if rule.fix.queries and _asked(site, rule.fix.queries):
+        return ()
     out: list[Fix] = []
     for target, tf in rule.fix.targets.items():
         result = _compute(tf, site, span, ctx, target)
@@ -45,6 +47,19 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
             out.append(Fix(target, cls, title, result.edits,
                            tuple(dict.fromkeys(result.add_imports)), tuple(dict.fromkeys(result.remove_imports))))
     return tuple(out)
+
+
+def _asked(site: Site, queries: tuple[str, ...]) -> bool:
+    """The match is an argument of a call to one of `queries` (`x.is_contiguous(memory_format=...)`)."""
+    node = site.node
+    parent = parent_of(site.stmt, node)
+    if parent.__class__ is ast.keyword:
+        parent = parent_of(site.stmt, parent)
+    if parent.__class__ is not ast.Call or parent.func is node:  # type: ignore[union-attr]
+        return False
+    func = parent.func  # type: ignore[union-attr]
+    leaf = func.attr if func.__class__ is ast.Attribute else func.id if func.__class__ is ast.Name else None
+    return leaf in queries
 
 
 def _through_rebound_name(site: Site, ctx: FixContext) -> bool:
