@@ -3,7 +3,9 @@
     python benchmarks/bench_scan.py [--repeat 3] [--rounds 3] [--torchfix-subtree nn] [--torchfix-timeout 300]
 
 Prints, from one run: the tree's size; reading every file + a regex; stdlib `ast` parse rate on
-one core; ruff (one rule, no cache); neuron-migrate cold (no cache, all cores) and warm (cache
+one core; ruff (one rule, no cache); CPython's parser (`symtable`, no syntax objects) over the files the
+scan's gate passes, on all cores, the floor of any scan that must see their syntax errors;
+neuron-migrate cold (no cache, all cores) and warm (cache
 filled, nothing changed), both as the library call in a fresh process and as the full CLI
 (`neuron-migrate scan`, text report to /dev/null); TorchFix on a subtree it can finish; and ratios
 against ruff. Cold scans run in `--rounds` paired rounds with ruff (ruff, library, CLI back to
@@ -16,12 +18,14 @@ from __future__ import annotations
 
 import argparse
 import ast
+import concurrent.futures
 import importlib.util
 import os
 import re
 import shutil
 import statistics
 import subprocess
+import symtable
 import sys
 import tempfile
 import time
@@ -64,6 +68,16 @@ def best(command: list[str], repeat: int, env: dict[str, str] | None = None) -> 
     return min(times)
 
 
+def _syntax_checked(source: bytes) -> bool:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            symtable.symtable(source.decode("utf-8", "replace"), "<gated>", "exec")
+        except (SyntaxError, ValueError, RecursionError):
+            return False
+    return True
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per fast measurement (best is kept)")
@@ -98,6 +112,19 @@ def main() -> None:
     parse_s = time.perf_counter() - start
     rows.append(("stdlib ast.parse, 1 core", parse_s,
                  f"{lines / parse_s / 1000:.0f} k lines/s; {unparsable} files need a newer Python"))
+
+    # The parse floor: CPython's parser over every file the scan's gate passes (each must be read
+    # for syntax errors at least), without building syntax objects, on all cores.
+    from neuron_migrate.ruleset.load import load_pack
+    from neuron_migrate.scan.prefilter import build_prefilter
+
+    gate = build_prefilter(load_pack())
+    gated = [s for s in sources if gate.may_match(s)]
+    start = time.perf_counter()
+    with concurrent.futures.ProcessPoolExecutor(cpus) as pool:
+        checked = sum(pool.map(_syntax_checked, gated, chunksize=16))
+    rows.append(("parse floor: symtable of gated files, all cores", time.perf_counter() - start,
+                 f"{len(gated)} files, {sum(map(len, gated)) / 1e6:.1f} MB, {checked} valid"))
 
     ruff = shutil.which("ruff")
     ruff_cmd = [ruff, "check", "--select", "E9", "--no-cache", "--exit-zero", "--quiet", str(tree)] if ruff else []
