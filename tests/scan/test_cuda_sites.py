@@ -576,6 +576,19 @@ CASES = {
             )
             return x, y
         """,
+    "a command line's flags and their values, however many words (pyro's example runs)": """
+        import subprocess
+        import sys
+
+        CUDA_EXAMPLES = [  # <-
+            "air/main.py --num-steps=1 --cuda",  # <-
+            "baseball.py --num-samples=200 --warmup-steps=100 --num-chains=2 --cuda",  # <-
+            "train.py --epochs 1 --device cuda --seed 0",  # <-
+        ]
+
+        def run(example):
+            subprocess.check_call([sys.executable, *example.split()])
+        """,
     "xDiT's parallel setup, Ultralytics' TensorRT export": """
         from ultralytics import YOLO
         from xfuser.core.distributed import init_distributed_environment  # <-
@@ -687,6 +700,18 @@ SILENT = {
             note = "CUDA is not available on this machine"
             kept = f"triton kernels: the installed build is kept -- {n} found"
             return text if n else note, kept
+        """,
+    "sentences given to a project's own function or table, not only to a logger": """
+        MESSAGES = {
+            "CUDAExecutionProvider is available.": "CUDAExecutionProvider 可用。",
+            "ready": "xFormers not available",
+        }
+
+        def quiet(clean_stderr):
+            return clean_stderr(["xFormers not available", "xFormers is disabled"])
+
+        def tip(item):
+            item.setToolTip("CUDAExecutionProvider is available.")
         """,
     "device-generic code": """
         import torch

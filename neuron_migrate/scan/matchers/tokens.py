@@ -7,9 +7,10 @@ the consecutive words `flash`, `attn` in `flash_attn_func`. Words are split at `
 character that is not a letter or digit, at a lower-to-upper case change, before the last capital
 of an upper-case run followed by lower case (`CUDAGraph` -> `cuda`, `graph`) and between letters and
 digits. A string literal is looked at only when it is short and not prose (a device, backend,
-package, file or env-var name, a flag): more than a few words are a message, which the user reads,
-not code that runs, unless they are a command line (flags or a pipe after the first word), whose
-program is looked at; a string that names a CUDA source file (`*.cu`, `*.cuh`) matches too.
+package, file or env-var name, a flag): words that make a sentence (an English function word, a
+sentence's end) or more than a few words are a message, which the user reads, not code that runs,
+unless they are a command line (flags or a pipe after the first word), whose program, flags and
+flag values are looked at; a string that names a CUDA source file (`*.cu`, `*.cuh`) matches too.
 
 Which strings are messages (arguments of print/logging/warnings/exceptions, assert messages,
 argparse help, docstrings) is the walker's call (`scan.analyze`).
@@ -29,6 +30,13 @@ CUDA_SOURCE = (".cu", ".cuh")
 _MISS = object()
 _EVERYDAY = frozenset({"load", "in", "and", "attention", "gpu"})
 _FLAG = re.compile(r"--?[A-Za-z]")  # `-L`, `--version`; not prose's ` -- `
+# Words no value, name or command line is made of: a string holding one is a sentence.
+_FUNCTION_WORDS = frozenset({
+    "a", "an", "the", "is", "are", "was", "were", "be", "been", "not", "no", "to", "of", "for", "with", "and",
+    "or", "on", "at", "by", "this", "that", "it", "if", "when", "please", "can", "cannot", "could", "should",
+    "must", "will", "use", "using", "available", "supported", "found", "installed", "enabled", "disabled",
+    "required", "failed"})
+_SENTENCE_ENDS = (".", "!", "?", "\u3002", "\uff01", "\uff1f")  # also the full-width marks of CJK text
 # A model of NVIDIA's on the Hugging Face Hub (`"nvidia/mit-b0"`): its weights run anywhere.
 _MODEL_ID = re.compile(r"nvidia/[\w.-]+", re.IGNORECASE)
 # A web address's scheme and host: the host names a server (`nvlabs-fi-cdn.nvidia.com` serves
@@ -86,11 +94,13 @@ class TokenTable:
         if len(value) > _MAX_STRING or _MODEL_ID.fullmatch(value):
             return None
         text = _URL_HOST.sub("", value)
-        if len(text.split(None, _PROSE_WORDS)) > _PROSE_WORDS:
-            parts = text.split()
+        parts = text.split()
+        if len(parts) > 1 and _reads_as_prose(parts):
+            return None
+        if len(parts) > _PROSE_WORDS:
             if not any(p == "|" or _FLAG.match(p) for p in parts[1:]):
                 return None
-            text = parts[0]
+            text = " ".join(_command_words(parts))
         try:
             return self._strings[text]
         except KeyError:
@@ -120,6 +130,22 @@ class TokenTable:
                 token = token or m.group(1).replace(" ", "_")
                 found.append(rule)
         return (token, tuple(found)) if found else None
+
+
+def _reads_as_prose(parts: list[str]) -> bool:
+    """Words that make a sentence, not a value or a command line (`"xFormers not available"`,
+    `"pass --device cuda to use the GPU"`): an English function word, or a sentence's end."""
+    return parts[-1].endswith(_SENTENCE_ENDS) or any(p.lower().strip(",;:()") in _FUNCTION_WORDS for p in parts)
+
+
+def _command_words(parts: list[str]) -> list[str]:
+    """What of a command line runs CUDA: its program, its flags and each flag's value
+    (`train.py --epochs 1 --device cuda`); not a path or address given to it."""
+    out = [parts[0]]
+    for i, p in enumerate(parts[1:], 1):
+        if p.startswith("-") or (parts[i - 1].startswith("-") and "=" not in parts[i - 1] and "/" not in p):
+            out.append(p)
+    return out
 
 
 def first_words(rules: list[Rule]) -> tuple[str, ...]:
