@@ -44,7 +44,7 @@ from neuron_migrate.scan.matchers.extensions import build_script, declared_exten
 from neuron_migrate.scan.matchers.import_calls import import_call_findings
 from neuron_migrate.scan.matchers.imports import ImportTable
 from neuron_migrate.scan.matchers.project_modules import candidate_findings, top_level
-from neuron_migrate.scan.matchers.requirements import requirement_findings
+from neuron_migrate.scan.matchers.requirements import is_conda_environment, requirement_findings
 from neuron_migrate.scan.matchers.shell import ShellRules, ipython_findings, shell_findings
 from neuron_migrate.scan.matchers.tokens import TokenTable
 from neuron_migrate.scan.notebook import code_cells, with_imports_above
@@ -375,6 +375,11 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
                 findings += requirement_findings(text, c.rel, ctx.requirement_rules)
             elif c.kind == "config":
                 findings += config_findings(text, c.rel, ctx.config_rules, ctx.config_words)
+                if ctx.requirement_rules and is_conda_environment(text):  # `ffcv-conda.yml`
+                    try:
+                        findings += requirement_findings(text, c.rel, ctx.requirement_rules, conda=True)
+                    except Diagnosis:
+                        pass  # broken YAML: no concern of a configuration file's scan (config_findings)
             else:
                 findings += shell_findings(text, c.rel, ctx.shell)
         elif c.kind == "notebook":

@@ -163,6 +163,26 @@ def test_setup_cfg_and_conda_environment(tmp_path: Path) -> None:
     ]
 
 
+def test_a_conda_environment_of_another_name_and_an_escaped_marker_in_pyproject(tmp_path: Path) -> None:
+    """ffcv's `ffcv-conda.yml` is a conda environment by its top-level `dependencies:` list (a
+    configuration file's nested one is not); GPTQModel's `"triton>=3.8.0; python_version < \\"3.15\\""`
+    is found where it is written, not at the file's first line."""
+    write(tmp_path, {
+        "ffcv-conda.yml": ("name: ffcv\nchannels:\n  - pytorch\ndependencies:\n  # toolkit\n  - cudatoolkit=11.2.2=he111cf0_8\n"
+                           "  - cupy\n  - pip:\n    - torchaudio==0.10.0+cu113\n"),
+        "configs/train.yaml": "model:\n  dependencies:\n    - cupy\n",
+        "configs/broken.yaml": "dependencies:\n  - cupy\n - bad: [\n",
+        "pyproject.toml": ('# SPDX-License-Identifier: Apache-2.0\n[project]\nname = "x"\n[project.optional-dependencies]\n'
+                           'triton = [\n  "triton>=3.8.0; python_version < \\"3.15\\"",\n]\n'),
+    })
+    assert found(tmp_path) == [
+        ("ffcv-conda.yml", 6, 4, "NM731", "cudatoolkit=11.2.2=he111cf0_8"),
+        ("ffcv-conda.yml", 7, 4, "NM731", "cupy"),
+        ("ffcv-conda.yml", 9, 6, "NM732", "torchaudio==0.10.0+cu113"),
+        ("pyproject.toml", 6, 3, "NM731", 'triton>=3.8.0; python_version < "3.15"'),
+    ]
+
+
 @pytest.mark.parametrize(("rel", "text", "line"), [
     ("pyproject.toml", '[project]\nname = "x"\ndependencies = ["flash-attn"\n', 3),
     ("environment.yml", "dependencies:\n  - pip\n - bad: [\n", 3),

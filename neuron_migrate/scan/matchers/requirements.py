@@ -5,7 +5,8 @@ Dependency files: requirements files (`requirements*.txt`, `dev-requirements.in`
 any `.txt`/`.in` in a `requirements/` directory), `pyproject.toml` (PEP 621 dependencies and
 extras, build requirements, dependency groups, Poetry's dependency tables; uv's and Poetry's
 package indexes), `setup.cfg` (install/setup requirements and extras) and conda's
-`environment*.yml`. A dependency is matched by the rules' globs on its keys:
+`environment*.yml` (or any YAML file with a top-level `dependencies:` list, `scan.engine`). A
+dependency is matched by the rules' globs on its keys:
 
 - its name as pip compares names (PEP 503: `Flash_Attn` is `flash-attn`);
 - the name with its version's local label (`torch==2.4.0+cu121`: `torch+cu121`) or conda build
@@ -36,6 +37,7 @@ DEPENDENCY_NAMES = ("pyproject.toml", "setup.cfg", "*requirements*.txt", "*requi
                     "*constraints*.in", "environment*.yml", "environment*.yaml")
 _REQUIREMENTS_NAME = re.compile(r"(?:[\w.-]*[-_.])?(?:requirements|constraints)(?:[-_.][\w.-]*)?\.(?:txt|in)", re.I)
 _ENVIRONMENT_NAME = re.compile(r"environment(?:[-_.][\w.-]*)?\.ya?ml", re.I)
+_CONDA_DEPENDENCIES = re.compile(r"^dependencies:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*(?:#[^\n]*)?\n)*[ \t]*- ", re.M)
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 _SEPARATORS = re.compile(r"[-_.]+")
 # The keywords of a build script's `setup()` that list dependencies, read like a requirements file
@@ -71,12 +73,12 @@ def normalise(name: str) -> str:
     return _SEPARATORS.sub("-", name).lower()
 
 
-def requirement_findings(text: str, rel: str, rules: Sequence[Rule]) -> list[Finding]:
-    """Each rule's findings on the dependencies `text` declares. Raises Diagnosis (NM008) for a
-    file its format's parser rejects."""
+def requirement_findings(text: str, rel: str, rules: Sequence[Rule], *, conda: bool = False) -> list[Finding]:
+    """Each rule's findings on the dependencies `text` declares (`conda`: it is a conda
+    environment whatever its name). Raises Diagnosis (NM008) for a file its format's parser rejects."""
     found: list[Finding] = []
     lines = text.split("\n")
-    for dep in declared(text, rel):
+    for dep in declared(text, rel, conda=conda):
         for rule in matching(dep.keys, rules):
             found.append(rule.finding(rel, Span(dep.line, dep.col, dep.line, dep.end_col), dep.text, lines[dep.line - 1]))
     return found
@@ -88,13 +90,19 @@ def matching(keys: Sequence[str], rules: Sequence[Rule]) -> list[Rule]:
             if any(fnmatch.fnmatchcase(key, pattern) for key in keys for pattern in rule.match.requirements)]
 
 
-def declared(text: str, rel: str) -> list[Declared]:
+def is_conda_environment(text: str) -> bool:
+    """Whether YAML text reads as a conda environment (a top-level `dependencies:` list), as
+    `ffcv-conda.yml` or `env.yaml` may, beside the `environment*.yml` names."""
+    return _CONDA_DEPENDENCIES.search(text) is not None
+
+
+def declared(text: str, rel: str, *, conda: bool = False) -> list[Declared]:
     name = rel.rpartition("/")[2]
     if name == "pyproject.toml":
         return _pyproject(text)
     if name == "setup.cfg":
         return _setup_cfg(text)
-    if _ENVIRONMENT_NAME.fullmatch(name):
+    if conda or _ENVIRONMENT_NAME.fullmatch(name):
         return _environment(text)
     return list(_requirements_lines(text))
 
@@ -206,17 +214,21 @@ class _Locator:
         if not keys:
             return None
         begin = self.after.get(value, 0)
+        written = value
         if pattern is None:  # the value as a quoted string, else as written (setup.cfg, YAML)
-            pattern = re.compile(rf"[\"']({re.escape(value)})[\"']|({re.escape(value)})")
+            escaped = value.replace("\\", "\\\\").replace('"', '\\"')  # in a TOML basic string: `"x < \"3\""`
+            if escaped != value and escaped in self.text:
+                written = escaped
+            pattern = re.compile(rf"[\"']({re.escape(written)})[\"']|({re.escape(written)})")
         found = pattern.search(self.text, begin)
         at = found.start(found.lastindex or 1) if found else -1
         if at < 0:
             at = 0
         else:
-            self.after[value] = at + len(value)
+            self.after[value] = at + len(written)
         line = bisect.bisect_right(self.starts, at)
         col = at - self.starts[line - 1]
-        return Declared(line, col, col + len(value), value, keys)
+        return Declared(line, col, col + len(written), value, keys)
 
 
 def _pyproject(text: str) -> list[Declared]:
