@@ -589,6 +589,30 @@ CASES = {
         def run(example):
             subprocess.check_call([sys.executable, *example.split()])
         """,
+    "kernel libraries of the eighth review wave, a Diffusers xformers processor, a Lightning 1.x Trainer": """
+        import fast_hadamard_transform  # <-
+        import setGPU  # <-
+        import tilelang  # <-
+        import tilelang.language as T  # <-
+        from bitblas import Matmul  # <-
+        from diffusers.models.attention_processor import LoRAXFormersAttnProcessor  # <-
+        from pytorch_lightning.trainer import Trainer
+
+
+        @tilelang.jit(out_idx=[-1])  # <-
+        def kernel(M):
+            return T.Kernel(M)  # <-
+
+
+        def run(x, opt, vae, pipe):
+            y = fast_hadamard_transform.hadamard_transform(x)  # <-
+            mm = Matmul(x)  # <-
+            lora = isinstance(vae.processor, LoRAXFormersAttnProcessor)  # <-
+            pipe.enable_model_cpu_offload()  # <-
+            pipe.enable_sequential_cpu_offload(gpu_id=0)  # <-
+            pipe.enable_model_cpu_offload(device="neuron")
+            return Trainer.from_argparse_args(opt), y, mm, lora  # <-
+        """,
     "xDiT's parallel setup, Ultralytics' TensorRT export": """
         from ultralytics import YOLO
         from xfuser.core.distributed import init_distributed_environment  # <-
@@ -712,6 +736,15 @@ SILENT = {
 
         def tip(item):
             item.setToolTip("CUDAExecutionProvider is available.")
+        """,
+    "TorchScript functions of a CUDA kernel package, other vendors' attention extensions": """
+        from colossalai.kernel.jit.bias_gelu import GeLUFunction as JitGeLUFunction
+        from colossalai.kernel.jit import bias_dropout_add_fused_inference
+        from .flash_attention_npu import FlashAttentionNpuExtension
+        from lmdeploy.pytorch.backends.dlinfer import DlinferFlashAttentionImpl
+
+        def gelu(h, b):
+            return JitGeLUFunction.apply(h, b), bias_dropout_add_fused_inference(h, b)
         """,
     "device-generic code": """
         import torch

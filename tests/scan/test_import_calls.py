@@ -85,3 +85,20 @@ def test_monai_optional_imports_of_cuda_only_modules(tmp_path: Path) -> None:
     result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
     assert [(f.span.line, f.code) for fr in result.files for f in fr.findings] == [
         (3, "NM730"), (4, "NM730"), (5, "NM213"), (6, "NM714")]
+
+
+def test_probes_of_whether_a_cuda_only_module_is_installed(tmp_path: Path) -> None:
+    """Determined's `find_spec("apex")` and Transformers' `_is_package_available("apex")` choose the
+    code that uses Apex; a probe of a portable package is no site."""
+    (tmp_path / "context.py").write_text(
+        "import importlib.util as importutil\n"
+        "from transformers.utils.import_utils import _is_package_available\n"
+        "from lightning_utilities.core.imports import RequirementCache, module_available\n"
+        "\n"
+        'apex_available = importutil.find_spec("apex") is not None\n'
+        'HAS_APEX = _is_package_available("apex")\n'
+        '_BNB = RequirementCache("bitsandbytes")\n'
+        'has_numpy = module_available("numpy") and importutil.find_spec("yaml")\n')
+    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
+    assert [(f.span.line, f.code, f.symbol) for fr in result.files for f in fr.findings] == [
+        (5, "NM706", "apex"), (6, "NM706", "apex"), (7, "NM709", "bitsandbytes")]
