@@ -860,7 +860,9 @@ class _Walker:
                 spreads[func.value.id] = None  # type: ignore[attr-defined]  # `kw.update(other)`: keys unknown
         if cp.arguments:
             target = self._spread(call)
-            for rule, pat in cp.arguments.candidates(leaf, qn, target.keywords):
+            # A `.name` pattern is a method: `cuda(v, *args)` calls a function of the project's own.
+            method = leaf if fcls is ast.Attribute else None
+            for rule, pat in cp.arguments.candidates(method, qn, target.keywords):
                 self._argument(target, rule, pat, leaf, qn)
         if self.devices_on:
             self._call_devices(call, fcls, leaf, qn)
@@ -1252,7 +1254,7 @@ class _Walker:
             return
         qn = self.resolve(dec)
         leaf = dec.attr if dec.__class__ is ast.Attribute else dec.id  # type: ignore[attr-defined]
-        for rule, pat in table.candidates(leaf, qn, []):
+        for rule, pat in table.candidates(leaf if dec.__class__ is ast.Attribute else None, qn, []):
             if pat.missing:
                 display = qn or leaf
                 self._report(rule, "arguments", dec, f"@{display}", qualified=qn or "", decorator=True)

@@ -589,6 +589,12 @@ CASES = {
         def run(example):
             subprocess.check_call([sys.executable, *example.split()])
         """,
+    "a project's own function named cuda is no method: its first argument is no device index (torchdrug)": """
+        def cuda(obj, *args, **kwargs):
+            if hasattr(obj, "cuda"):  # <-
+                return obj.cuda(*args, **kwargs)  # <-
+            return type(obj)({k: cuda(v, *args, **kwargs) for k, v in obj.items()})  # <-
+        """,
     "kernel libraries of the eighth review wave, a Diffusers xformers processor, a Lightning 1.x Trainer": """
         import fast_hadamard_transform  # <-
         import setGPU  # <-
@@ -856,3 +862,11 @@ def test_device_types_listed_as_data_are_device_string_findings() -> None:
     # a `"neuron"` key (mapped to the neuron backend, issue 13).
     assert [fix.title for fix in found[3, 32, "NM101"].fixes] == ['Add a "neuron" entry beside the CUDA one'] * 2
     assert [e.replacement for fix in found[5, 29, "NM101"].fixes for e in fix.edits] == [', "neuron": "neuron"'] * 2
+
+
+def test_a_call_of_a_function_named_cuda_is_not_the_tensor_method() -> None:
+    """`cuda(v, 0)` calls the project's own function (torchdrug's `utils.cuda`): the CUDA word is
+    reported (NM290), not a move to device `v` (NM103); `v.cuda(0)` is that move."""
+    code = "from .utils import cuda\n\n\ndef move(v):\n    a = cuda(v, 0)\n    return a, v.cuda(0)\n"
+    assert [(f.span.line, f.code) for f in analyze_source(code, "m.py", PACK) if f.span.line > 1] == [
+        (5, "NM290"), (6, "NM103")]

@@ -51,10 +51,12 @@ class ArgumentTable:
     def __bool__(self) -> bool:
         return bool(self.by_name or self.by_qualified or self.globs or self.any_by_keyword or self.any_positional)
 
-    def candidates(self, leaf: str | None, qualified: str | None, keywords: list[ast.keyword]) -> list[Candidate]:
+    def candidates(self, method: str | None, qualified: str | None, keywords: list[ast.keyword]) -> list[Candidate]:
+        """The patterns a call may match: by the method it calls (`x.cuda(...)`; None for a call
+        of a name), its qualified name, its keywords."""
         found: list[Candidate] = []
-        if leaf is not None:
-            c = self.by_name.get(leaf)
+        if method is not None:
+            c = self.by_name.get(method)
             if c:
                 found.extend(c)
         if qualified is not None:
