@@ -580,11 +580,20 @@ CASES = {
         import subprocess
         import sys
 
+        import pytest
+
         CUDA_EXAMPLES = [  # <-
             "air/main.py --num-steps=1 --cuda",  # <-
             "baseball.py --num-samples=200 --warmup-steps=100 --num-chains=2 --cuda",  # <-
             "train.py --epochs 1 --device cuda --seed 0",  # <-
         ]
+        CPU_BUILD = "cmake llama.cpp -B llama.cpp/build -DBUILD_SHARED_LIBS=OFF -DGGML_CUDA=OFF"
+        NO_GPU = "train.py --epochs 1 --no-cuda"
+
+
+        @pytest.mark.skipif("not torch.cuda.is_available()")  # <-
+        def test_cuda():
+            pass
 
         def run(example):
             subprocess.check_call([sys.executable, *example.split()])

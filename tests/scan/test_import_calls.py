@@ -98,7 +98,8 @@ def test_probes_of_whether_a_cuda_only_module_is_installed(tmp_path: Path) -> No
         'apex_available = importutil.find_spec("apex") is not None\n'
         'HAS_APEX = _is_package_available("apex")\n'
         '_BNB = RequirementCache("bitsandbytes")\n'
-        'has_numpy = module_available("numpy") and importutil.find_spec("yaml")\n')
+        'has_numpy = module_available("numpy") and importutil.find_spec("yaml")\n'
+        '"""`importutil.find_spec("flash_attn.x")` imports flash_attn: quoted code in prose."""\n')
     result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
     assert [(f.span.line, f.code, f.symbol) for fr in result.files for f in fr.findings] == [
         (5, "NM706", "apex"), (6, "NM706", "apex"), (7, "NM709", "bitsandbytes")]

@@ -39,7 +39,8 @@ def import_call_findings(text: str, rel: str, table: ImportTable) -> list[Findin
         if not rules:
             continue
         line_start = text.rfind("\n", 0, m.start()) + 1
-        if text[line_start:m.start()].lstrip().startswith("#"):
+        before = text[line_start:m.start()]
+        if before.lstrip().startswith("#") or "`" in before:  # a comment; prose quoting code (`find_spec("x")`)
             continue
         if lines is None:
             lines = text.split("\n")

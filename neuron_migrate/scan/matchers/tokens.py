@@ -36,6 +36,8 @@ _FUNCTION_WORDS = frozenset({
     "or", "on", "at", "by", "this", "that", "it", "if", "when", "please", "can", "cannot", "could", "should",
     "must", "will", "use", "using", "available", "supported", "found", "installed", "enabled", "disabled",
     "required", "failed"})
+_CODE = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]|\w\(")  # `torch.cuda.is_available()`: an expression, not prose
+_OFF_FLAG = re.compile(r"--?(?:no|disable|without)[-_]\S*|--?\S+=(?:off|false|no|none|0)", re.IGNORECASE)
 _SENTENCE_ENDS = (".", "!", "?", "\u3002", "\uff01", "\uff1f")  # also the full-width marks of CJK text
 # A model of NVIDIA's on the Hugging Face Hub (`"nvidia/mit-b0"`): its weights run anywhere.
 _MODEL_ID = re.compile(r"nvidia/[\w.-]+", re.IGNORECASE)
@@ -133,17 +135,24 @@ class TokenTable:
 
 
 def _reads_as_prose(parts: list[str]) -> bool:
-    """Words that make a sentence, not a value or a command line (`"xFormers not available"`,
-    `"pass --device cuda to use the GPU"`): an English function word, or a sentence's end."""
+    """Words that make a sentence, not a value, an expression or a command line (`"xFormers not
+    available"`, `"pass --device cuda to use the GPU"`; not pytest's `"not torch.cuda.is_available()"`):
+    an English function word, or a sentence's end, and no dotted name or call."""
+    if any(_CODE.search(p) for p in parts):
+        return False
     return parts[-1].endswith(_SENTENCE_ENDS) or any(p.lower().strip(",;:()") in _FUNCTION_WORDS for p in parts)
 
 
 def _command_words(parts: list[str]) -> list[str]:
     """What of a command line runs CUDA: its program, its flags and each flag's value
-    (`train.py --epochs 1 --device cuda`); not a path or address given to it."""
+    (`train.py --epochs 1 --device cuda`); not a path or address given to it, nor a flag that
+    turns something off (`-DGGML_CUDA=OFF`, `--no-cuda`)."""
     out = [parts[0]]
     for i, p in enumerate(parts[1:], 1):
-        if p.startswith("-") or (parts[i - 1].startswith("-") and "=" not in parts[i - 1] and "/" not in p):
+        if _OFF_FLAG.fullmatch(p):
+            continue
+        if p.startswith("-") or (parts[i - 1].startswith("-") and "=" not in parts[i - 1] and "/" not in p
+                                 and not _OFF_FLAG.fullmatch(parts[i - 1])):
             out.append(p)
     return out
 
