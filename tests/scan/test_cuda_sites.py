@@ -604,6 +604,14 @@ CASES = {
                 return obj.cuda(*args, **kwargs)  # <-
             return type(obj)({k: cuda(v, *args, **kwargs) for k, v in obj.items()})  # <-
         """,
+    "CUDA error text a program matches, written as a sentence with an error code (accelerate)": """
+        _statements = [
+            "cuDNN error: CUDNN_STATUS_NOT_SUPPORTED.",  # <-
+        ]
+
+        def should_reduce_batch_size(exception):
+            return any(err in exception.args[0] for err in _statements)
+        """,
     "kernel libraries of the eighth review wave, a Diffusers xformers processor, a Lightning 1.x Trainer": """
         import fast_hadamard_transform  # <-
         import setGPU  # <-

@@ -36,7 +36,8 @@ _FUNCTION_WORDS = frozenset({
     "or", "on", "at", "by", "this", "that", "it", "if", "when", "please", "can", "cannot", "could", "should",
     "must", "will", "use", "using", "available", "supported", "found", "installed", "enabled", "disabled",
     "required", "failed"})
-_CODE = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]|\w\(")  # `torch.cuda.is_available()`: an expression, not prose
+# `torch.cuda.is_available()`, `CUDNN_STATUS_NOT_SUPPORTED`: an expression or a name, not prose
+_CODE = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]|\w\(|[A-Za-z0-9]_[A-Za-z0-9]")
 _OFF_FLAG = re.compile(r"--?(?:no|disable|without)[-_]\S*|--?\S+=(?:off|false|no|none|0)", re.IGNORECASE)
 _SENTENCE_ENDS = (".", "!", "?", "\u3002", "\uff01", "\uff1f")  # also the full-width marks of CJK text
 # A model of NVIDIA's on the Hugging Face Hub (`"nvidia/mit-b0"`): its weights run anywhere.
@@ -136,8 +137,9 @@ class TokenTable:
 
 def _reads_as_prose(parts: list[str]) -> bool:
     """Words that make a sentence, not a value, an expression or a command line (`"xFormers not
-    available"`, `"pass --device cuda to use the GPU"`; not pytest's `"not torch.cuda.is_available()"`):
-    an English function word, or a sentence's end, and no dotted name or call."""
+    available"`, `"pass --device cuda to use the GPU"`; not pytest's `"not torch.cuda.is_available()"`
+    nor an error text matched in code, `"cuDNN error: CUDNN_STATUS_NOT_SUPPORTED."`): an English
+    function word, or a sentence's end, and no dotted name, call or snake-case name."""
     if any(_CODE.search(p) for p in parts):
         return False
     return parts[-1].endswith(_SENTENCE_ENDS) or any(p.lower().strip(",;:()") in _FUNCTION_WORDS for p in parts)
