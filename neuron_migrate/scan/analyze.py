@@ -37,7 +37,7 @@ from neuron_migrate.scan.matchers.names import name_table
 from neuron_migrate.scan.matchers.qualified_names import QualifiedNameTable
 from neuron_migrate.scan.matchers.requirements import SETUP_DEPENDENCIES, matching, requirement_keys
 from neuron_migrate.scan.matchers.site import LineIndex, Site
-from neuron_migrate.scan.matchers.tokens import TokenTable, first_words
+from neuron_migrate.scan.matchers.tokens import TokenTable, first_words, is_prose
 from neuron_migrate.scan.prefilter import pattern_requirements, pattern_values
 from neuron_migrate.scan.regions import RegionGate
 
@@ -1213,6 +1213,9 @@ class _Walker:
                 if dev_m.device_like_name(k.value):
                     self._device_literals(v)
                 elif k.value.partition(":")[0] in dev_m.KNOWN_TYPES:
+                    if v.__class__ is ast.Constant and v.value.__class__ is str and is_prose(v.value):  # type: ignore[attr-defined]
+                        self.silent.add(id(k))  # a help table's option name: `{"cuda": "Perform matrix arithmetic on GPU"}`
+                        continue
                     # `{"xpu": "ccl", "cuda": "nccl"}.get(dev_type)`: a table keyed by device type.
                     self._device_entry(k)
                     if v.__class__ is ast.Constant and v.value.__class__ is str:

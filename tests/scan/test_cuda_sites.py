@@ -749,6 +749,10 @@ SILENT = {
             return text if n else note, kept
         """,
     "sentences given to a project's own function or table, not only to a logger": """
+        OPTION_HELP = {
+            "cuda": "Perform matrix arithmetic on GPU",
+            "low_cpu_memory": "Store results on the CPU",
+        }
         MESSAGES = {
             "CUDAExecutionProvider is available.": "CUDAExecutionProvider 可用。",
             "ready": "xFormers not available",

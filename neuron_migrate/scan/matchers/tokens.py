@@ -98,11 +98,9 @@ class TokenTable:
             return None
         text = _URL_HOST.sub("", value)
         parts = text.split()
-        if len(parts) > 1 and _reads_as_prose(parts):
+        if _prose(parts):
             return None
         if len(parts) > _PROSE_WORDS:
-            if not any(p == "|" or _FLAG.match(p) for p in parts[1:]):
-                return None
             text = " ".join(_command_words(parts))
         try:
             return self._strings[text]
@@ -133,6 +131,17 @@ class TokenTable:
                 token = token or m.group(1).replace(" ", "_")
                 found.append(rule)
         return (token, tuple(found)) if found else None
+
+
+def is_prose(value: str) -> bool:
+    """Whether a string is text for people (see `TokenTable.string`), not a value or a command line."""
+    return _prose(_URL_HOST.sub("", value).split())
+
+
+def _prose(parts: list[str]) -> bool:
+    if len(parts) > 1 and _reads_as_prose(parts):
+        return True
+    return len(parts) > _PROSE_WORDS and not any(p == "|" or _FLAG.match(p) for p in parts[1:])
 
 
 def _reads_as_prose(parts: list[str]) -> bool:
