@@ -264,6 +264,9 @@ class _Walker:
         # Module-level functions with a device-like parameter defaulting to a `default_devices`
         # type: name -> (parameter, its position or None, its default, rules).
         self.defaulted: dict[str, list[tuple[str, int | None, str, tuple[Rule, ...]]]] = {}
+        # Module-level classes that subclass a callee an argument pattern names and keep its
+        # `__init__` (StyleTTS2's `class MyDataParallel(torch.nn.DataParallel)`): name -> that callee.
+        self.subclassed: dict[str, str] = {}
         # Arguments whose value is a variable, resolved once every module constant and argparse
         # default is known; each keeps the statement it stands in.
         self.pending: list[tuple[ast.Call, Rule, ArgumentPattern, ast.AST, ast.AST,
@@ -285,6 +288,26 @@ class _Walker:
         self.unchecked = bool(cp.unchecked) and any(q.partition(".")[0] in cp.unchecked for q in self.aliases.names.values())
 
     # -- statements --
+
+    def _subclass(self, node: ast.ClassDef) -> None:
+        """Record a class whose calls are calls of its base's constructor, arguments and all: one
+        that subclasses a callee an argument pattern names (or such a class) and defines no
+        `__init__` of its own."""
+        if not self.cp.arguments or any(m.__class__ in _FUNCS and m.name == "__init__" for m in node.body):  # type: ignore[attr-defined]
+            return
+        for base in node.bases:
+            chain: list[str] = []
+            while base.__class__ is ast.Attribute:
+                chain.append(base.attr)  # type: ignore[attr-defined]
+                base = base.value  # type: ignore[attr-defined]
+            if base.__class__ is not ast.Name:
+                continue
+            root = self.subclassed.get(base.id) if not chain else None  # type: ignore[attr-defined]
+            root = root or self.aliases.root(base.id, node.lineno)  # type: ignore[attr-defined]
+            qualified = ".".join([root, *reversed(chain)]) if root else None
+            if qualified is not None and self.cp.arguments.candidates(None, qualified, []):
+                self.subclassed[node.name] = qualified
+                return
 
     def _prepass(self, body: list[ast.stmt], fallback: bool = False, block: tuple[int, int] | None = None) -> None:
         """Module-level imports and literal constants, wherever they sit in the module, so a use
@@ -314,6 +337,7 @@ class _Walker:
                         self.assigned[stmt.targets[0].id] = qn  # type: ignore[attr-defined]
                         self.aliased.add(stmt.targets[0].id)  # type: ignore[attr-defined]
             elif cls is ast.ClassDef:
+                self._subclass(stmt)  # type: ignore[arg-type]
                 for member in stmt.body:  # type: ignore[attr-defined]
                     if member.__class__ is ast.AnnAssign and member.target.__class__ is ast.Name and member.value is not None:
                         self._remember(self.fields, member.target.id, member.value)
@@ -864,6 +888,12 @@ class _Walker:
             method = leaf if fcls is ast.Attribute else None
             for rule, pat in cp.arguments.candidates(method, qn, target.keywords):
                 self._argument(target, rule, pat, leaf, qn)
+            base = self.subclassed.get(leaf) if fcls is ast.Name and qn is None and self.subclassed else None  # type: ignore[arg-type]
+            if base is not None and not (self.locals and self._shadowed(leaf)):  # type: ignore[arg-type]
+                # The base's patterns, with no fix: a fix would rewrite the subclass's name as the base's.
+                for rule, pat in cp.arguments.candidates(None, base, []):
+                    if rule.fix.fix_class is FixClass.MANUAL:
+                        self._argument(target, rule, pat, leaf, base, shown=leaf)
         if self.devices_on:
             self._call_devices(call, fcls, leaf, qn)
         if self.env_on:
@@ -1295,11 +1325,13 @@ class _Walker:
         for rule in self.cp.env.match(kw.arg):
             self._report(rule, "env_vars", kw, kw.arg, token=kw.arg, pos=pos)
 
-    def _argument(self, call: ast.Call, rule: Rule, pat: ArgumentPattern, leaf: str | None, qn: str | None) -> None:
+    def _argument(self, call: ast.Call, rule: Rule, pat: ArgumentPattern, leaf: str | None, qn: str | None,
+                  shown: str | None = None) -> None:
+        """`shown`: the callee as the message names it, when not `qn` (a subclass of it)."""
         if pat.unless and args_m.harmless(call, pat):
             return
         arg = args_m.find_argument(call, pat)
-        display = qn or (f".{leaf}" if call.func.__class__ is ast.Attribute else leaf) or "call"
+        display = shown or qn or (f".{leaf}" if call.func.__class__ is ast.Attribute else leaf) or "call"
         if pat.missing:
             if arg is None and (not args_m.may_be_present(call, pat) or args_m.either_way(rule, pat)):
                 # A method on any receiver (`x.cuda()`) is located at its name, not at the start of
@@ -1558,7 +1590,8 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
             # fixable rule computes none.
             fix_roots = cp.fix_roots if any(rule.fix.fix_class in _FIXABLE for rule, _ in walker.sites) else ()
             hidden = parse_m.depends(sparse, walker.aliases, cp.regions, fix_roots,
-                                     read=(*walker.assigned, *walker.defaulted), set_=walker.field_reads,
+                                     read=(*walker.assigned, *walker.defaulted, *walker.subclassed),
+                                     set_=walker.field_reads,
                                      written=[c[0] for c in walker.named])
             if hidden is None or hidden:
                 parsed = parse_m.widen(sparse, hidden, source, path)
@@ -1607,6 +1640,11 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
         spans.setdefault((rule.code, span), (rule, site))
     # A literal that a specific argument rule matched is that rule's, not the generic device string's.
     argument_spans = {span for (code, span), (_, site) in spans.items() if site.kind == "arguments"}
+    # ... also the branch inside the call it read the value from (`backend="nccl" if nccl else "gloo"`);
+    # a literal elsewhere (`BACKEND = "nccl"`) stays a finding of its own line.
+    argument_spans |= {lines.span(site.literal) for _, site in spans.values()
+                       if site.kind == "arguments" and site.literal is not None and site.call is not None
+                       and site.call.lineno <= site.literal.lineno <= (site.call.end_lineno or site.call.lineno)}  # type: ignore[attr-defined]
     for rule, site in spans.values():
         for target, tf in rule.fix.targets.items():
             if tf.kind is FixKind.REMOVE_STATEMENT:

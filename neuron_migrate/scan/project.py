@@ -141,8 +141,15 @@ def _head(path: str) -> bytes:
 
 
 def _own_package(build: str, top: str) -> bool:
-    return bool(top) and any(os.path.isdir(os.path.join(base, top)) or os.path.isfile(os.path.join(base, top + ".py"))
-                             for base in (build, os.path.join(build, "src")))
+    if not top:
+        return False
+    if any(os.path.isdir(os.path.join(base, top)) or os.path.isfile(os.path.join(base, top + ".py"))
+           for base in (build, os.path.join(build, "src"))):
+        return True
+    # A package the build maps to another directory (Pointcept's `package_dir={"pointops":
+    # "functions"}`) or whose extension it names (`CUDAExtension(name="pointops._C")`).
+    declares = re.compile(rb"""package_dir\s*=\s*\{[^}]*["']%s["']\s*:|["']%s\._C["']""" % ((re.escape(top.encode()),) * 2))
+    return declares.search(_head(os.path.join(build, "setup.py"))) is not None
 
 
 def keep_rows(rows: Sequence[Any], rel: str, facts: ProjectFacts, needs: dict[str, str],

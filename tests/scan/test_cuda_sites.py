@@ -612,6 +612,51 @@ CASES = {
         def should_reduce_batch_size(exception):
             return any(err in exception.args[0] for err in _statements)
         """,
+    "a project class that subclasses a matched callee and keeps its __init__ (StyleTTS2, TrainingArguments)": """
+        from dataclasses import dataclass
+
+        import torch
+        from transformers import TrainingArguments
+
+
+        class MyDataParallel(torch.nn.DataParallel):
+            def __getattr__(self, name):
+                return getattr(self.module, name)
+
+
+        class OwnInit(torch.nn.DataParallel):
+            def __init__(self, module, extra):
+                super().__init__(module)
+
+
+        @dataclass
+        class MyArgs(TrainingArguments):
+            lora_r: int = 8
+
+
+        def build(model, key):
+            model[key] = MyDataParallel(model[key])  # <-
+            other = OwnInit(model, 3)
+            return MyArgs(output_dir="o", fp16=True), other  # <-
+        """,
+    "the ninth review wave's sites (detection ops, Lightning fp16, CTranslate2 fp16, trtexec, DeepSpeed kernels)": """
+        import deepspeed
+        import lightning.pytorch as pl
+        import MultiScaleDeformableAttention as MSDA  # <-
+        import DCNv3  # <-
+        import whisperx
+        from faster_whisper import WhisperModel
+
+
+        def run(value, shapes, model, lang):
+            out = MSDA.ms_deform_attn_forward(value, shapes)  # <-
+            trainer = pl.Trainer(accelerator="auto", precision="16-mixed")  # <-
+            asr = whisperx.asr.load_model("large-v2", "auto", compute_type="float16", language=lang)  # <-
+            wm = WhisperModel("small", device="cpu", compute_type="int8")
+            engine = deepspeed.init_inference(model, dtype=None, replace_with_kernel_inject=True)  # <-
+            build = "trtexec --onnx=model.onnx --saveEngine=model.plan"  # <-
+            return out, trainer, asr, wm, engine, build
+        """,
     "kernel libraries of the eighth review wave, a Diffusers xformers processor, a Lightning 1.x Trainer": """
         import fast_hadamard_transform  # <-
         import setGPU  # <-
@@ -773,6 +818,11 @@ SILENT = {
         def gelu(h, b):
             return JitGeLUFunction.apply(h, b), bias_dropout_add_fused_inference(h, b)
         """,
+    "NVIDIA Triton Inference Server addresses": """
+        def infer(client_cls, name):
+            triton_url = "192.168.0.22:8000"
+            return client_cls(triton_url, name)
+        """,
     "device-generic code": """
         import torch
 
@@ -891,3 +941,14 @@ def test_a_call_of_a_function_named_cuda_is_not_the_tensor_method() -> None:
     code = "from .utils import cuda\n\n\ndef move(v):\n    a = cuda(v, 0)\n    return a, v.cuda(0)\n"
     assert [(f.span.line, f.code) for f in analyze_source(code, "m.py", PACK) if f.span.line > 1] == [
         (5, "NM290"), (6, "NM103")]
+
+
+def test_a_backend_chosen_by_a_conditional_is_one_finding() -> None:
+    """yolov10's `backend="nccl" if dist.is_nccl_available() else "gloo"`: the argument rule's
+    (NM401) and the probe's (NM405), not the NCCL string's (NM402) beside them; a module constant
+    passed by name keeps its own finding."""
+    code = ("import torch.distributed as dist\n\nBACKEND = \"nccl\"\n\n\ndef init():\n"
+            "    dist.init_process_group(backend=\"nccl\" if dist.is_nccl_available() else \"gloo\")\n"
+            "    dist.init_process_group(backend=BACKEND)\n")
+    assert [(f.span.line, f.code) for f in analyze_source(code, "m.py", PACK)] == [
+        (3, "NM402"), (7, "NM401"), (7, "NM405"), (8, "NM401")]

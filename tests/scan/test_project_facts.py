@@ -101,6 +101,26 @@ def test_a_cmake_cuda_build_counts_and_the_nearest_project_decides(tmp_path: Pat
     assert nm724(tmp_path, use_cache=False) == marked(PACKAGE)
 
 
+def test_a_package_the_build_maps_to_another_directory_is_the_project_s_own(tmp_path: Path) -> None:
+    """Pointcept's `libs/pointops/setup.py` builds `pointops._C` from a package in `functions/`
+    (`package_dir={"pointops": "functions"}`): its modules import `pointops._C` by that name."""
+    files = {
+        "libs/pointops/functions/query.py": """
+            from pointops._C import knn_query_cuda  # <-
+            from torch._C import _cuda_getDevice
+            """,
+    }
+    write(tmp_path, {**files, "libs/pointops/setup.py": """
+        from setuptools import setup
+        from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+        setup(name="pointops", packages=["pointops"], package_dir={"pointops": "functions"},
+              ext_modules=[CUDAExtension(name="pointops._C", sources=["src/query_cuda.cu"])],
+              cmdclass={"build_ext": BuildExtension})
+        """})
+    assert nm724(tmp_path, use_cache=False) == marked(files)
+
+
 def test_a_changed_build_file_changes_the_result_of_a_cached_scan(tmp_path: Path) -> None:
     project, cache = tmp_path / "p", tmp_path / "cache"
     write(project, {**PACKAGE, "setup.py": CPU_SETUP})

@@ -274,3 +274,24 @@ def test_onnx_runtime_cuda_feed_is_a_cuda_build_index(tmp_path: Path) -> None:
         "--extra-index-url https://aiinfra.pkgs.visualstudio.com/PublicPackages/_packaging/onnxruntime-cuda-12/pypi/simple/\n"
         "--extra-index-url https://pypi.org/simple\n")})
     assert [(line, code) for _, line, _, code, _ in found(tmp_path)] == [(1, "NM732")]
+
+
+def test_cuda_builds_named_by_conda_build_strings_local_labels_and_other_indexes(tmp_path: Path) -> None:
+    """LoRA's `torchvision=0.10.0=py37_cu111` and `requirement.txt`, VoiceCraft's `pocl-cuda`,
+    OneFormer's NATTEN wheel for cu113; Pointcept's `cuda` package is found on its own line, not
+    in the channel `nvidia/label/cuda-12.4.1` above it."""
+    write(tmp_path, {
+        "environment.yml": ("name: pc\nchannels:\n  - pyg\n  - nvidia/label/cuda-12.4.1\ndependencies:\n  - python=3.10\n"
+                            "  - cuda\n  - pocl-cuda=5.0=hdaecddf_2\n  - torchvision=0.10.0=py37_cu111\n  - numpy=1.26=py310_0\n"),
+        "NLG/requirement.txt": "torch==1.7.1+cu101\n",
+        "requirements.txt": ("-f https://shi-labs.com/natten/wheels/cu113/torch1.10.1/index.html\n"
+                             "natten==0.14.4+torch1101cu113\nnumpy==1.26.4\n"),
+    })
+    assert found(tmp_path) == [
+        ("NLG/requirement.txt", 1, 0, "NM732", "torch==1.7.1+cu101"),
+        ("environment.yml", 7, 4, "NM731", "cuda"),
+        ("environment.yml", 8, 4, "NM731", "pocl-cuda=5.0=hdaecddf_2"),
+        ("environment.yml", 9, 4, "NM732", "torchvision=0.10.0=py37_cu111"),
+        ("requirements.txt", 1, 0, "NM732", "-f https://shi-labs.com/natten/wheels/cu113/torch1.10.1/index.html"),
+        ("requirements.txt", 2, 0, "NM732", "natten==0.14.4+torch1101cu113"),
+    ]

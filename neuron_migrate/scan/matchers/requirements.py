@@ -1,7 +1,7 @@
 """`match.requirements`: the dependencies a project declares, in the files pip, build backends and
 conda read.
 
-Dependency files: requirements files (`requirements*.txt`, `dev-requirements.in`, `constraints.txt`,
+Dependency files: requirements files (`requirements*.txt`, `requirement.txt`, `dev-requirements.in`, `constraints.txt`,
 any `.txt`/`.in` in a `requirements/` directory), `pyproject.toml` (PEP 621 dependencies and
 extras, build requirements, dependency groups, Poetry's dependency tables; uv's and Poetry's
 package indexes), `setup.cfg` (install/setup requirements and extras) and conda's
@@ -33,9 +33,9 @@ from neuron_migrate.ruleset.model import Rule
 from neuron_migrate.scan.diagnostics import BROKEN_DEPENDENCIES, Diagnosis
 
 # What the walk's name test lets through (`is_dependency_file` decides).
-DEPENDENCY_NAMES = ("pyproject.toml", "setup.cfg", "*requirements*.txt", "*requirements*.in", "*constraints*.txt",
+DEPENDENCY_NAMES = ("pyproject.toml", "setup.cfg", "*requirement*.txt", "*requirement*.in", "*constraints*.txt",
                     "*constraints*.in", "environment*.yml", "environment*.yaml")
-_REQUIREMENTS_NAME = re.compile(r"(?:[\w.-]*[-_.])?(?:requirements|constraints)(?:[-_.][\w.-]*)?\.(?:txt|in)", re.I)
+_REQUIREMENTS_NAME = re.compile(r"(?:[\w.-]*[-_.])?(?:requirements?|constraints)(?:[-_.][\w.-]*)?\.(?:txt|in)", re.I)
 _ENVIRONMENT_NAME = re.compile(r"environment(?:[-_.][\w.-]*)?\.ya?ml", re.I)
 _CONDA_DEPENDENCIES = re.compile(r"^dependencies:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*(?:#[^\n]*)?\n)*[ \t]*- ", re.M)
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
@@ -299,11 +299,17 @@ def _environment(text: str) -> list[Declared]:
     out: list[Declared | None] = []
     for item in _list(_table(data).get("dependencies")):
         if isinstance(item, str):
-            out.append(at.find(item, _conda_keys(item)))
+            out.append(at.find(item, _conda_keys(item), _list_item(item)))
         for spec in _strings(_table(item).get("pip")):
             keys = _requirement_line(spec.strip())
-            out.append(at.find(spec, keys) if keys else None)
+            out.append(at.find(spec, keys, _list_item(spec)) if keys else None)
     return [d for d in out if d is not None]
+
+
+def _list_item(value: str) -> re.Pattern[str]:
+    """Where a YAML list holds `value` as an item (`- cuda`), not inside another (a channel
+    `- nvidia/label/cuda-12.4.1`)."""
+    return re.compile(rf"^[ \t]*-[ \t]*[\"']?({re.escape(value)})[\"']?[ \t]*(?:#.*)?$", re.M)
 
 
 def _broken(text: str, detail: str, line: int) -> Diagnosis:
