@@ -30,6 +30,7 @@ from neuron_migrate.scan.matchers import env_vars as env_m
 from neuron_migrate.scan.matchers.arguments import ArgumentTable, NamedValueTable
 from neuron_migrate.scan.matchers.device_strings import DeviceStringTable
 from neuron_migrate.scan.matchers.env_vars import EnvVarTable
+from neuron_migrate.scan.matchers.extensions import build_script
 from neuron_migrate.scan.matchers.files import FileTable
 from neuron_migrate.scan.matchers.globs import is_glob, literal_prefix
 from neuron_migrate.scan.matchers.imports import ImportTable
@@ -1676,6 +1677,8 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
         fix_class = rule.fix.fix_class
         if site.kind == "assigned":  # the fix belongs where the value is passed, which is elsewhere
             fix_class = FixClass.MANUAL
+        elif site.data and build_script(path):
+            fix_class = FixClass.MANUAL  # a build script's `suffices = ["cpu", "cuda"]` lists build variants, not devices
         fixes = fixes_for(rule, site, span, ctx) if fix_class in _FIXABLE else ()
         message = rule.render_message(symbol)
         if fixes and fix_class is FixClass.SAFE and all(f.applicability is FixClass.UNSAFE for f in fixes):

@@ -952,3 +952,20 @@ def test_a_backend_chosen_by_a_conditional_is_one_finding() -> None:
             "    dist.init_process_group(backend=BACKEND)\n")
     assert [(f.span.line, f.code) for f in analyze_source(code, "m.py", PACK)] == [
         (3, "NM402"), (7, "NM401"), (7, "NM405"), (8, "NM401")]
+
+
+def test_device_types_listed_in_a_build_script_are_build_variants_without_a_fix() -> None:
+    """PyG's setup.py `suffices = ['cpu', 'cuda']` names the extension variants it builds: adding
+    `'neuron'` would build a `_neuron` extension. The same list in a module keeps its fix."""
+    code = "import os\n\nsuffices = ['cpu', 'cuda'] if os.getenv('FORCE_CUDA') else ['cpu']\n"
+    by_path = {path: [(f.fix_class.value, bool(f.fixes)) for f in analyze_source(code, path, PACK) if f.code == "NM101"]
+               for path in ("setup.py", "pkg/devices.py")}
+    assert by_path == {"setup.py": [("manual", False)], "pkg/devices.py": [("safe", True)]}
+
+
+def test_pure_pytorch_reference_functions_of_a_kernel_library_are_no_use_of_its_kernels() -> None:
+    code = ("from causal_conv1d.causal_conv1d_interface import causal_conv1d_fn, causal_conv1d_ref\n\n\n"
+            "def check(x, w):\n    return causal_conv1d_ref(x, w), causal_conv1d_fn(x, w)\n")
+    assert [(f.span.line, f.code, f.symbol) for f in analyze_source(code, "t.py", PACK)] == [
+        (1, "NM730", "causal_conv1d.causal_conv1d_interface"),
+        (5, "NM720", "causal_conv1d.causal_conv1d_interface.causal_conv1d_fn")]
