@@ -969,3 +969,9 @@ def test_pure_pytorch_reference_functions_of_a_kernel_library_are_no_use_of_its_
     assert [(f.span.line, f.code, f.symbol) for f in analyze_source(code, "t.py", PACK)] == [
         (1, "NM730", "causal_conv1d.causal_conv1d_interface"),
         (5, "NM720", "causal_conv1d.causal_conv1d_interface.causal_conv1d_fn")]
+
+
+def test_the_nccl_backend_in_upper_case_is_the_backend_rule_s() -> None:
+    """Pointcept's `backend="NCCL"`: torch lowers a backend's name, so it is NM401's, not the net's."""
+    code = "import torch.distributed as dist\n\n\ndef init():\n    dist.init_process_group(backend=\"NCCL\")\n"
+    assert [f.code for f in analyze_source(code, "launch.py", PACK)] == ["NM401"]
