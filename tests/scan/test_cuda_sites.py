@@ -646,6 +646,7 @@ CASES = {
         import DCNv3  # <-
         import whisperx
         from faster_whisper import WhisperModel
+        from nexfort.compilers import nexfort_compile  # <-
 
 
         def run(value, shapes, model, lang):
@@ -675,7 +676,7 @@ CASES = {
         def run(x, opt, vae, pipe):
             y = fast_hadamard_transform.hadamard_transform(x)  # <-
             mm = Matmul(x)  # <-
-            lora = isinstance(vae.processor, LoRAXFormersAttnProcessor)  # <-
+            lora = isinstance(vae.processor, LoRAXFormersAttnProcessor)  # a test of which processor is set
             pipe.enable_model_cpu_offload()  # <-
             pipe.enable_sequential_cpu_offload(gpu_id=0)  # <-
             pipe.enable_model_cpu_offload(device="neuron")
@@ -975,3 +976,11 @@ def test_the_nccl_backend_in_upper_case_is_the_backend_rule_s() -> None:
     """Pointcept's `backend="NCCL"`: torch lowers a backend's name, so it is NM401's, not the net's."""
     code = "import torch.distributed as dist\n\n\ndef init():\n    dist.init_process_group(backend=\"NCCL\")\n"
     assert [f.code for f in analyze_source(code, "launch.py", PACK)] == ["NM401"]
+
+
+def test_a_diffusers_xformers_processor_only_tested_by_isinstance_runs_no_kernel() -> None:
+    code = ("from diffusers.models.attention_processor import LoRAXFormersAttnProcessor\n\n\n"
+            "def uses_xformers(vae):\n    return isinstance(\n        vae.processor,\n        (LoRAXFormersAttnProcessor,),\n    )\n\n\n"
+            "def set_it(vae):\n    vae.set_attn_processor(LoRAXFormersAttnProcessor())\n")
+    assert [(f.span.line, f.code) for f in analyze_source(code, "m.py", PACK)] == [(1, "NM708"), (12, "NM708")]
+
