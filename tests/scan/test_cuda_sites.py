@@ -658,6 +658,19 @@ CASES = {
             build = "trtexec --onnx=model.onnx --saveEngine=model.plan"  # <-
             return out, trainer, asr, wm, engine, build
         """,
+    "the tenth review wave's sites (TensorRT's quantization toolkit, sync-BN's comm functions, Paddle Inference, HF pinning)": """
+        from pytorch_quantization import nn as quant_nn  # <-
+        from torch.nn.parallel._functions import ReduceAddCoalesced, Broadcast  # <-
+        from transformers import TrainingArguments
+
+
+        def reduce(target_gpus, mean, inv_std, config, to_reduce):
+            sum_, ssum = ReduceAddCoalesced.apply(target_gpus[0], 2, *to_reduce)  # <-
+            out = Broadcast.apply(target_gpus, mean, inv_std)  # <-
+            config.enable_use_gpu(memory_pool_init_size_mb=2048, device_id=0)  # <-
+            layer = quant_nn.QuantConv2d(3, 8, 3)  # <-
+            return TrainingArguments(output_dir="o", dataloader_pin_memory=True), sum_, ssum, out, layer  # <-
+        """,
     "kernel libraries of the eighth review wave, a Diffusers xformers processor, a Lightning 1.x Trainer": """
         import fast_hadamard_transform  # <-
         import setGPU  # <-

@@ -158,6 +158,14 @@ def test_a_cuda_library_s_own_modules_importing_each_other_are_no_use_of_it(tmp_
     assert found == marked(SPLAT)
 
 
+def test_an_unpacked_wheel_without_a_build_file_is_its_own_package_at_the_root(tmp_path: Path) -> None:
+    """exllamav2's wheel holds no build file: its modules importing each other are its own
+    structure, as with a setup.py; a script beside the package still uses the library."""
+    wheel = {rel: text for rel, text in SPLAT.items() if rel != "setup.py"}
+    write(tmp_path, wheel)
+    assert sites(tmp_path, "NM730") | sites(tmp_path, "NM720") == marked(wheel)
+
+
 def test_inside_the_library_a_cuda_word_is_still_reported_by_the_net(tmp_path: Path) -> None:
     """mmcv's own `from mmcv.ops import get_compiling_cuda_version`: the library rule's finding
     goes (the import is mmcv's structure), the CUDA word on the line stays; outside the package

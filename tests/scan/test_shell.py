@@ -77,3 +77,13 @@ def test_a_script_s_own_variables_with_a_cuda_word(tmp_path: Path) -> None:
         (3, 8, "NM290", "CUDA"),
         (5, 7, "NM107", "CUDA_VISIBLE_DEVICES"),
     ]
+
+
+def test_a_bare_flag_that_turns_its_setting_off_is_no_cuda_switch(tmp_path: Path) -> None:
+    """InstructLab's smoke test passes `--disable_flash_attn`: flash-attn off, not on; `--no-fp16`
+    likewise; `--use_flash_attn` and `--fp16` turn them on."""
+    (tmp_path / "run.sh").write_text(
+        "#!/bin/bash\npython train.py --disable_flash_attn --no-fp16 --no_cuda\npython train.py --fp16 --use_flash_attn\n")
+    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
+    assert [(f.span.line, f.code, f.symbol) for fr in result.files for f in fr.findings] == [
+        (3, "NM109", "--fp16"), (3, "NM109", "--use_flash_attn")]
