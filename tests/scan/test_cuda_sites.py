@@ -807,6 +807,16 @@ SILENT = {
             kept = f"triton kernels: the installed build is kept -- {n} found"
             return text if n else note, kept
         """,
+    "a sentence that quotes a flag is no command line (TRL's field help)": """
+        from dataclasses import dataclass, field
+
+
+        @dataclass
+        class ModelConfig:
+            attn_implementation: str = field(default=None, metadata={"help": (
+                "Which attention implementation to use; you can run --attn_implementation=flash_attention_2, in which "
+                "case you must install this manually")})
+        """,
     "sentences given to a project's own function or table, not only to a logger": """
         OPTION_HELP = {
             "cuda": "Perform matrix arithmetic on GPU",

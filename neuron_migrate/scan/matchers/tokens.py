@@ -139,18 +139,17 @@ def is_prose(value: str) -> bool:
 
 
 def _prose(parts: list[str]) -> bool:
-    if len(parts) > 1 and _reads_as_prose(parts):
-        return True
-    return len(parts) > _PROSE_WORDS and not any(p == "|" or _FLAG.match(p) for p in parts[1:])
+    """Words that make a sentence, not a value, an expression or a command line: more than a few
+    words with an English function word or a sentence's end, or no flag or pipe after the first
+    (`"pass --device cuda to use the GPU"`); a few such words without a dotted name, call or
+    snake-case name (`"xFormers not available"`; not pytest's `"not torch.cuda.is_available()"` nor
+    an error text matched in code, `"cuDNN error: CUDNN_STATUS_NOT_SUPPORTED."`)."""
+    if len(parts) > _PROSE_WORDS:
+        return _sentence(parts) or not any(p == "|" or _FLAG.match(p) for p in parts[1:])
+    return len(parts) > 1 and _sentence(parts) and not any(_CODE.search(p) for p in parts)
 
 
-def _reads_as_prose(parts: list[str]) -> bool:
-    """Words that make a sentence, not a value, an expression or a command line (`"xFormers not
-    available"`, `"pass --device cuda to use the GPU"`; not pytest's `"not torch.cuda.is_available()"`
-    nor an error text matched in code, `"cuDNN error: CUDNN_STATUS_NOT_SUPPORTED."`): an English
-    function word, or a sentence's end, and no dotted name, call or snake-case name."""
-    if any(_CODE.search(p) for p in parts):
-        return False
+def _sentence(parts: list[str]) -> bool:
     return parts[-1].endswith(_SENTENCE_ENDS) or any(p.lower().strip(",;:()") in _FUNCTION_WORDS for p in parts)
 
 
