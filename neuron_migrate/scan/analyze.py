@@ -306,7 +306,7 @@ class _Walker:
             root = self.subclassed.get(base.id) if not chain else None  # type: ignore[attr-defined]
             root = root or self.aliases.root(base.id, node.lineno)  # type: ignore[attr-defined]
             qualified = ".".join([root, *reversed(chain)]) if root else None
-            if qualified is not None and self.cp.arguments.candidates(None, qualified, []):
+            if qualified is not None and self.cp.arguments.of_callee(qualified):
                 self.subclassed[node.name] = qualified
                 return
 
@@ -892,7 +892,7 @@ class _Walker:
             base = self.subclassed.get(leaf) if fcls is ast.Name and qn is None and self.subclassed else None  # type: ignore[arg-type]
             if base is not None and not (self.locals and self._shadowed(leaf)):  # type: ignore[arg-type]
                 # The base's patterns, with no fix: a fix would rewrite the subclass's name as the base's.
-                for rule, pat in cp.arguments.candidates(None, base, []):
+                for rule, pat in cp.arguments.of_callee(base):
                     if rule.fix.fix_class is FixClass.MANUAL:
                         self._argument(target, rule, pat, leaf, base, shown=leaf)
         if self.devices_on:

@@ -60,14 +60,9 @@ class ArgumentTable:
             if c:
                 found.extend(c)
         if qualified is not None:
-            c = self.by_qualified.get(qualified)
-            if c:
-                found.extend(c)
-            if self.globs:
-                hit = self._glob_cache.get(qualified)
-                if hit is None:
-                    hit = self._glob_cache[qualified] = [c for regex, cs in self.globs if regex.match(qualified) for c in cs]
-                found.extend(hit)
+            named = self.of_callee(qualified)
+            if named:
+                found.extend(named)
         if self.any_by_keyword:
             for kw in keywords:
                 c = self.any_by_keyword.get(kw.arg)  # type: ignore[arg-type]
@@ -76,6 +71,17 @@ class ArgumentTable:
         if self.any_positional:
             found.extend(self.any_positional)
         return found
+
+
+    def of_callee(self, qualified: str) -> Sequence[Candidate]:
+        """The patterns whose callee is `qualified` by name or glob (not those of any callee)."""
+        exact = self.by_qualified.get(qualified, ())
+        if not self.globs:
+            return exact
+        hit = self._glob_cache.get(qualified)
+        if hit is None:
+            hit = self._glob_cache[qualified] = [c for regex, cs in self.globs if regex.match(qualified) for c in cs]
+        return [*exact, *hit] if hit else exact
 
 
 def find_argument(call: ast.Call, pat: ArgumentPattern) -> ast.AST | None:
