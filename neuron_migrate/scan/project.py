@@ -19,10 +19,11 @@ tells which files are such modules, once every file's findings are known, cached
 gsplat's own `from gsplat.utils import log_transform` is the library's internal structure, not a
 use of a CUDA-only library; its CUDA sites are reported where they are. A file beside the package
 (its tests, examples, a training script) uses the library. Where no build file holds the file (an
-unpacked wheel), the package is looked for at the scan root. The CUDA-word net (`match.tokens`)
-is decided after the fact: on a line where such a finding stays, the specific rule describes the
-line and the net's finding goes (`net_rows`); where it goes, the net's stays (`from
-mmcv.ops import get_compiling_cuda_version` inside mmcv).
+unpacked wheel), a top-level package of that name around it (`unsloth/__init__.py`, not diffusers'
+`quantizers/bitsandbytes/`) decides. The CUDA-word net (`match.tokens`) is decided after the fact:
+on a line where such a finding stays, the specific rule describes the line and the net's finding
+goes (`net_rows`); where it goes, the net's stays (`from mmcv.ops import get_compiling_cuda_version`
+inside mmcv).
 """
 
 from __future__ import annotations
@@ -94,8 +95,12 @@ class ProjectFacts:
         """Whether files of `directory` (relative to the root) lie outside the package `top` of
         their project (beside its build file, or under its `src/`)."""
         path = os.path.join(self.root, directory) if directory else self.root
-        # Without a build file (an unpacked wheel, a vendored copy), the package sits at the scan root.
-        build = self._project_dir(path) or self.root
+        build = self._project_dir(path)
+        if build is None:  # an unpacked wheel, a vendored copy: inside a top-level package `top`
+            parts = directory.replace(os.sep, "/").split("/") if directory else []
+            return not any(part == top and os.path.isfile(os.path.join(self.root, *parts[:i + 1], "__init__.py"))
+                           and not os.path.isfile(os.path.join(self.root, *parts[:i], "__init__.py"))
+                           for i, part in enumerate(parts))
         inside = os.path.relpath(path, build).replace(os.sep, "/") + "/"
         return not (inside.startswith(top + "/") or inside.startswith(f"src/{top}/"))
 

@@ -53,7 +53,6 @@ _PROGRAM = re.compile(r"(?:^|[;&|(`]|\$\()\s*(?:(?:sudo|env|exec|time)\s+)*(?:[A
 # space (upper-case names are environment variables).
 _OPTION = re.compile(r"(?<![\w-])--([A-Za-z][\w.-]*)(?:=([^\s\\]+)|[ \t]+(?![-\\$<>|&;])([^\s\\]+))?")
 _OFF = re.compile(r"(?:no|disable|without)[-_]", re.IGNORECASE)  # `--no-fp16`, `--disable_flash_attn`
-_ON = re.compile(r"^(?:no|disable|without|enable|use|with)[-_]", re.IGNORECASE)  # the setting a flag names
 _OVERRIDE = re.compile(r"(?<=\s)\+{0,2}([a-z_][\w.]*[a-z][\w.]*)=([^\s\\$]+)")
 _IPYTHON_PREFIX = re.compile(r"^(\s*)(?:!+|%+)?(?:(?:set_env|env)\b)?")
 _EXPANSION = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
@@ -134,7 +133,7 @@ def _settings(number: int, code: str, line: str, rel: str, rules: Sequence[Rule]
     """The options and overrides of a line that the configuration rules match."""
     found: list[Finding] = []
     # A bare flag is true, unless it says it turns its setting off (`--disable_flash_attn`).
-    pairs = [(m, _ON.sub("", m.group(1)), m.group(2) or m.group(3) or ("false" if _OFF.match(m.group(1)) else "true"))
+    pairs = [(m, m.group(1), m.group(2) or m.group(3) or ("false" if _OFF.match(m.group(1)) else "true"))
              for m in _OPTION.finditer(code)]
     pairs += [(m, m.group(1), m.group(2)) for m in _OVERRIDE.finditer(code)]
     for m, key, value in pairs:
