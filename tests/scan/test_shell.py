@@ -87,3 +87,12 @@ def test_a_bare_flag_that_turns_its_setting_off_is_no_cuda_switch(tmp_path: Path
     result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
     assert [(f.span.line, f.code, f.symbol) for fr in result.files for f in fr.findings] == [
         (3, "NM109", "--fp16"), (3, "NM109", "--use_flash_attn")]
+
+
+def test_a_pipe_inside_quotes_separates_no_commands(tmp_path: Path) -> None:
+    """onediff's benchmark scripts build a Markdown table row in a string (`"| ... | CUDA Mem after
+    (GiB) |"`): no command `CUDA` runs; a command substitution inside double quotes does run."""
+    (tmp_path / "bench.sh").write_text(
+        '#!/bin/bash\nROW="| Model | HxW | CUDA Mem after (GiB) |"\nout="$(nvidia-smi -L | wc -l)"\n')
+    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
+    assert [(f.span.line, f.symbol) for fr in result.files for f in fr.findings] == [(3, "nvidia-smi")]

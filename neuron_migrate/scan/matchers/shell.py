@@ -48,6 +48,8 @@ _MESSAGE = re.compile(r"((?:^|[;&|(`]|\$\()\s*(?:echo|printf)\b)[^;&|`]*")
 # A command's program: at a line's start or after a separator, past `sudo`, `env` and assignments.
 _PROGRAM = re.compile(r"(?:^|[;&|(`]|\$\()\s*(?:(?:sudo|env|exec|time)\s+)*(?:[A-Za-z_]\w*=[^\s$(`]*\s+)*"
                       r"([\w./][\w./-]*)(?![\w./=-])")
+_QUOTED = re.compile(r'"(?:\\.|[^"\\])*"|\'[^\']*\'')
+_SUBSTITUTION = re.compile(r"\$\([^)]*\)|`[^`]*`")  # what a double-quoted string runs
 # `--key`, `--key value`, `--key=value` (a value is no option, no line continuation and no
 # redirection or command separator: `--fp16 > log`), and a Hydra override `key=value` after a
 # space (upper-case names are environment variables).
@@ -113,7 +115,7 @@ def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellR
     if rules.settings and ("--" in code or "=" in code):
         found += _settings(number, code, line, rel, rules.settings)
     if rules.commands is not None:
-        for program in _PROGRAM.finditer(code):
+        for program in _PROGRAM.finditer(_quotes_blanked(code)):
             name = program.group(1).rpartition("/")[2]
             hit = rules.commands.string(name) if name else None
             if hit is not None:
@@ -127,6 +129,21 @@ def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellR
                     found += [rule.finding(rel, span, m.group(1), line) for rule in word[1]]
                     break
     return found
+
+
+def _quotes_blanked(code: str) -> str:
+    """`code` with quoted text blanked to spaces (same columns), but for the commands a double-quoted
+    string runs (`"$(nvidia-smi -L)"`): a `|` in `"| Model | CUDA Mem |"` separates no commands."""
+    def blank(m: re.Match[str]) -> str:
+        text = m.group()
+        if text[0] == "'":
+            return "'" + " " * (len(text) - 2) + "'"
+        kept = [" "] * len(text)
+        for sub in _SUBSTITUTION.finditer(text):
+            kept[sub.start():sub.end()] = sub.group()
+        kept[0] = kept[-1] = '"'
+        return "".join(kept)
+    return _QUOTED.sub(blank, code)
 
 
 def _settings(number: int, code: str, line: str, rel: str, rules: Sequence[Rule]) -> list[Finding]:
