@@ -20,21 +20,24 @@ from collections.abc import Sequence
 from neuron_migrate.findings import Finding, Span
 from neuron_migrate.scan.matchers.imports import ImportTable
 
-# `import_module(`, `__import__(`, `optional_import(`, `safe_import_from(`, ... or a probe of whether
-# the module is installed (`importlib.util.find_spec("apex")`, `_is_package_available("apex")`,
-# `module_available(`, `RequirementCache(`), then a quoted dotted name, on the same line or the
-# next ones. Not `pytest.importorskip(`: a test that skips itself.
-_CALL = re.compile(r"(?:import(?!orskip)\w*|\bfind_spec|\bfind_loader|(?:package|module)_available|\bRequirementCache)"
-                   r"[ \t]*\(\s*(['\"])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\1")
+# `import_module(`, `__import__(`, `optional_import(`, `safe_import_from(`, ... then a quoted dotted
+# name, on the same line or the next ones. Not `pytest.importorskip(`: a test that skips itself.
+_CALL = re.compile(r"import(?!orskip)\w*[ \t]*\(\s*(['\"])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\1")
+# A probe of whether the module is installed (`importlib.util.find_spec("apex")`,
+# `_is_package_available("apex")`, `module_available(`, `RequirementCache(`), looked for only in a
+# text that names one: a pattern that starts with no literal is tried at every position.
+_PROBES = ("find_spec", "find_loader", "package_available", "module_available", "RequirementCache")
+_PROBE = re.compile(r"(?:%s)[ \t]*\(\s*(['\"])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\1" % "|".join(_PROBES))
 
 
 def import_call_findings(text: str, rel: str, table: ImportTable) -> list[Finding]:
     """One finding per rule per module named in an import call in `text` (the file at `rel`)."""
-    if "import" not in text and "_available" not in text and "find_" not in text and "RequirementCache" not in text:
-        return []
+    calls = list(_CALL.finditer(text)) if "import" in text else []
+    if any(p in text for p in _PROBES):
+        calls = sorted([*calls, *_PROBE.finditer(text)], key=lambda m: m.start())
     found: list[Finding] = []
     lines: Sequence[str] | None = None
-    for m in _CALL.finditer(text):
+    for m in calls:
         rules = table.match(m.group(2))
         if not rules:
             continue
