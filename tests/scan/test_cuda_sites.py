@@ -647,6 +647,7 @@ CASES = {
         import whisperx
         from faster_whisper import WhisperModel
         from nexfort.compilers import nexfort_compile  # <-
+        import sapien.physx as physx
 
 
         def run(value, shapes, model, lang):
@@ -656,7 +657,8 @@ CASES = {
             wm = WhisperModel("small", device="cpu", compute_type="int8")
             engine = deepspeed.init_inference(model, dtype=None, replace_with_kernel_inject=True)  # <-
             build = "trtexec --onnx=model.onnx --saveEngine=model.plan"  # <-
-            return out, trainer, asr, wm, engine, build
+            scene = physx.PhysxGpuSystem(device=lang) if value else physx.PhysxCpuSystem()  # <-
+            return out, trainer, asr, wm, engine, build, scene
         """,
     "the tenth review wave's sites (TensorRT's quantization toolkit, sync-BN's comm functions, Paddle Inference, HF pinning)": """
         from pytorch_quantization import nn as quant_nn  # <-
