@@ -66,6 +66,7 @@ class ProjectFacts:
         self._kernels: set[str] | None = None
         self._kernel_names: frozenset[str] = frozenset()  # their module (or package) names
         self._foreign: dict[tuple[str, str], bool] = {}  # (directory, top-level name) -> `foreign`
+        self._own: dict[tuple[str, str], bool] = {}  # (build directory, top-level name) -> its own package
 
     def holds(self, fact: str, rel: str, symbol: str) -> bool:
         """Whether `fact` holds for the finding with `symbol` in the file at `rel` (relative to the root)."""
@@ -89,7 +90,13 @@ class ProjectFacts:
         build = self._project_dir(os.path.dirname(os.path.join(self.root, rel)))
         if build is None or not self._builds_cuda(build):
             return False
-        return symbol.startswith(".") or _own_package(build, symbol.partition(".")[0])
+        if symbol.startswith("."):
+            return True
+        key = (build, symbol.partition(".")[0])
+        own = self._own.get(key)
+        if own is None:  # every `from torch._C import ...` of the project asks the same
+            own = self._own[key] = _own_package(*key)
+        return own
 
     def _outside(self, directory: str, top: str) -> bool:
         """Whether files of `directory` (relative to the root) lie outside the package `top` of

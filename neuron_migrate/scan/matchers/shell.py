@@ -32,7 +32,7 @@ from neuron_migrate.ruleset.model import Rule
 from neuron_migrate.scan.matchers.configs import setting_rules
 from neuron_migrate.scan.matchers.env_vars import EnvVarTable
 from neuron_migrate.scan.matchers.requirements import INDEX_OPTIONS, matching, requirement_keys
-from neuron_migrate.scan.matchers.tokens import TokenTable
+from neuron_migrate.scan.matchers.tokens import OFF_PREFIX, TokenTable
 from neuron_migrate.scan.notebook import CodeCell
 
 SHELL_NAMES = ("*.sh", "*.bash", "*.slurm", "*.sbatch")
@@ -54,7 +54,7 @@ _SUBSTITUTION = re.compile(r"\$\([^)]*\)|`[^`]*`")  # what a double-quoted strin
 # redirection or command separator: `--fp16 > log`), and a Hydra override `key=value` after a
 # space (upper-case names are environment variables).
 _OPTION = re.compile(r"(?<![\w-])--([A-Za-z][\w.-]*)(?:=([^\s\\]+)|[ \t]+(?![-\\$<>|&;])([^\s\\]+))?")
-_OFF = re.compile(r"(?:no|disable|without)[-_]", re.IGNORECASE)  # `--no-fp16`, `--disable_flash_attn`
+_OFF = re.compile(OFF_PREFIX, re.IGNORECASE)  # `--no-fp16`, `--disable_flash_attn`
 _OVERRIDE = re.compile(r"(?<=\s)\+{0,2}([a-z_][\w.]*[a-z][\w.]*)=([^\s\\$]+)")
 _IPYTHON_PREFIX = re.compile(r"^(\s*)(?:!+|%+)?(?:(?:set_env|env)\b)?")
 _EXPANSION = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")

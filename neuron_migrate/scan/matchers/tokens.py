@@ -38,7 +38,8 @@ _FUNCTION_WORDS = frozenset({
     "required", "failed"})
 # `torch.cuda.is_available()`, `CUDNN_STATUS_NOT_SUPPORTED`: an expression or a name, not prose
 _CODE = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]|\w\(|[A-Za-z0-9]_[A-Za-z0-9]")
-_OFF_FLAG = re.compile(r"--?(?:no|disable|without)[-_]\S*|--?\S+=(?:off|false|no|none|0)", re.IGNORECASE)
+OFF_PREFIX = r"(?:no|disable|without)[-_]"  # a flag name that turns its setting off (`--no-cuda`)
+_OFF_FLAG = re.compile(rf"--?{OFF_PREFIX}\S*|--?\S+=(?:off|false|no|none|0)", re.IGNORECASE)
 _SENTENCE_ENDS = (".", "!", "?", "\u3002", "\uff01", "\uff1f")  # also the full-width marks of CJK text
 # A model of NVIDIA's on the Hugging Face Hub (`"nvidia/mit-b0"`): its weights run anywhere.
 _MODEL_ID = re.compile(r"nvidia/[\w.-]+", re.IGNORECASE)
