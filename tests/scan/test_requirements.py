@@ -41,6 +41,15 @@ def write(root: Path, files: dict[str, str]) -> Path:
     ("https://example.org/wheels/flash_attn-2.5.8+cu122torch2.3-cp311-cp311-linux_x86_64.whl",
      ("flash-attn", "flash-attn+cu122torch2.3")),
     ("git+https://github.com/NVIDIA/apex.git#egg=apex", ("apex",)),
+    # no `#egg=`: the repository names it, by its name and its owner's (the name may not be the package's)
+    ("git+https://github.com/NVIDIA/apex", ("apex", "repo:nvidia/apex")),
+    ("git+https://github.com/Dao-AILab/flash-attention.git@v2.6.3#subdirectory=csrc/rotary",
+     ("flash-attention", "repo:dao-ailab/flash-attention")),
+    ("git+ssh://git@github.com/state-spaces/mamba.git@main", ("mamba", "repo:state-spaces/mamba")),
+    ("git+https://github.com/NVlabs/tiny-cuda-nn/#subdirectory=bindings/torch", ("tiny-cuda-nn", "repo:nvlabs/tiny-cuda-nn")),
+    ("https://github.com/facebookresearch/xformers/archive/refs/heads/main.zip",
+     ("xformers", "repo:facebookresearch/xformers")),
+    ("transformers @ git+https://github.com/huggingface/transformers@v4.45.0", ("transformers",)),
     # vllm's requirements/xpu.txt and cpu.txt: builds for another device are not the CUDA package
     ("triton==3.9.0+xpu", ("triton+xpu",)),
     ("torch==2.9.0+cpu; platform_machine == 'x86_64'", ("torch+cpu",)),
@@ -294,4 +303,23 @@ def test_cuda_builds_named_by_conda_build_strings_local_labels_and_other_indexes
         ("environment.yml", 9, 4, "NM732", "torchvision=0.10.0=py37_cu111"),
         ("requirements.txt", 1, 0, "NM732", "-f https://shi-labs.com/natten/wheels/cu113/torch1.10.1/index.html"),
         ("requirements.txt", 2, 0, "NM732", "natten==0.14.4+torch1101cu113"),
+    ]
+
+
+def test_a_cuda_library_installed_from_its_repository(tmp_path: Path) -> None:
+    """A VCS URL or a forge archive with no `#egg=` names its package through the repository,
+    also where the repository is not named like the package (flash-attention builds flash-attn)."""
+    write(tmp_path, {"requirements.txt": (
+        "git+https://github.com/Dao-AILab/flash-attention.git@v2.6.3#subdirectory=csrc/layer_norm\n"
+        "git+https://github.com/huggingface/peft.git\n"
+        "https://github.com/facebookresearch/xformers/archive/refs/heads/main.zip\n"
+        "git+ssh://git@github.com/state-spaces/mamba.git@v2.2.2\n"
+        "git+https://github.com/someone/mamba-demo\n"
+    ), "install.sh": "pip install git+https://github.com/NVlabs/tiny-cuda-nn/#subdirectory=bindings/torch\n"})
+    assert found(tmp_path) == [
+        ("install.sh", 1, 12, "NM731", "git+https://github.com/NVlabs/tiny-cuda-nn/#subdirectory=bindings/torch"),
+        ("requirements.txt", 1, 0, "NM731",
+         "git+https://github.com/Dao-AILab/flash-attention.git@v2.6.3#subdirectory=csrc/layer_norm"),
+        ("requirements.txt", 3, 0, "NM731", "https://github.com/facebookresearch/xformers/archive/refs/heads/main.zip"),
+        ("requirements.txt", 4, 0, "NM731", "git+ssh://git@github.com/state-spaces/mamba.git@v2.2.2"),
     ]

@@ -11,7 +11,10 @@ dependency is matched by the rules' globs on its keys:
 - its name as pip compares names (PEP 503: `Flash_Attn` is `flash-attn`);
 - the name with its version's local label (`torch==2.4.0+cu121`: `torch+cu121`) or conda build
   string (`pytorch=2.1=py3.10_cuda11.8_0`: `pytorch+py3.10_cuda11.8_0`);
-- `index:` and a package index or find-links URL (`--extra-index-url .../whl/cu121`).
+- `index:` and a package index or find-links URL (`--extra-index-url .../whl/cu121`);
+- for a VCS checkout or a forge's source archive with no `#egg=` (`git+https://github.com/NVIDIA/apex`),
+  its repository's name and `repo:` with its owner and name (`repo:dao-ailab/flash-attention`: a
+  repository need not be named like the package it builds).
 
 A file its format's parser rejects is reported (NM008) at the parser's line, and yields nothing
 else. Requirements files have no syntax to reject: a line that names no dependency is passed over.
@@ -49,6 +52,10 @@ INDEX_OPTIONS = ("--index-url", "--extra-index-url", "-i", "--find-links", "-f")
 _EGG = re.compile(r"#egg=([A-Za-z0-9._-]+)")
 _EXTRAS = re.compile(r"\s*\[([^\]]*)\]")
 _WHEEL = re.compile(r"/([A-Za-z0-9_.]+)-[^/]*\.(?:whl|tar\.gz|zip)(?:[#?]|$)")
+# A repository's owner and name: a VCS URL's path (`git+ssh://git@host/owner/name.git@v1`), or a
+# forge archive's first two segments (`https://github.com/owner/name/archive/v1.zip`).
+_VCS = re.compile(r"(?:git|hg|svn|bzr)\+[a-z]+://[^/]+/(?:[^#?]*/)?([\w.-]+)/([\w.-]+?)(?:\.git)?(?:@[^/#?]*)?/?(?:[#?]|$)")
+_ARCHIVE = re.compile(r"[a-z]+://[^/]+/([\w.-]+)/([\w.-]+?)(?:\.git)?/(?:archive|tarball|zipball)/")
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,11 +195,16 @@ def _keys(name: str, label: str | None) -> tuple[str, ...]:
 
 
 def _url_keys(url: str) -> tuple[str, ...]:
-    """A URL's dependency: `#egg=name`, or an archive's file name (`flash_attn-2.5.8+cu122...whl`)."""
+    """A URL's dependency: `#egg=name`, or the repository a VCS URL or forge archive names, or an
+    archive's file name (`flash_attn-2.5.8+cu122...whl`)."""
     egg = _EGG.search(url)
-    wheel = _WHEEL.search(url)
     if egg is not None:
         return requirement_keys(egg.group(1))
+    repo = _VCS.match(url) or _ARCHIVE.match(url)
+    if repo is not None:
+        owner, name = repo.group(1).lower(), normalise(repo.group(2))
+        return (name, f"repo:{owner}/{name}")
+    wheel = _WHEEL.search(url)
     if wheel is not None:
         local = _LOCAL.search(url, wheel.end(1))
         return _keys(normalise(wheel.group(1)), local.group(1).lower() if local is not None else None)
