@@ -149,6 +149,7 @@ def _cover(words: Collection[str]) -> tuple[str, ...]:
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _PARTIALS = frozenset({"functools.partial", "funcy.partial", "toolz.partial"})  # bark imports funcy's
+_OWN = frozenset({"self", "cls"})  # a method's instance or class: a class-level name is read through it
 # Methods that change a dict's keys (`spreads` forgets the dict).
 _DICT_CHANGES = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"})
 _LITERALS = (ast.Constant, ast.UnaryOp, ast.Dict)  # what `arguments.static_value` may evaluate
@@ -254,6 +255,9 @@ class _Walker:
         self.fields: dict[str, tuple[ast.AST, ...] | None] = {}
         # Module-level names assigned a CUDA reference (`amp_ctx = torch.cuda.amp.autocast`).
         self.assigned: dict[str, str] = {}
+        # Class-level names assigned one (`autocast_ctx = torch.cuda.amp.autocast` in a class
+        # body), each use as `self.autocast_ctx` / `cls.autocast_ctx` a finding.
+        self.members: dict[str, str] = {}
         # Per enclosing function, the same for its own names (`_amp = amp`, apex's), from the
         # assignment on (a later assignment of anything else ends it).
         self.local_assigned: list[dict[str, str]] = []
@@ -344,6 +348,9 @@ class _Walker:
                         self._remember(self.fields, member.target.id, member.value)
                     elif member.__class__ is ast.Assign and len(member.targets) == 1 and member.targets[0].__class__ is ast.Name:
                         self._remember(self.fields, member.targets[0].id, member.value)
+                        qn = self._cuda_alias(member.value)
+                        if qn is not None:
+                            self.members[member.targets[0].id] = qn
                     elif member.__class__ is ast.FunctionDef and member.name == "__init__" and self.cp.default_devices:
                         self._device_defaults(member, stmt.name)  # type: ignore[arg-type, attr-defined]
             elif cls in _FUNCS and self.cp.default_devices:
@@ -1019,6 +1026,15 @@ class _Walker:
         if table.name(root.id) is not None or (root.id in self.aliased and self._alias_of(root.id, True) is not None):  # type: ignore[attr-defined]
             self._token_name(root, root.id, True)  # type: ignore[attr-defined]
             return
+        first = links[-1] if links else None
+        if (first is not None and first.attr in self.members and root.id in _OWN  # type: ignore[attr-defined]
+                and first.ctx.__class__ is ast.Load and not table.name(first.attr)):
+            target = self.members[first.attr]
+            hit = table.name(target.replace(".", "_")) or (target, table.rules)
+            for rule in hit[1]:
+                self._report(rule, "tokens", first, f"{root.id}.{first.attr} (= {target})",  # type: ignore[attr-defined]
+                             token=hit[0], pos=_attr_pos(first))
+            return
         self._token_links(links)
 
     def _token_links(self, links: list[ast.Attribute]) -> None:
@@ -1593,7 +1609,7 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
             hidden = parse_m.depends(sparse, walker.aliases, cp.regions, fix_roots,
                                      read=(*walker.assigned, *walker.defaulted, *walker.subclassed),
                                      set_=walker.field_reads,
-                                     written=[c[0] for c in walker.named])
+                                     written=[*(c[0] for c in walker.named), *walker.members])
             if hidden is None or hidden:
                 parsed = parse_m.widen(sparse, hidden, source, path)
                 tree, sparse = parsed.tree, parsed.sparse

@@ -262,6 +262,32 @@ CASES = {
             with amp_ctx():  # <-
                 return model(batch)
         """,
+    "class-level aliases, used through self and cls": """
+        import torch
+
+        class Trainer:
+            amp_ctx = torch.cuda.amp.autocast  # <-
+            scaler_cls = torch.cuda.amp.GradScaler  # <-
+            steps = 0
+
+            def one(self, model, batch):
+                with self.amp_ctx():  # <-
+                    return model(batch)
+
+            def two(self):
+                return self.steps
+
+            @classmethod
+            def scaler(cls):
+                return cls.scaler_cls()  # <-
+
+            def three(self):
+                self.amp_ctx = None
+                return self.steps
+
+        def helper(obj):
+            return obj.amp_ctx
+        """,
     "apex": """
         from apex import amp  # <-
         from apex.parallel import DistributedDataParallel as ApexDDP  # <-
