@@ -952,10 +952,11 @@ class _Walker:
                             self._report(rule, "requirements", item, item.value, literal=item)
 
     def _module_list(self, name: ast.AST) -> ast.AST:
-        """The list or tuple a module-level statement last assigned to `name`, else `name`."""
+        """The list, tuple or dict (of extras) a module-level statement last assigned to `name`,
+        else `name`."""
         found = name
         for stmt in self.tree.body:
-            if stmt.__class__ is ast.Assign and stmt.value.__class__ in (ast.List, ast.Tuple) and any(  # type: ignore[attr-defined]
+            if stmt.__class__ is ast.Assign and stmt.value.__class__ in (ast.List, ast.Tuple, ast.Dict) and any(  # type: ignore[attr-defined]
                     t.__class__ is ast.Name and t.id == name.id for t in stmt.targets):  # type: ignore[attr-defined]
                 found = stmt.value  # type: ignore[attr-defined]
         return found
