@@ -149,6 +149,7 @@ def _cover(words: Collection[str]) -> tuple[str, ...]:
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _PARTIALS = frozenset({"functools.partial", "funcy.partial", "toolz.partial"})  # bark imports funcy's
+_TEXT_TESTS = frozenset({"startswith", "endswith"})  # `str(e).startswith("CUDA out of memory")`
 _OWN = frozenset({"self", "cls"})  # a method's instance or class: a class-level name is read through it
 # Methods that change a dict's keys (`spreads` forgets the dict).
 _DICT_CHANGES = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"})
@@ -886,6 +887,12 @@ class _Walker:
                     self.argparse[kw.arg] = [kw.value]
         if self.tokens is not None:
             self._call_messages(call, leaf, qn)
+            if fcls is ast.Attribute and leaf in _TEXT_TESTS and call.args:
+                # (a value the string test matches, `"cuda"`, is left to the device rules)
+                first = call.args[0]
+                for text in first.elts if first.__class__ is ast.Tuple else [first]:  # type: ignore[attr-defined]
+                    if text.__class__ is ast.Constant and text.value.__class__ is str and not self.tokens.string(text.value):  # type: ignore[attr-defined]
+                        self._compared_text(text)
         if fcls is ast.Attribute and leaf in _DICT_CHANGES and func.value.__class__ is ast.Name:  # type: ignore[attr-defined]
             spreads = self.spreads[-1]
             if func.value.id in spreads:  # type: ignore[attr-defined]
@@ -1199,18 +1206,22 @@ class _Walker:
             if kw.arg == "env" and kw.value.__class__ is ast.Dict:
                 self._env_dict(kw.value)
 
+    def _compared_text(self, operand: ast.AST) -> None:
+        """Text a program compares is code, however many words it has: `if "CUDA out of memory"
+        in str(e):` and `str(e).startswith("CUDA out of memory. Tried to allocate")` handle a
+        CUDA error."""
+        if operand.__class__ is ast.Constant and operand.value.__class__ is str and id(operand) not in self.silent:  # type: ignore[attr-defined]
+            hit = self.tokens.phrase(operand.value)  # type: ignore[union-attr, attr-defined]
+            if hit is not None:
+                for rule in hit[1]:
+                    self._report(rule, "tokens", operand, "", token=hit[0])
+                self.silent.add(id(operand))  # reported: not again as a string
+
     def _compare(self, node: ast.AST) -> bool:
         operands = [node.left, *node.comparators]  # type: ignore[attr-defined]
         if self.tokens is not None:
-            # Text a program compares is code, however many words it has: `if "CUDA out of
-            # memory" in str(e):` is a CUDA error handler.
             for operand in operands:
-                if operand.__class__ is ast.Constant and operand.value.__class__ is str and id(operand) not in self.silent:  # type: ignore[attr-defined]
-                    hit = self.tokens.phrase(operand.value)  # type: ignore[attr-defined]
-                    if hit is not None:
-                        for rule in hit[1]:
-                            self._report(rule, "tokens", operand, "", token=hit[0])
-                        self.silent.add(id(operand))  # reported: not again as a string
+                self._compared_text(operand)
         devices = self.devices_on
         for i, op in enumerate(node.ops):  # type: ignore[attr-defined]
             a, b = operands[i], operands[i + 1]
