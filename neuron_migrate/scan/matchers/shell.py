@@ -5,13 +5,16 @@
   and `export NCCL_DEBUG=INFO`, and expansions such as `gpus="${CUDA_VISIBLE_DEVICES:-0}"`, which
   the `match.env_vars` rules report as they report `os.environ[...]` in Python. An assignment is a
   name followed by `=` at the start of a command (after `export`, `env` or another assignment),
-  not inside quotes (`echo "NCCL_DEBUG=INFO"`); an expansion is `$NAME` or `${NAME...}` outside
-  single quotes.
+  or an upper-case one opening a double-quoted value (`OPTS="NCCL_DEBUG=INFO ..."`, settings kept
+  for a later command line); what `echo` prints is none (`echo "NCCL_DEBUG=INFO"`); an
+  expansion is `$NAME` or `${NAME...}` outside single quotes.
 - Packages installed: `pip install flash-attn`, `conda install pytorch-cuda=12.1`, a wheel URL or
   `--extra-index-url .../cu121`, which the `match.requirements` rules report as in a
   requirements file.
-- CUDA tools run: a command whose program name holds a CUDA word (`nvidia-smi`, `nvcc --version`),
-  reported by the `match.tokens` rules as in a Python `subprocess` call.
+- CUDA tools run or looked for: a command whose program name holds a CUDA word (`nvidia-smi`,
+  `nvcc --version`, `command -v nvidia-smi`), reported by the `match.tokens` rules as in a Python
+  `subprocess` call; so is a CUDA directory put on a search path (`export
+  LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH`).
 - Settings passed on a command line: options (`--fp16`, `--fp16 True`, `--device=cuda`,
   `--optim paged_adamw_32bit`) and Hydra overrides (`trainer.accelerator=gpu`), which the
   `match.config_values` rules report as in a YAML configuration file (an option without a value
@@ -48,6 +51,16 @@ _MESSAGE = re.compile(r"((?:^|[;&|(`]|\$\()\s*(?:echo|printf)\b)[^;&|`]*")
 # A command's program: at a line's start or after a separator, past `sudo`, `env` and assignments.
 _PROGRAM = re.compile(r"(?:^|[;&|(`]|\$\()\s*(?:(?:sudo|env|exec|time)\s+)*(?:[A-Za-z_]\w*=[^\s$(`]*\s+)*"
                       r"([\w./][\w./-]*)(?![\w./=-])")
+# A program a script looks for (`command -v nvidia-smi`, `which nvcc`): it decides what runs.
+_LOOKUP = re.compile(r"(?:^|(?<=[\s;&|(`]))(?:command\s+-[vV]|which|type(?:\s+-[aPpt]+)?|hash)\s+([\w./][\w./-]*)")
+# An upper-case assignment opening a double-quoted value: environment settings kept in a variable
+# for a later command line (`OPTIONS_NCCL="NCCL_DEBUG=info NCCL_IB_DISABLE=0"`).
+_QUOTED_ASSIGN = re.compile(r'(?<=")([A-Z_][A-Z0-9_]*)=')
+# Search paths: a CUDA directory among them (`export LD_LIBRARY_PATH=/usr/local/cuda/lib64:...`)
+# sets up the CUDA toolkit.
+_SEARCH_PATHS = frozenset({"PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
+                           "LD_PRELOAD", "DYLD_LIBRARY_PATH"})
+_PATH_ENTRY = re.compile(r"[^:\s\"';&|]+")
 _QUOTED = re.compile(r'"(?:\\.|[^"\\])*"|\'[^\']*\'')
 _SUBSTITUTION = re.compile(r"\$\([^)]*\)|`[^`]*`")  # what a double-quoted string runs
 # `--key`, `--key value`, `--key=value` (a value is no option, no line continuation and no
@@ -102,6 +115,7 @@ def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellR
     names: list[re.Match[str]] = []
     if "=" in code or "$" in code:
         names = list(_ASSIGN.finditer(code))
+        names += [m for m in _QUOTED_ASSIGN.finditer(code) if code.count('"', 0, m.start()) % 2]
         names += [m for m in _EXPANSION.finditer(code) if not code.count("'", 0, m.start()) % 2]
         names.sort(key=lambda m: m.start())
     if env is not None:
@@ -115,12 +129,16 @@ def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellR
     if rules.settings and ("--" in code or "=" in code):
         found += _settings(number, code, line, rel, rules.settings)
     if rules.commands is not None:
-        for program in _PROGRAM.finditer(_quotes_blanked(code)):
+        blanked = _quotes_blanked(code)
+        for program in (*_PROGRAM.finditer(blanked), *_LOOKUP.finditer(blanked)):
             name = program.group(1).rpartition("/")[2]
             hit = rules.commands.string(name) if name else None
             if hit is not None:
                 span = Span(number, program.start(1), number, program.end(1))
                 found += [rule.finding(rel, span, name, line) for rule in hit[1]]
+        for m in names:
+            if m.group(1) in _SEARCH_PATHS and m.group().endswith("="):
+                found += _cuda_directory(number, code, m.end(), line, rel, rules.commands)
         if not found:  # a script's own variable with a CUDA word (`USE_CUDA=True`, `--cuda $CUDA`), once a line
             for m in names:
                 word = rules.commands.name(m.group(1))
@@ -129,6 +147,23 @@ def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellR
                     found += [rule.finding(rel, span, m.group(1), line) for rule in word[1]]
                     break
     return found
+
+
+def _cuda_directory(number: int, code: str, start: int, line: str, rel: str, commands: TokenTable) -> list[Finding]:
+    """The first directory with a CUDA word in a search path's value (`/usr/local/cuda-11.0/lib64`,
+    `/opt/aws-ofi-nccl/lib`); not an expansion (`$CUDA_HOME/lib64`: the variable is reported)."""
+    end = start
+    while end < len(code) and not code[end].isspace():
+        end += 1
+    for entry in _PATH_ENTRY.finditer(code, start, end):
+        if entry.group().startswith("$"):
+            continue
+        for part in entry.group().split("/"):
+            hit = commands.name(part) if part else None
+            if hit is not None:
+                span = Span(number, entry.start(), number, entry.end())
+                return [rule.finding(rel, span, entry.group(), line) for rule in hit[1]]
+    return []
 
 
 def _quotes_blanked(code: str) -> str:
