@@ -138,7 +138,8 @@ def scan_paths(
     if todo:  # a fully cached scan builds no gate and imports no analyser
         context = _Context(pack, build_prefilter(pack), max_file_size, analyzer, project_modules, top,
                            extension_rules if extensions else (), extensions,
-                           frozenset(r.code for r in pack.rules.values() if r.match.tokens), requirement_rules,
+                           frozenset(r.code for r in pack.rules.values() if r.match.tokens),
+                           frozenset(r.code for r in pack.rules.values() if r.project == "foreign"), requirement_rules,
                            config_rules, needed_words(config_rules), _import_table(pack),
                            ShellRules(EnvVarTable(env_rules) if env_rules else None, requirement_rules,
                                       TokenTable(token_rules) if token_rules else None, config_rules))
@@ -243,6 +244,7 @@ class _Context:
     extension_rules: tuple[Rule, ...] = ()  # `match.extensions` rules, when the build declares any module
     extensions: tuple[str, ...] = ()  # the compiled modules the project's build scripts declare
     token_codes: frozenset[str] = frozenset()  # `match.tokens` rules, not repeated on an extension import's line
+    foreign_codes: frozenset[str] = frozenset()  # rules about a library the file uses, not the project's own module
     requirement_rules: tuple[Rule, ...] = ()  # `match.requirements` rules: the dependency files' findings
     config_rules: tuple[Rule, ...] = ()  # `match.config_values` rules: the YAML configuration files' findings
     config_words: tuple[str, ...] = ()  # words a configuration file must hold for one of them to match
@@ -359,8 +361,8 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
             if ctx.project_modules:  # an importer needs no CUDA word of its own
                 findings += candidate_findings(text, c.rel, ctx.project_modules, ctx.top_level)
             if ctx.extension_rules:  # nor does an import of the project's compiled CUDA extension
-                findings = _with_imports(findings, extension_findings(text, c.rel, ctx.extension_rules,
-                                                                         ctx.extensions), ctx.token_codes)
+                findings = _own_extensions(_with_imports(findings, extension_findings(
+                    text, c.rel, ctx.extension_rules, ctx.extensions), ctx.token_codes), ctx)
             if ctx.import_table is not None:  # `importlib.import_module("cupy")`, wherever it is
                 findings = _with_imports(findings, import_call_findings(text, c.rel, ctx.import_table),
                                             ctx.token_codes)
@@ -398,6 +400,16 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
                                      f"internal error while analysing: {type(exc).__name__}: {exc}"))
     findings.sort(key=lambda f: f.sort_key)
     return content, tuple(finding_to_row(f) for f in findings), tuple(directive_to_row(d) for d in directives)
+
+
+def _own_extensions(findings: list[Finding], ctx: _Context) -> list[Finding]:
+    """`findings` less those that take a top-level compiled module the project's build declares
+    (`MultiScaleDeformableAttention`, Deformable-DETR's) for a CUDA library it uses: its import
+    is the declared extension's finding, its uses are the project's own code."""
+    own = {e for e in ctx.extensions if "." not in e}
+    if not own:
+        return findings
+    return [f for f in findings if f.code not in ctx.foreign_codes or f.symbol.partition(".")[0] not in own]
 
 
 def _with_imports(findings: list[Finding], imports: list[Finding], token_codes: frozenset[str]) -> list[Finding]:
