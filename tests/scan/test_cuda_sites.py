@@ -288,6 +288,13 @@ CASES = {
         def helper(obj):
             return obj.amp_ctx
         """,
+    "a CUDA repository or download on a code hub": """
+        import subprocess
+
+        def fetch(dest):
+            subprocess.run(["git", "clone", "https://github.com/NVIDIA/cutlass.git", dest])  # <-
+            return "https://huggingface.co/nvidia/bigvgan/resolve/main/bigvgan_generator.pt"
+        """,
     "apex": """
         from apex import amp  # <-
         from apex.parallel import DistributedDataParallel as ApexDDP  # <-
@@ -826,6 +833,10 @@ SILENT = {
             return err_msg, "nvidia/mit-b0", "nvidia/segformer-b0-finetuned-ade-512-512"
 
         INCEPTION = "https://nvlabs-fi-cdn.nvidia.com/stylegan2-ada-pytorch/pretrained/metrics/inception.pt"
+        REPO, DOCS = "https://github.com/NVIDIA/BigVGAN", "https://huggingface.co/nvidia/bigvgan_v2_24khz_100band_256x"
+
+        def hub_name(name):
+            return 'nvidia/' + name
 
         def request_input(request):
             import triton_python_backend_utils as pb_utils

@@ -41,11 +41,14 @@ _CODE = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]|\w\(|[A-Za-z0-9]_[A-Za-z0-9]")
 OFF_PREFIX = r"(?:no|disable|without)[-_]"  # a flag name that turns its setting off (`--no-cuda`)
 _OFF_FLAG = re.compile(rf"--?{OFF_PREFIX}\S*|--?\S+=(?:off|false|no|none|0)", re.IGNORECASE)
 _SENTENCE_ENDS = (".", "!", "?", "\u3002", "\uff01", "\uff1f")  # also the full-width marks of CJK text
-# A model of NVIDIA's on the Hugging Face Hub (`"nvidia/mit-b0"`): its weights run anywhere.
-_MODEL_ID = re.compile(r"nvidia/[\w.-]+", re.IGNORECASE)
+# A model of NVIDIA's on the Hugging Face Hub (`"nvidia/mit-b0"`, or its prefix `'nvidia/' + name`):
+# its weights run anywhere.
+_MODEL_ID = re.compile(r"nvidia/[\w.-]*", re.IGNORECASE)
 # A web address's scheme and host: the host names a server (`nvlabs-fi-cdn.nvidia.com` serves
-# weights), the path what is fetched (`.../compute/cuda/redist/cuda_nvcc/...`).
-_URL_HOST = re.compile(r"https?://[^/\s]*", re.IGNORECASE)
+# weights), the path what is fetched (`.../compute/cuda/redist/cuda_nvcc/...`); on a code or
+# model hub the owner too (`github.com/NVIDIA/BigVGAN`), the repository what it is.
+_URL_HOST = re.compile(r"https?://(?:(?:www\.)?(?:github\.com|gitlab\.com|huggingface\.co|hf\.co)/[^/\s]*|[^/\s]*)",
+                       re.IGNORECASE)
 
 
 def words(text: str) -> list[str]:
