@@ -53,6 +53,7 @@ from neuron_migrate.scan.project import ProjectFacts, conditional_codes, cuda_ne
 from neuron_migrate.scan.result import Directive, FileResult, ScanResult
 from neuron_migrate.scan.rows import FINDING_FIELDS, Row, directive_to_row, finding_to_row, row_to_directive
 from neuron_migrate.scan.source import DEFAULT_MAX_FILE_SIZE, decode_source, read_bytes
+from neuron_migrate.scan.unparsed import unparsed_findings
 
 Progress = Callable[[int, int], None]
 Analysed = tuple[bytes | None, tuple[Row, ...], tuple[Row, ...]]  # (content digest, finding rows, directive rows)
@@ -357,7 +358,7 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
             text = decode_source(data)
             directives = find_directives(text)
             if ctx.prefilter.may_match(data):
-                findings += _analyze_text(analyzer, text, c.rel, ctx.pack, None)
+                findings += _analyze_text(analyzer, text, c.rel, ctx.pack, None, words=ctx.shell.commands)
             if ctx.project_modules:  # an importer needs no CUDA word of its own
                 findings += candidate_findings(text, c.rel, ctx.project_modules, ctx.top_level)
             if ctx.extension_rules:  # nor does an import of the project's compiled CUDA extension
@@ -390,7 +391,8 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
             for cell, prelude in with_imports_above(code_cells(decode_source(data, cookie=False))):
                 directives += find_directives(cell.source, cell.index)
                 if ctx.prefilter.may_match_text(prelude + cell.source):
-                    findings += _analyze_text(analyzer, cell.source, c.rel, ctx.pack, cell.index, prelude)
+                    findings += _analyze_text(analyzer, cell.source, c.rel, ctx.pack, cell.index, prelude,
+                                              ctx.shell.commands)
                 if cell.ipython:
                     findings += ipython_findings(cell, c.rel, ctx.shell)
     except Diagnosis as problem:
@@ -423,7 +425,9 @@ def _with_imports(findings: list[Finding], imports: list[Finding], token_codes: 
 
 
 def _analyze_text(analyzer: Analyzer, text: str, rel: str, pack: RulePack, cell: int | None,
-                  prelude: str = "") -> list[Finding]:
+                  prelude: str = "", words: TokenTable | None = None) -> list[Finding]:
+    """The findings of a file's (or a cell's) text; one that does not parse gets NM001 and the
+    CUDA words its tokens hold (`words`: the `match.tokens` rules)."""
     try:
         return analyzer.analyze_source(text, rel, pack, cell=cell, prelude=prelude)
     except SyntaxError as exc:
@@ -434,7 +438,8 @@ def _analyze_text(analyzer: Analyzer, text: str, rel: str, pack: RulePack, cell:
         if end_line != line:
             end_line, end_col = line, None
         return [tool_finding(pack, SYNTAX_ERROR, rel, exc.msg, line=line, col=col, end_line=end_line,
-                             end_col=end_col, source_line=_line(text, line), cell=cell)]
+                             end_col=end_col, source_line=_line(text, line), cell=cell),
+                *(unparsed_findings(text, rel, words, cell) if words is not None else ())]
     except (ValueError, RecursionError, MemoryError) as exc:
         detail = "nested too deeply to analyse" if isinstance(exc, (RecursionError, MemoryError)) else str(exc)
         return [tool_finding(pack, SYNTAX_ERROR, rel, detail, source_line=_line(text, 1), cell=cell)]
