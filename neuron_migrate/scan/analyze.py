@@ -212,6 +212,10 @@ _MESSAGE_CALLS = frozenset({"print", "exit", "debug", "info", "warning", "warn",
 _MESSAGE_CALL_NAME = re.compile(r"(?:print|debug|info|warning|warn|error|critical|log)_(?:rank_?0|rank_?0_once|once|"
                                 r"main|master|dist|all)|rank_zero_(?:info|warn|debug|print|deprecation|experimental)")
 _MESSAGE_MODULES = ("logging.", "warnings.")
+# Text a web UI shows (`st.sidebar.subheader("CUDA")`, `gr.Markdown(...)`): a label, not a value.
+_DISPLAY_MODULES = ("streamlit.", "gradio.")
+_DISPLAY_CALLS = frozenset({"write", "markdown", "header", "subheader", "title", "caption", "text", "toast", "success",
+                            "Markdown", "HTML"})
 # Methods whose returned text describes an object to people (`f"Linear(device=cuda)"`): a message.
 _DESCRIBERS = frozenset({"__repr__", "__str__", "extra_repr"})
 _TYPE_TESTS = frozenset({"isinstance", "issubclass"})
@@ -984,6 +988,7 @@ class _Walker:
         arguments and `help=`-like keywords."""
         if leaf is not None and (leaf in _MESSAGE_CALLS or leaf.endswith(_EXCEPTION_SUFFIXES)
                                  or (qn is not None and qn.startswith(_MESSAGE_MODULES))
+                                 or (leaf in _DISPLAY_CALLS and qn is not None and qn.startswith(_DISPLAY_MODULES))
                                  or ("_" in leaf and _MESSAGE_CALL_NAME.fullmatch(leaf))):
             for a in call.args:
                 self._silence(a)

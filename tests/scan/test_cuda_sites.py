@@ -781,6 +781,15 @@ CASES = {
 }
 
 SILENT = {
+    "labels a web UI shows": """
+        import gradio as gr
+        import streamlit as st
+
+        def page(info):
+            st.sidebar.subheader("CUDA")
+            st.write("cuda", info)
+            gr.Markdown("CUDA graphs")
+        """,
     "comments, docstrings, messages": '''
         import argparse
         import logging
