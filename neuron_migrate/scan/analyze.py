@@ -1288,10 +1288,14 @@ class _Walker:
 
     def _container(self, node: ast.AST) -> bool:
         """`x in ("cuda", "cpu")`, `SUPPORTED = ["cuda", "mps"]`: a device type listed as data is
-        reported whatever it is compared with (the fix adds a `"neuron"` entry, fixes.data)."""
+        reported whatever it is compared with (the fix adds a `"neuron"` entry, fixes.data). A
+        list that holds other text too lists names or arguments (`["device", "cpu", "cuda"]`,
+        options to filter; `["python", "x.py", "--device", "cuda"]`): no device type's entry."""
         if self.devices_on:
-            for elt in node.elts:  # type: ignore[attr-defined]
-                self._device_entry(elt)
+            elts = node.elts  # type: ignore[attr-defined]
+            if all(dev_m.device_value(e.value) for e in elts if e.__class__ is ast.Constant and e.value.__class__ is str):
+                for elt in elts:
+                    self._device_entry(elt)
         return False
 
     def _device_entry(self, node: ast.AST) -> None:

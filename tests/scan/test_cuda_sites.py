@@ -1017,6 +1017,22 @@ def test_device_types_listed_as_data_are_device_string_findings() -> None:
     assert [e.replacement for fix in found[5, 29, "NM101"].fixes for e in fix.edits] == [', "neuron": "neuron"'] * 2
 
 
+def test_a_list_that_holds_other_text_lists_no_device_types() -> None:
+    """stanza's option names to filter and a subprocess argument list hold a device type among
+    other words: the CUDA word is NM290 with no fix (a `"neuron"` entry added beside it would pass
+    an extra argument to the program); a list of device choices stays NM101."""
+    code = textwrap.dedent("""
+        import subprocess
+
+        def run(model):
+            options_to_filter = ['device', 'cpu', 'cuda', 'lang']
+            subprocess.run(["python", "eval.py", "--device", "cuda"])
+            return model in ["cuda", "auto", "cpu"]
+        """)
+    found = [(f.span.line, f.code, bool(f.fixes)) for f in analyze_source(code, "case.py", PACK)]
+    assert found == [(5, "NM290", False), (6, "NM290", False), (7, "NM101", True)]
+
+
 def test_a_call_of_a_function_named_cuda_is_not_the_tensor_method() -> None:
     """`cuda(v, 0)` calls the project's own function (torchdrug's `utils.cuda`): the CUDA word is
     reported (NM290), not a move to device `v` (NM103); `v.cuda(0)` is that move."""

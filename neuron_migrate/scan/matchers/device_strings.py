@@ -52,6 +52,15 @@ KNOWN_TYPES = frozenset(
      "nccl", "gloo", "mpi", "ucc", "hccl", "xccl"}
 )
 
+# What else a project's list of device choices holds (`["auto", "cuda", "cpu"]`, `["gpu", "cpu"]`).
+_CHOICES = frozenset({"auto", "gpu", "tpu"}) | KNOWN_TYPES
+
+
+def device_value(text: str) -> bool:
+    """Whether `text` is a device, a device type or a backend (`"cuda:1"`, `"auto"`, `"nccl"`)."""
+    return text.partition(":")[0].strip().lower() in _CHOICES
+
+
 # Names that hold a device, or a process-group backend (rules list "nccl" as a device string).
 _DEVICE_NAME = re.compile(r"device|^dev$|^dev_|_dev$|^map_location$|^accelerator$|^accel$|backend")
 _name_cache: dict[str, bool] = {}
