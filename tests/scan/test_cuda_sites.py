@@ -1033,6 +1033,27 @@ def test_a_list_that_holds_other_text_lists_no_device_types() -> None:
     assert found == [(5, "NM290", False), (6, "NM290", False), (7, "NM101", True)]
 
 
+def test_a_device_string_cut_by_position_makes_its_respelling_unsafe() -> None:
+    """LivePortrait builds `self.device = 'cuda:' + str(i)` and autocasts with
+    `device_type=self.device[:4]`: `"neuron:0"[:4]` is `"neur"`, so the fix is no longer safe."""
+    code = textwrap.dedent("""
+        import torch
+
+        class Wrapper:
+            def __init__(self, i):
+                self.device = 'cuda:' + str(i)
+
+            def run(self, x):
+                with torch.autocast(device_type=self.device[:4], dtype=torch.float16):
+                    return x * 2
+        """)
+    [found] = [f for f in analyze_source(code, "w.py", PACK) if f.code == "NM101"]
+    assert {fix.applicability.value for fix in found.fixes} == {"unsafe"}
+    plain = code.replace("self.device[:4]", "torch.device(self.device).type")
+    [found] = [f for f in analyze_source(plain, "w.py", PACK) if f.code == "NM101"]
+    assert {fix.applicability.value for fix in found.fixes} == {"safe"}
+
+
 def test_a_call_of_a_function_named_cuda_is_not_the_tensor_method() -> None:
     """`cuda(v, 0)` calls the project's own function (torchdrug's `utils.cuda`): the CUDA word is
     reported (NM290), not a move to device `v` (NM103); `v.cuda(0)` is that move."""

@@ -145,6 +145,17 @@ _SPLITS = frozenset({"split", "rsplit", "partition", "rpartition"})
 
 
 _MAY_READ = re.compile(r"\.\s*index\b|(?:split|partition)\s*\(")
+# A device string cut at the length of CUDA's spelling (`self.device[:4]` for "cuda", `dev[5:]`
+# past "cuda:"; LivePortrait's `autocast(device_type=self.device[:4])`): "neuron" is longer.
+_DEVICE_SLICE = re.compile(r"dev\w*\)?\s*\[\s*(?:(?:0\s*)?:\s*[45]|[45]\s*:)\s*\]", re.IGNORECASE)
+
+
+def slices_device_strings(source: str) -> bool:
+    """Whether the file cuts a device string by position anywhere (its text, skipped functions
+    too): a fix that respells the device type changes what the cut gives."""
+    return _DEVICE_SLICE.search(source) is not None
+
+
 INDEX_READS = frozenset({"index", *_SPLITS})  # the words of such a read (`scan.parse`: skipped regions)
 
 
@@ -204,8 +215,8 @@ def device_string(site: Site, ctx: FixContext, new: str) -> FixResult | None:
     if edit is None:
         return None
     title = f"Use device `{new}`" + index_title(index, drop, new)
-    return FixResult(title, (edit, *dropped),
-                     unsafe=(index is not None and not drop) or backend_choice(site.stmt, site.literal))
+    return FixResult(title, (edit, *dropped), unsafe=(index is not None and not drop) or backend_choice(
+        site.stmt, site.literal) or slices_device_strings(ctx.source))
 
 
 def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
@@ -218,8 +229,8 @@ def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: T
         return None
     edit, add = hit
     title = "Use the current accelerator's device type" + index_title(index, drop, "<accelerator>")
-    return FixResult(title, (edit, *dropped), add,
-                     unsafe=(index is not None and not drop) or backend_choice(site.stmt, site.literal))
+    return FixResult(title, (edit, *dropped), add, unsafe=(index is not None and not drop) or backend_choice(
+        site.stmt, site.literal) or slices_device_strings(ctx.source))
 
 
 def _index_text(ctx: FixContext, node: ast.AST) -> str | None:
