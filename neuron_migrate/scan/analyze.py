@@ -260,8 +260,9 @@ class _Walker:
         self.fields: dict[str, tuple[ast.AST, ...] | None] = {}
         # Module-level names assigned a CUDA reference (`amp_ctx = torch.cuda.amp.autocast`).
         self.assigned: dict[str, str] = {}
-        # Class-level names assigned one (`autocast_ctx = torch.cuda.amp.autocast` in a class
-        # body), each use as `self.autocast_ctx` / `cls.autocast_ctx` a finding.
+        # Class-level names and `self` attributes assigned one (`autocast_ctx =
+        # torch.cuda.amp.autocast` in a class body, `self.tt = torch.cuda` in a method), each
+        # later use as `self.autocast_ctx` / `cls.autocast_ctx` a finding.
         self.members: dict[str, str] = {}
         # Per enclosing function, the same for its own names (`_amp = amp`, apex's), from the
         # assignment on (a later assignment of anything else ends it).
@@ -528,6 +529,8 @@ class _Walker:
             if (target.__class__ is ast.Attribute and target.value.__class__ is ast.Name  # type: ignore[attr-defined]
                     and target.value.id == "self"):  # type: ignore[attr-defined]
                 self._remember(self.fields, target.attr, value)  # type: ignore[attr-defined]
+                if self.tokens is not None and (qn := self._cuda_alias(value)) is not None:
+                    self.members[target.attr] = qn  # `self.tt = torch.cuda if cuda else torch` (OpenNMT's beam search)
                 if self.cp.named:
                     self._named(target.attr, node, value)  # type: ignore[attr-defined]
             elif target.__class__ is ast.Attribute and self.cp.named:  # a config's field (`cfg.optim_wrapper.type = ...`)

@@ -287,6 +287,17 @@ CASES = {
 
         def helper(obj):
             return obj.amp_ctx
+
+        class Beam:
+            def __init__(self, size, cuda=False):
+                self.tt = torch.cuda if cuda else torch  # <-
+                self.size = size
+
+            def advance(self):
+                return self.tt.LongTensor(self.size).fill_(0)  # <-
+
+            def a(self):
+                return 1
         """,
     "a CUDA repository or download on a code hub": """
         import subprocess
