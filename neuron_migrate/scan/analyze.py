@@ -264,6 +264,7 @@ class _Walker:
         # torch.cuda.amp.autocast` in a class body, `self.tt = torch.cuda` in a method), each
         # later use as `self.autocast_ctx` / `cls.autocast_ctx` a finding.
         self.members: dict[str, str] = {}
+        self.callee: ast.AST | None = None  # the callee chain of the call being matched
         # Per enclosing function, the same for its own names (`_amp = amp`, apex's), from the
         # assignment on (a later assignment of anything else ends it).
         self.local_assigned: list[dict[str, str]] = []
@@ -863,6 +864,7 @@ class _Walker:
         # below are its arguments only.
         if fcls is ast.Attribute:
             leaf: str | None = func.attr  # type: ignore[attr-defined]
+            self.callee = func
             qn = self._chain(func)
         elif fcls is ast.Name:
             leaf = func.id  # type: ignore[attr-defined]
@@ -1042,9 +1044,12 @@ class _Walker:
         if table.name(root.id) is not None or (root.id in self.aliased and self._alias_of(root.id, True) is not None):  # type: ignore[attr-defined]
             self._token_name(root, root.id, True)  # type: ignore[attr-defined]
             return
+        # A member alias counts where it is used (called, or an attribute read: `self.tt.FloatTensor`),
+        # not where its value is passed on (`return self.algo`, `f(self.acc_dtype)`).
         first = links[-1] if links else None
         if (first is not None and first.attr in self.members and root.id in _OWN  # type: ignore[attr-defined]
-                and first.ctx.__class__ is ast.Load and not table.name(first.attr)):
+                and first.ctx.__class__ is ast.Load and (len(links) > 1 or links[0] is self.callee)
+                and not table.name(first.attr)):
             target = self.members[first.attr]
             hit = table.name(target.replace(".", "_")) or (target, table.rules)
             for rule in hit[1]:

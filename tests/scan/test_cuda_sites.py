@@ -285,6 +285,9 @@ CASES = {
                 self.amp_ctx = None
                 return self.steps
 
+            def passed_on(self):
+                return self.amp_ctx
+
         def helper(obj):
             return obj.amp_ctx
 

@@ -52,13 +52,16 @@ KNOWN_TYPES = frozenset(
      "nccl", "gloo", "mpi", "ucc", "hccl", "xccl"}
 )
 
-# What else a project's list of device choices holds (`["auto", "cuda", "cpu"]`, `["gpu", "cpu"]`).
-_CHOICES = frozenset({"auto", "gpu", "tpu"}) | KNOWN_TYPES
+# What else a project's list of device choices holds (`["auto", "cuda", "cpu"]`, `["gpu", "cpu"]`,
+# DeepSpeed's `["cuda", "xpu.external", "mlu"]`): other vendors' accelerators too.
+_CHOICES = frozenset({"auto", "gpu", "tpu", "mlu", "musa", "sdaa", "gcu", "dcu", "hip", "rocm"}) | KNOWN_TYPES
+_QUALIFIER = re.compile(r"[:.]")
 
 
 def device_value(text: str) -> bool:
-    """Whether `text` is a device, a device type or a backend (`"cuda:1"`, `"auto"`, `"nccl"`)."""
-    return text.partition(":")[0].strip().lower() in _CHOICES
+    """Whether `text` is a device, a device type or a backend (`"cuda:1"`, `"auto"`, `"nccl"`,
+    `"xpu.external"`)."""
+    return _QUALIFIER.split(text, 1)[0].strip().lower() in _CHOICES
 
 
 # Names that hold a device, or a process-group backend (rules list "nccl" as a device string).
