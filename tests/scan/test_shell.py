@@ -120,3 +120,11 @@ def test_settings_kept_in_a_variable_tools_looked_for_and_cuda_directories_on_se
         (5, 23, "NM290", "/opt/aws-ofi-nccl/lib"),
         (6, 13, "NM219", "CUDA_HOME"),
     ]
+
+
+def test_a_job_script_loads_the_cuda_toolkit_as_an_environment_module(tmp_path: Path) -> None:
+    (tmp_path / "job.pbs").write_text(
+        "#!/bin/bash\n#PBS -l select=1\nmodule load cuda/11.8 gcc/9\nml cudnn/8.6 python\nmodule load python/3.10\n")
+    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
+    assert [(f.span.line, f.span.col, f.code, f.symbol) for fr in result.files for f in fr.findings] == [
+        (3, 12, "NM290", "cuda/11.8"), (4, 3, "NM290", "cudnn/8.6")]

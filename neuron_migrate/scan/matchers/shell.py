@@ -1,5 +1,6 @@
-"""Shell commands: the project's shell scripts (`*.sh`, `*.bash`, Slurm's `*.slurm` and
-`*.sbatch`) and a notebook's shell escapes and magics (`!export ...`, `%env ...`, `%pip install`).
+"""Shell commands: the project's shell scripts (`*.sh`, `*.bash`, `*.zsh`, Slurm's `*.slurm` and
+`*.sbatch`, PBS's `*.pbs` and `*.qsub`) and a notebook's shell escapes and magics (`!export ...`,
+`%env ...`, `%pip install`).
 
 - Environment variables set or read: the launch lines `CUDA_VISIBLE_DEVICES=0,1 torchrun train.py`
   and `export NCCL_DEBUG=INFO`, and expansions such as `gpus="${CUDA_VISIBLE_DEVICES:-0}"`, which
@@ -14,7 +15,8 @@
 - CUDA tools run or looked for: a command whose program name holds a CUDA word (`nvidia-smi`,
   `nvcc --version`, `command -v nvidia-smi`), reported by the `match.tokens` rules as in a Python
   `subprocess` call; so is a CUDA directory put on a search path (`export
-  LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH`).
+  LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH`) and a cluster's CUDA environment
+  module loaded (`module load cuda/11.8`).
 - Settings passed on a command line: options (`--fp16`, `--fp16 True`, `--device=cuda`,
   `--optim paged_adamw_32bit`) and Hydra overrides (`trainer.accelerator=gpu`), which the
   `match.config_values` rules report as in a YAML configuration file (an option without a value
@@ -38,7 +40,7 @@ from neuron_migrate.scan.matchers.requirements import INDEX_OPTIONS, matching, r
 from neuron_migrate.scan.matchers.tokens import OFF_PREFIX, TokenTable
 from neuron_migrate.scan.notebook import CodeCell
 
-SHELL_NAMES = ("*.sh", "*.bash", "*.slurm", "*.sbatch")
+SHELL_NAMES = ("*.sh", "*.bash", "*.zsh", "*.slurm", "*.sbatch", "*.pbs", "*.qsub")
 # An assignment word: at a line's start, after a command separator or `export`/`env`, or after
 # another assignment's value (`A=1 B=2 cmd`).
 _ASSIGN = re.compile(r"(?:^|(?<=[\s;&|(`]))(?:(?:export|env|declare\s+-x)\s+)?([A-Za-z_][A-Za-z0-9_]*)=")
@@ -61,6 +63,8 @@ _QUOTED_ASSIGN = re.compile(r'(?<=")([A-Z_][A-Z0-9_]*)=')
 _SEARCH_PATHS = frozenset({"PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
                            "LD_PRELOAD", "DYLD_LIBRARY_PATH"})
 _PATH_ENTRY = re.compile(r"[^:\s\"';&|]+")
+# A cluster's environment module loaded (`module load cuda/11.8`, Lmod's `ml cudnn`): the CUDA toolkit.
+_MODULE_LOAD = re.compile(r"(?:^|(?<=[\s;&|(`]))(?:module\s+(?:load|add|switch|swap)|ml)\s+([^;&|`]*)")
 _QUOTED = re.compile(r'"(?:\\.|[^"\\])*"|\'[^\']*\'')
 _SUBSTITUTION = re.compile(r"\$\([^)]*\)|`[^`]*`")  # what a double-quoted string runs
 # `--key`, `--key value`, `--key=value` (a value is no option, no line continuation and no
@@ -75,7 +79,7 @@ _COMMENT = re.compile(r"(?:^|\s)#.*")
 
 
 def is_shell_script(rel: str) -> bool:
-    return rel.endswith((".sh", ".bash", ".slurm", ".sbatch"))
+    return rel.endswith((".sh", ".bash", ".zsh", ".slurm", ".sbatch", ".pbs", ".qsub"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +143,8 @@ def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellR
         for m in names:
             if m.group(1) in _SEARCH_PATHS and m.group().endswith("="):
                 found += _cuda_directory(number, code, m.end(), line, rel, rules.commands)
+        if "module" in code or "ml " in code:
+            found += _modules_loaded(number, code, line, rel, rules.commands)
         if not found:  # a script's own variable with a CUDA word (`USE_CUDA=True`, `--cuda $CUDA`), once a line
             for m in names:
                 word = rules.commands.name(m.group(1))
@@ -164,6 +170,19 @@ def _cuda_directory(number: int, code: str, start: int, line: str, rel: str, com
                 span = Span(number, entry.start(), number, entry.end())
                 return [rule.finding(rel, span, entry.group(), line) for rule in hit[1]]
     return []
+
+
+def _modules_loaded(number: int, code: str, line: str, rel: str, commands: TokenTable) -> list[Finding]:
+    """The environment modules a line loads whose name holds a CUDA word (`cuda/11.8`, `nccl`)."""
+    found: list[Finding] = []
+    for load in _MODULE_LOAD.finditer(code):
+        for arg in _ARGUMENT.finditer(load.group(1)):
+            hit = commands.name(arg.group().partition("/")[0]) if not arg.group().startswith("-") else None
+            if hit is not None:
+                start = load.start(1) + arg.start()
+                span = Span(number, start, number, start + len(arg.group()))
+                found += [rule.finding(rel, span, arg.group(), line) for rule in hit[1]]
+    return found
 
 
 def _quotes_blanked(code: str) -> str:
