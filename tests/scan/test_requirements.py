@@ -325,3 +325,9 @@ def test_a_cuda_library_installed_from_its_repository(tmp_path: Path) -> None:
         ("requirements.txt", 3, 0, "NM731", "https://github.com/facebookresearch/xformers/archive/refs/heads/main.zip"),
         ("requirements.txt", 4, 0, "NM731", "git+ssh://git@github.com/state-spaces/mamba.git@v2.2.2"),
     ]
+
+
+def test_a_conda_build_of_a_library_for_one_cuda_version(tmp_path: Path) -> None:
+    """RFdiffusion's SE3nv.yml installs DGL's CUDA 11.1 build by its conda name."""
+    write(tmp_path, {"env.yml": "name: SE3nv\ndependencies:\n  - python=3.9\n  - dgl-cuda11.1\n  - dgl\n"})
+    assert [(line, code, text) for _, line, _, code, text in found(tmp_path)] == [(4, "NM731", "dgl-cuda11.1")]
