@@ -254,6 +254,34 @@ def test_a_guard_held_in_a_variable_stays_with_its_cuda_only_block() -> None:
         assert fixed(held, unsafe=True) == held, held
 
 
+def test_a_value_tested_only_for_none_feeds_a_guard_only_where_a_condition_makes_it_none() -> None:
+    """DINO's k-NN evaluation: `features = features.cuda()` is never None, so the `features is None`
+    test it meets later decides nothing the fix changes; a value that a CUDA condition makes None
+    (`GradScaler() if torch.cuda.is_available() else None`) still holds its test."""
+    src = """\
+        import torch
+
+        def extract(loader, use_cuda=True):
+            features = None
+            for x in loader:
+                if features is None:
+                    features = torch.zeros(3)
+                    if use_cuda:
+                        features = features.cuda(non_blocking=True)
+            return features
+        """
+    assert fixed(src, unsafe=True) == textwrap.dedent(src).replace(".cuda(non_blocking=True)", '.to("neuron", non_blocking=True)')
+    held = """\
+        import torch
+
+        scaler = torch.cuda.amp.GradScaler() if torch.cuda.is_available() else None
+        if scaler is not None:
+            major, _ = torch.cuda.get_device_capability()
+        """
+    guard = next(f for f in scan(held) if f.code == "NM201")
+    assert guard.fix_class is FixClass.MANUAL
+
+
 def test_a_guard_held_in_a_variable_moves_when_its_block_is_fixable() -> None:
     src = "import torch\ndef main():\n    use_cuda = torch.cuda.is_available()\n    if use_cuda:\n        torch.cuda.synchronize()\n"
     assert fixed(src) == src.replace(".cuda.", ".neuron.")

@@ -237,17 +237,18 @@ def _inner(node: ast.AST) -> list[ast.AST]:
     return [body] if body.__class__ is not list else list(body)
 
 
-def _conditions(test: ast.AST) -> Iterator[str]:
+def _conditions(test: ast.AST, none_test: bool = False) -> Iterator[tuple[str, bool]]:
     """The names a test uses as conditions: as a truth value (`if use_cuda`, `not args.cuda`,
-    `a and b`, `use_gpu()` for a function of no arguments) or compared with a number (`n_gpu > 1`),
-    never with a string or as an argument."""
+    `a and b`, `use_gpu()` for a function of no arguments) or compared with a number (`n_gpu > 1`)
+    or None, never with a string or as an argument; each with whether it is only tested for None
+    (`features is None`)."""
     cls = test.__class__
     if cls is ast.Name or cls is ast.Attribute:
         key = dotted(test)
         if key is not None:
-            yield key
+            yield key, none_test
     elif cls is ast.Call and test.func.__class__ is ast.Name and not test.args and not test.keywords:  # type: ignore[attr-defined]
-        yield f"{test.func.id}()"  # type: ignore[attr-defined]
+        yield f"{test.func.id}()", none_test  # type: ignore[attr-defined]
     elif cls is ast.UnaryOp and test.op.__class__ is ast.Not:  # type: ignore[attr-defined]
         yield from _conditions(test.operand)  # type: ignore[attr-defined]
     elif cls is ast.BoolOp:
@@ -257,9 +258,11 @@ def _conditions(test: ast.AST) -> Iterator[str]:
         operands = [test.left, *test.comparators]  # type: ignore[attr-defined]
         if all(o.__class__ is not ast.Constant or o.value.__class__ in (int, float, bool)  # type: ignore[attr-defined]
                or o.value is None for o in operands):  # type: ignore[attr-defined]
+            nones = all(o.__class__ is not ast.Constant or o.value is None for o in operands) and any(  # type: ignore[attr-defined]
+                o.__class__ is ast.Constant for o in operands)
             for o in operands:
                 if o.__class__ is not ast.Constant:
-                    yield from _conditions(o)
+                    yield from _conditions(o, nones)
 
 
 def _feeds(tests: Iterable[ast.AST], scopes: Sequence[dict[str, list[ast.AST]]],
@@ -267,14 +270,18 @@ def _feeds(tests: Iterable[ast.AST], scopes: Sequence[dict[str, list[ast.AST]]],
     """The values assigned to the conditions of `tests` (a name in the innermost scope that binds
     it), and to the conditions of those values (`use_gpu = use_cuda and not args.cpu`)."""
     out: list[ast.AST] = []
-    seen: set[str] = set()
+    seen: set[tuple[str, bool]] = set()
     todo = list(tests)
     while todo:
-        for key in _conditions(todo.pop()):
-            if key in seen:
+        for key, none_test in _conditions(todo.pop()):
+            if (key, none_test) in seen:
                 continue
-            seen.add(key)
+            seen.add((key, none_test))
             values = chains.get(key, []) if "." in key else next((n[key] for n in scopes if key in n), [])
+            if none_test:
+                # Only a value a condition makes None or not (`GradScaler() if amp else None`, `amp and
+                # make()`) feeds a None test: `features = features.cuda()` is never None either way.
+                values = [v for v in values if v.__class__ in (ast.IfExp, ast.BoolOp)]
             out += values
             todo += values
     return out
