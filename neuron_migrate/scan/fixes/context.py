@@ -36,6 +36,7 @@ class FixContext:
     removed: dict[str, set[int]] = field(default_factory=dict)
     _bindings: Counter[str] | None = None
     _reads_indices: bool | None = None
+    _slices: bool | None = None
     _flow: Flow | None = None
 
     def rebound(self, name: str) -> bool:
@@ -55,6 +56,15 @@ class FixContext:
 
             self._reads_indices = reads_device_indices(self.tree, self.source)
         return self._reads_indices
+
+    @property
+    def slices_device_strings(self) -> bool:
+        """Whether the file cuts a device string by position (`self.device[:4]`), asked once."""
+        if self._slices is None:
+            from neuron_migrate.scan.fixes.device import slices_device_strings
+
+            self._slices = slices_device_strings(self.source)
+        return self._slices
 
     @property
     def flow(self) -> Flow:

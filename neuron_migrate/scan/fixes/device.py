@@ -216,7 +216,7 @@ def device_string(site: Site, ctx: FixContext, new: str) -> FixResult | None:
         return None
     title = f"Use device `{new}`" + index_title(index, drop, new)
     return FixResult(title, (edit, *dropped), unsafe=(index is not None and not drop) or backend_choice(
-        site.stmt, site.literal) or slices_device_strings(ctx.source))
+        site.stmt, site.literal) or ctx.slices_device_strings)
 
 
 def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
@@ -230,7 +230,7 @@ def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: T
     edit, add = hit
     title = "Use the current accelerator's device type" + index_title(index, drop, "<accelerator>")
     return FixResult(title, (edit, *dropped), add, unsafe=(index is not None and not drop) or backend_choice(
-        site.stmt, site.literal) or slices_device_strings(ctx.source))
+        site.stmt, site.literal) or ctx.slices_device_strings)
 
 
 def _index_text(ctx: FixContext, node: ast.AST) -> str | None:
