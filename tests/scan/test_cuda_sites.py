@@ -795,6 +795,11 @@ CASES = {
 }
 
 SILENT = {
+    "ATen's CPU flash attention by name": """
+        import torch
+
+        CPU_OPS = ["_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward"]
+        """,
     "labels a web UI shows": """
         import gradio as gr
         import streamlit as st
