@@ -44,8 +44,8 @@ from neuron_migrate.scan.matchers.extensions import build_script, declared_exten
 from neuron_migrate.scan.matchers.import_calls import import_call_findings
 from neuron_migrate.scan.matchers.imports import ImportTable
 from neuron_migrate.scan.matchers.project_modules import candidate_findings, top_level
-from neuron_migrate.scan.matchers.requirements import is_conda_environment, requirement_findings
-from neuron_migrate.scan.matchers.shell import ShellRules, ipython_findings, shell_findings
+from neuron_migrate.scan.matchers.requirements import is_cog_config, is_conda_environment, requirement_findings
+from neuron_migrate.scan.matchers.shell import ShellRules, cog_run_findings, ipython_findings, shell_findings
 from neuron_migrate.scan.matchers.tokens import TokenTable
 from neuron_migrate.scan.notebook import code_cells, with_imports_above
 from neuron_migrate.scan.prefilter import Prefilter, build_prefilter
@@ -383,6 +383,12 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
                         findings += requirement_findings(text, c.rel, ctx.requirement_rules, conda=True)
                     except Diagnosis:
                         pass  # broken YAML: no concern of a configuration file's scan (config_findings)
+                elif is_cog_config(c.rel):  # Replicate's build spec: its packages and its build commands
+                    try:
+                        findings += requirement_findings(text, c.rel, ctx.requirement_rules)
+                        findings += cog_run_findings(text, c.rel, ctx.shell)
+                    except Diagnosis:
+                        pass
             else:
                 findings += shell_findings(text, c.rel, ctx.shell)
         elif c.kind == "notebook":

@@ -331,3 +331,21 @@ def test_a_conda_build_of_a_library_for_one_cuda_version(tmp_path: Path) -> None
     """RFdiffusion's SE3nv.yml installs DGL's CUDA 11.1 build by its conda name."""
     write(tmp_path, {"env.yml": "name: SE3nv\ndependencies:\n  - python=3.9\n  - dgl-cuda11.1\n  - dgl\n"})
     assert [(line, code, text) for _, line, _, code, text in found(tmp_path)] == [(4, "NM731", "dgl-cuda11.1")]
+
+
+def test_replicates_cog_yaml_packages_and_build_commands(tmp_path: Path) -> None:
+    """CodeFormer's and insanely-fast-whisper's cog.yaml: CUDA builds among `python_packages`, a
+    CUDA library installed by a `run` command (a string, or a mapping with `command`)."""
+    write(tmp_path, {"cog.yaml": (
+        "build:\n"
+        "  gpu: true\n"
+        "  python_packages:\n"
+        '    - "torch==1.11.0 --extra-index-url=https://download.pytorch.org/whl/cu113"\n'
+        '    - "numpy==1.21"\n'
+        "  run:\n"
+        "    - pip install flash-attn --no-build-isolation\n"
+        "    - command: export CUDA_HOME=/usr/local/cuda\n"
+        "    - apt-get update\n"
+        'predict: "predict.py:Predictor"\n'), "other/config.yaml": "run:\n  - pip install flash-attn\n"})
+    assert [(rel, line, col, code) for rel, line, col, code, _ in found(tmp_path)] == [
+        ("cog.yaml", 4, 7, "NM732"), ("cog.yaml", 7, 18, "NM731"), ("cog.yaml", 8, 22, "NM219")]

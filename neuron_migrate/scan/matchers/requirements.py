@@ -5,8 +5,9 @@ Dependency files: requirements files (`requirements*.txt`, `requirement.txt`, `d
 any `.txt`/`.in` in a `requirements/` directory), `pyproject.toml` (PEP 621 dependencies and
 extras, build requirements, dependency groups, Poetry's dependency tables; uv's and Poetry's
 package indexes), `setup.cfg` (install/setup requirements and extras) and conda's
-`environment*.yml` (or any YAML file with a top-level `dependencies:` list, `scan.engine`). A
-dependency is matched by the rules' globs on its keys:
+`environment*.yml` (or any YAML file with a top-level `dependencies:` list, `scan.engine`), and
+Replicate's `cog.yaml` (`build.python_packages`). A dependency is matched by the rules' globs on
+its keys:
 
 - its name as pip compares names (PEP 503: `Flash_Attn` is `flash-attn`);
 - the name with its version's local label (`torch==2.4.0+cu121`: `torch+cu121`) or conda build
@@ -103,10 +104,18 @@ def is_conda_environment(text: str) -> bool:
     return _CONDA_DEPENDENCIES.search(text) is not None
 
 
+def is_cog_config(rel: str) -> bool:
+    """Replicate's build spec (`cog.yaml`): its `build.python_packages` are requirement lines and
+    its `build.run` commands shell commands."""
+    return rel.rpartition("/")[2] == "cog.yaml"
+
+
 def declared(text: str, rel: str, *, conda: bool = False) -> list[Declared]:
     name = rel.rpartition("/")[2]
     if name == "pyproject.toml":
         return _pyproject(text)
+    if name == "cog.yaml":
+        return _cog(text)
     if name == "setup.cfg":
         return _setup_cfg(text)
     if conda or _ENVIRONMENT_NAME.fullmatch(name):
@@ -296,17 +305,46 @@ def _setup_cfg(text: str) -> list[Declared]:
     return [d for d in out if d is not None]
 
 
-def _environment(text: str) -> list[Declared]:
+def _yaml(text: str) -> Any:
     import yaml  # a dependency of the tool already (rules are YAML)
 
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise _broken(text, f"invalid YAML: {getattr(exc, 'problem', None) or exc}",
                       mark.line + 1 if mark is not None else 1) from None
     except RecursionError:
         raise _broken(text, "invalid YAML: nested too deeply", 1) from None
+
+
+def cog_commands(text: str) -> list[str]:
+    """A `cog.yaml`'s `build.run` commands (a string, or a mapping with `command`)."""
+    run = _list(_table(_table(_yaml(text)).get("build")).get("run"))
+    return [c for c in (item if isinstance(item, str) else _table(item).get("command") for item in run)
+            if isinstance(c, str)]
+
+
+def _cog(text: str) -> list[Declared]:
+    """`build.python_packages`: requirement lines, each with the options it carries
+    (`"torch==1.11.0 --extra-index-url=https://download.pytorch.org/whl/cu113"`)."""
+    at = _Locator(text)
+    out: list[Declared | None] = []
+    for spec in _strings(_table(_table(_yaml(text)).get("build")).get("python_packages")):
+        parts = spec.split()
+        keys = requirement_keys(parts[0]) if parts else ()
+        options = iter(parts[1:])
+        for option in options:
+            name, _, value = option.partition("=")
+            if name in INDEX_OPTIONS:
+                value = value or next(options, "")
+                keys += (f"index:{value}",) if value else ()
+        out.append(at.find(spec, keys, _list_item(spec)))
+    return [d for d in out if d is not None]
+
+
+def _environment(text: str) -> list[Declared]:
+    data = _yaml(text)
     at = _Locator(text)
     out: list[Declared | None] = []
     for item in _list(_table(data).get("dependencies")):

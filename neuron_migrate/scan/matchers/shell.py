@@ -28,6 +28,7 @@ script is read line by line, so a heredoc's lines count as commands.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -36,7 +37,7 @@ from neuron_migrate.findings import Finding, Span
 from neuron_migrate.ruleset.model import Rule
 from neuron_migrate.scan.matchers.configs import setting_rules
 from neuron_migrate.scan.matchers.env_vars import EnvVarTable
-from neuron_migrate.scan.matchers.requirements import INDEX_OPTIONS, matching, requirement_keys
+from neuron_migrate.scan.matchers.requirements import INDEX_OPTIONS, cog_commands, matching, requirement_keys
 from neuron_migrate.scan.matchers.tokens import OFF_PREFIX, TokenTable
 from neuron_migrate.scan.notebook import CodeCell
 
@@ -96,6 +97,27 @@ def shell_findings(text: str, rel: str, rules: ShellRules) -> list[Finding]:
     found: list[Finding] = []
     for number, line in enumerate(text.split("\n"), start=1):
         found += _line_findings(number, line, line, rel, rules)
+    return found
+
+
+def cog_run_findings(text: str, rel: str, rules: ShellRules) -> list[Finding]:
+    """The `build.run` commands of Replicate's `cog.yaml`, each read as a shell line where it is
+    written (its first line; columns those of the file). Raises Diagnosis for broken YAML."""
+    found: list[Finding] = []
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    pos = 0
+    for command in cog_commands(text):
+        first = command.split("\n", 1)[0]
+        at = text.find(first, pos) if first.strip() else -1
+        if at < 0:
+            continue
+        pos = at + len(first)
+        number = bisect.bisect_right(starts, at)
+        col = at - starts[number - 1]
+        found += _line_findings(number, " " * col + first, lines[number - 1], rel, rules)
     return found
 
 
