@@ -66,7 +66,9 @@ def _match_summary(rule: Rule) -> list[str]:
             cond = "not " + ", ".join(f"`{v!r}`" for v in arg.not_values) + (", or not a literal" if arg.switch else "")
         else:
             cond = "present"
-        parts.append(f"argument {where} of {', '.join(f'`{c}`' for c in arg.call)}: {cond}")
+        callees = ", ".join(f"`{c}`" for c in arg.call if not c.startswith("!"))
+        excluded = ", ".join(f"`{c[1:]}`" for c in arg.call if c.startswith("!"))
+        parts.append(f"argument {where} of {callees}{f' (not {excluded})' if excluded else ''}: {cond}")
         for u in arg.unless:
             at = " / ".join(x for x in (f"`{u.keyword}=`" if u.keyword else "",
                                         f"position {u.position}" if u.position is not None else "") if x)

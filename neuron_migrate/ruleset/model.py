@@ -77,7 +77,8 @@ class ArgumentPattern:
 
     `call` lists callee patterns: fnmatch globs over the resolved qualified name
     (`torch.distributed.init_process_group`), `"*"` for any call, or `".name"` for a method or
-    function named `name` on any receiver (`.from_pretrained`). The argument is found by `keyword`
+    function named `name` on any receiver (`.from_pretrained`); `"!glob"` leaves out the calls
+    whose qualified name it matches (`!*Tokenizer*.from_pretrained`). The argument is found by `keyword`
     and/or `position`. It matches when its literal value is in `values` (any value when empty and
     `not_values` is empty), is not in `not_values`, or, with `missing`, when it is absent. With
     `in_dict`, `values` are looked for among the values of a dict literal given as the argument

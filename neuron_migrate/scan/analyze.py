@@ -90,7 +90,7 @@ def compile_pack(pack: RulePack) -> CompiledPack:
     env = EnvVarTable(rules)
     imports = ImportTable(rules)
     roots = set(qualified.roots) | {p.split(".")[0] for p, _, _ in imports.patterns}
-    roots |= {c.split(".")[0] for r in rules for a in r.match.arguments for c in a.call if c[0] not in ".*"}
+    roots |= {c.split(".")[0] for r in rules for a in r.match.arguments for c in a.call if c[0] not in ".*!"}
     # The modules a fix may write (and so import, or spell through the file's binding of them).
     fix_roots = frozenset({"torch"} | {tf.value.partition(".")[0] for r in rules for tf in r.fix.targets.values()
                                        if tf.kind is FixKind.RENAME})

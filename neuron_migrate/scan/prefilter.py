@@ -184,7 +184,7 @@ def _pairs(pack: RulePack, in_code: bool = False) -> list[tuple[frozenset[Token]
     """Per pattern: (its required tokens, those of them that are an argument's string value)."""
     matches = [rule.match for rule in pack.rules.values()]
     dotted = [p for m in matches for p in (*m.qualified_names, *m.imports) if not p.startswith("!")]
-    dotted += [c for m in matches for a in m.arguments for c in a.call if c[:1] not in (".", "*")]
+    dotted += [c for m in matches for a in m.arguments for c in a.call if c[:1] not in (".", "*", "!")]
     roots = Counter(p.split(".", 1)[0] for p in dotted if "." in p)
     # A root that most patterns share (`torch`) filters nothing; a library's own root does. (Kept
     # for the test of each function, it skipped a few more of them on torch, and cost more to
@@ -249,6 +249,8 @@ def _argument(arg: ArgumentPattern, common_roots: frozenset[str]) -> list[tuple[
         values = [set()]
     out = []
     for call in arg.call:
+        if call.startswith("!"):  # a callee left out requires nothing
+            continue
         callee = _literal(call[1:]) if call.startswith(".") else _dotted(call, common_roots)
         out += [(frozenset(callee | keyword | value), frozenset(value)) for value in values]
     for glob in arg.named:  # `PIN_MEMORY = True`, `self._compile_backend = "inductor"`: the name's

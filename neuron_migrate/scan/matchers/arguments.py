@@ -21,7 +21,7 @@ Candidate = tuple[Rule, ArgumentPattern]
 
 
 class ArgumentTable:
-    __slots__ = ("by_name", "by_qualified", "globs", "any_by_keyword", "any_positional", "_glob_cache")
+    __slots__ = ("by_name", "by_qualified", "globs", "any_by_keyword", "any_positional", "_glob_cache", "_excluded")
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.by_name: dict[str, list[Candidate]] = {}  # ".name" callees
@@ -30,10 +30,18 @@ class ArgumentTable:
         self.any_by_keyword: dict[str, list[Candidate]] = {}  # "*" callees, found by keyword
         self.any_positional: list[Candidate] = []  # "*" callees without a keyword
         glob_map: dict[str, list[Candidate]] = {}
+        # Per pattern, the callees it does not apply to (`!*Tokenizer*.from_pretrained`: a
+        # tokenizer places nothing on a device), by their qualified names.
+        self._excluded: dict[int, list[Any]] = {}
         for rule in rules:
             for pat in rule.match.arguments:
+                excluded = [compile_glob(c[1:]) for c in pat.call if c.startswith("!")]
+                if excluded:
+                    self._excluded[id(pat)] = excluded
                 for callee in pat.call:
                     cand = (rule, pat)
+                    if callee.startswith("!"):
+                        continue
                     if callee == "*":
                         if pat.keyword:
                             self.any_by_keyword.setdefault(pat.keyword, []).append(cand)
@@ -70,7 +78,12 @@ class ArgumentTable:
                     found.extend(c)
         if self.any_positional:
             found.extend(self.any_positional)
+        if self._excluded and qualified is not None:
+            found = [c for c in found if not self._excludes(c[1], qualified)]
         return found
+
+    def _excludes(self, pat: ArgumentPattern, qualified: str) -> bool:
+        return any(g.match(qualified) for g in self._excluded.get(id(pat), ()))
 
 
     def of_callee(self, qualified: str) -> Sequence[Candidate]:
