@@ -158,6 +158,11 @@ _LITERALS = (ast.Constant, ast.UnaryOp, ast.Dict)  # what `arguments.static_valu
 _FIELD_CALLS = frozenset({"field", "Field", "ib", "attrib"})
 
 
+def _has_parameters(fn: ast.AST) -> bool:
+    args = fn.args  # type: ignore[attr-defined]
+    return bool(args.posonlyargs or args.args or args.kwonlyargs or args.vararg or args.kwarg)
+
+
 def _imported_by_call(value: ast.AST) -> str | None:
     """The module (or, through a `..._from` helper, the object) an import call returns:
     `importlib.import_module("cupy")`, `optional_import("tensorrt")`, `safe_import_from("m", "X")`
@@ -279,6 +284,9 @@ class _Walker:
         # Module-level classes that subclass a callee an argument pattern names and keep its
         # `__init__` (StyleTTS2's `class MyDataParallel(torch.nn.DataParallel)`): name -> that callee.
         self.subclassed: dict[str, str] = {}
+        # Module-level functions of no parameters that import a module and return it (a lazy
+        # import: `def _te(): import transformer_engine.pytorch as te; return te`), by name.
+        self.returned: dict[str, str] = {}
         # Arguments whose value is a variable, resolved once every module constant and argparse
         # default is known; each keeps the statement it stands in.
         self.pending: list[tuple[ast.Call, Rule, ArgumentPattern, ast.AST, ast.AST,
@@ -360,8 +368,10 @@ class _Walker:
                             self.members[member.targets[0].id] = qn
                     elif member.__class__ is ast.FunctionDef and member.name == "__init__" and self.cp.default_devices:
                         self._device_defaults(member, stmt.name)  # type: ignore[arg-type, attr-defined]
-            elif cls in _FUNCS and self.cp.default_devices:
-                self._device_defaults(stmt)  # type: ignore[arg-type]
+            elif cls in _FUNCS:
+                if self.cp.default_devices:
+                    self._device_defaults(stmt)  # type: ignore[arg-type]
+                self._returned_module(stmt)
             elif cls is ast.AnnAssign:
                 if stmt.target.__class__ is ast.Name and stmt.value is not None:  # type: ignore[attr-defined]
                     self._remember(self.consts, stmt.target.id, stmt.value)  # type: ignore[attr-defined]
@@ -397,6 +407,26 @@ class _Walker:
         if found:
             self.defaulted[name or fn.name] = found
 
+    def _returned_module(self, fn: ast.AST) -> None:
+        """Record `fn` when it is a lazy import: no parameters, a short body that imports a module
+        under a name and returns that name (in its body or a `try`)."""
+        body = fn.body  # type: ignore[attr-defined]
+        if self.tokens is None or _has_parameters(fn) or len(body) > 8:
+            return
+        stmts = [*body, *(s for t in body if t.__class__ is ast.Try for s in t.body)]  # type: ignore[attr-defined]
+        bound: dict[str, str] = {}
+        for stmt in stmts:
+            if stmt.__class__ is ast.Import:
+                for a in stmt.names:  # type: ignore[attr-defined]
+                    bound[a.asname or a.name.partition(".")[0]] = a.name if a.asname else a.name.partition(".")[0]
+            elif stmt.__class__ is ast.ImportFrom and stmt.module and not stmt.level:  # type: ignore[attr-defined]
+                for a in stmt.names:  # type: ignore[attr-defined]
+                    bound[a.asname or a.name] = f"{stmt.module}.{a.name}"  # type: ignore[attr-defined]
+        for stmt in stmts:
+            if stmt.__class__ is ast.Return and stmt.value.__class__ is ast.Name and stmt.value.id in bound:  # type: ignore[attr-defined]
+                self.returned[fn.name] = bound[stmt.value.id]  # type: ignore[attr-defined]
+                return
+
     def _cuda_alias(self, value: ast.AST) -> str | None:
         """The CUDA name `value` stands for when a name is assigned it: `amp_ctx =
         torch.cuda.amp.autocast` (or a `functools.partial` of it, or a partial that fixes a CUDA
@@ -415,9 +445,13 @@ class _Walker:
                            and self.tokens.string(a.value)), None)  # type: ignore[attr-defined]
             if device is not None and (qn := self.resolve(value)) is not None:
                 return f"{qn}({device!r})"
-        if value.__class__ is not ast.Attribute and value.__class__ is not ast.Name:
+        if (value.__class__ is ast.Call and value.func.__class__ is ast.Name and not value.args  # type: ignore[attr-defined]
+                and not value.keywords and value.func.id in self.returned):  # type: ignore[attr-defined]
+            qn = self.returned[value.func.id]  # type: ignore[attr-defined]  # `te = _import_te()`
+        elif value.__class__ is not ast.Attribute and value.__class__ is not ast.Name:
             return None
-        qn = self.resolve(value)
+        else:
+            qn = self.resolve(value)
         if qn is None:
             return None
         best = self.cp.qualified.best(qn, [])
@@ -924,6 +958,12 @@ class _Walker:
             self._call_env(call, fcls, leaf, qn)
         if self.defaulted and fcls is ast.Name and leaf in self.defaulted:
             self._defaulted_call(call, leaf)  # type: ignore[arg-type]
+        if self.returned and fcls is ast.Name and leaf in self.returned and not (self.locals and self._shadowed(leaf)):  # type: ignore[arg-type]
+            lazy = self._cuda_alias(call)  # a lazy import of a CUDA module loads it here
+            if lazy is not None and id(func) not in self.silent:
+                hit = self.tokens.name(lazy.replace(".", "_")) or (lazy, self.tokens.rules)  # type: ignore[union-attr]
+                for rule in hit[1]:
+                    self._report(rule, "tokens", func, f"{leaf}() (= {lazy})", token=hit[0])
         return True
 
     def _spread(self, call: ast.Call) -> ast.Call:
@@ -1636,7 +1676,7 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
             # fixable rule computes none.
             fix_roots = cp.fix_roots if any(rule.fix.fix_class in _FIXABLE for rule, _ in walker.sites) else ()
             hidden = parse_m.depends(sparse, walker.aliases, cp.regions, fix_roots,
-                                     read=(*walker.assigned, *walker.defaulted, *walker.subclassed),
+                                     read=(*walker.assigned, *walker.defaulted, *walker.subclassed, *walker.returned),
                                      set_=walker.field_reads,
                                      written=[*(c[0] for c in walker.named), *walker.members])
             if hidden is None or hidden:

@@ -309,6 +309,26 @@ CASES = {
             subprocess.run(["git", "clone", "https://github.com/NVIDIA/cutlass.git", dest])  # <-
             return "https://huggingface.co/nvidia/bigvgan/resolve/main/bigvgan_generator.pt"
         """,
+    "a module a lazy-import helper returns": """
+        import torch
+
+        def _import_te():
+            try:
+                import transformer_engine.pytorch as te  # <-
+            except ImportError as exc:
+                raise RuntimeError("needs Transformer Engine") from exc
+            return te  # <-
+
+        def convert(model):
+            te = _import_te()  # <-
+            return te.Linear(4, 4)  # <-
+
+        def unrelated():
+            return 1
+
+        def other():
+            return 2
+        """,
     "apex": """
         from apex import amp  # <-
         from apex.parallel import DistributedDataParallel as ApexDDP  # <-
