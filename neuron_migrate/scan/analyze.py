@@ -23,7 +23,7 @@ from neuron_migrate.findings import Finding, FixClass, Span, Target
 from neuron_migrate.ruleset.model import ArgumentPattern, FixKind, Rule, RulePack
 from neuron_migrate.scan import parse as parse_m
 from neuron_migrate.scan.aliases import AliasTable
-from neuron_migrate.scan.fixes.syntax import LEAVES, walk
+from neuron_migrate.scan.fixes.syntax import LEAVES, has_parameters, walk
 from neuron_migrate.scan.matchers import arguments as args_m
 from neuron_migrate.scan.matchers import device_strings as dev_m
 from neuron_migrate.scan.matchers import env_vars as env_m
@@ -156,11 +156,6 @@ _DICT_CHANGES = frozenset({"update", "setdefault", "pop", "popitem", "clear", "_
 _LITERALS = (ast.Constant, ast.UnaryOp, ast.Dict)  # what `arguments.static_value` may evaluate
 # Class-field declarations whose default is the field's value (dataclasses, attrs, pydantic).
 _FIELD_CALLS = frozenset({"field", "Field", "ib", "attrib"})
-
-
-def _has_parameters(fn: ast.AST) -> bool:
-    args = fn.args  # type: ignore[attr-defined]
-    return bool(args.posonlyargs or args.args or args.kwonlyargs or args.vararg or args.kwarg)
 
 
 def _imported_by_call(value: ast.AST) -> str | None:
@@ -411,7 +406,7 @@ class _Walker:
         """Record `fn` when it is a lazy import: no parameters, a short body that imports a module
         under a name and returns that name (in its body or a `try`)."""
         body = fn.body  # type: ignore[attr-defined]
-        if self.tokens is None or _has_parameters(fn) or len(body) > 8:
+        if self.tokens is None or has_parameters(fn) or len(body) > 8:
             return
         stmts = [*body, *(s for t in body if t.__class__ is ast.Try for s in t.body)]  # type: ignore[attr-defined]
         bound: dict[str, str] = {}

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from neuron_migrate.findings import Edit, Finding, FixClass, Severity, Span, Target
-from neuron_migrate.scan.fixes.syntax import LEAVES, ChildFields, bound_method, defaults, dotted, parameter
+from neuron_migrate.scan.fixes.syntax import LEAVES, ChildFields, bound_method, defaults, dotted, has_parameters, parameter
 from neuron_migrate.scan.matchers.site import LineIndex
 
 _BLOCKS = ("body", "orelse", "finalbody")
@@ -79,7 +79,7 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
         visible[id(scope)] = [names, *outer]
         found = []
         scoped.append((found, visible[id(scope)]))
-        if parent is not None and scope.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and not _has_parameters(scope):
+        if parent is not None and scope.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and not has_parameters(scope):
             # `def use_gpu(): return torch.cuda.is_available()`: a condition where `use_gpu()` is one
             returns = [n.value for n in nodes if n.__class__ is ast.Return and n.value is not None]  # type: ignore[attr-defined]
             visible[id(parent)][0].setdefault(f"{scope.name}()", []).extend(returns)  # type: ignore[attr-defined]
@@ -150,11 +150,6 @@ def _and_chain(node: ast.AST, values: list[ast.AST], lines: LineIndex) -> Guard:
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-
-
-def _has_parameters(node: ast.AST) -> bool:
-    args = node.args  # type: ignore[attr-defined]
-    return bool(args.posonlyargs or args.args or args.kwonlyargs or args.vararg or args.kwarg)
 
 
 def _scopes(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.AST], ast.AST | None]]:

@@ -69,6 +69,12 @@ def walk(root: ast.AST) -> list[ast.AST]:
     return out
 
 
+def has_parameters(fn: ast.AST) -> bool:
+    """Whether a function (or lambda) takes any parameter."""
+    args = fn.args  # type: ignore[attr-defined]
+    return bool(args.posonlyargs or args.args or args.kwonlyargs or args.vararg or args.kwarg)
+
+
 def _parents(root: ast.AST) -> dict[int, ast.AST]:
     """Child id -> parent for every node under `root`, without a generator per node."""
     out: dict[int, ast.AST] = {}
