@@ -28,7 +28,6 @@ script is read line by line, so a heredoc's lines count as commands.
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -64,6 +63,7 @@ _QUOTED_ASSIGN = re.compile(r'(?<=")([A-Z_][A-Z0-9_]*)=')
 _SEARCH_PATHS = frozenset({"PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
                            "LD_PRELOAD", "DYLD_LIBRARY_PATH"})
 _PATH_ENTRY = re.compile(r"[^:\s\"';&|]+")
+_VALUE = re.compile(r"\S*")  # an assignment's value, up to the next space
 # A cluster's environment module loaded (`module load cuda/11.8`, Lmod's `ml cudnn`): the CUDA toolkit.
 _MODULE_LOAD = re.compile(r"(?:^|(?<=[\s;&|(`]))(?:module\s+(?:load|add|switch|swap)|ml)\s+([^;&|`]*)")
 _QUOTED = re.compile(r'"(?:\\.|[^"\\])*"|\'[^\']*\'')
@@ -105,9 +105,6 @@ def cog_run_findings(text: str, rel: str, rules: ShellRules) -> list[Finding]:
     written (its first line; columns those of the file). Raises Diagnosis for broken YAML."""
     found: list[Finding] = []
     lines = text.split("\n")
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line) + 1)
     pos = 0
     for command in cog_commands(text):
         first = command.split("\n", 1)[0]
@@ -115,8 +112,8 @@ def cog_run_findings(text: str, rel: str, rules: ShellRules) -> list[Finding]:
         if at < 0:
             continue
         pos = at + len(first)
-        number = bisect.bisect_right(starts, at)
-        col = at - starts[number - 1]
+        col = at - text.rfind("\n", 0, at) - 1
+        number = text.count("\n", 0, at) + 1
         found += _line_findings(number, " " * col + first, lines[number - 1], rel, rules)
     return found
 
@@ -180,9 +177,7 @@ def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellR
 def _cuda_directory(number: int, code: str, start: int, line: str, rel: str, commands: TokenTable) -> list[Finding]:
     """The first directory with a CUDA word in a search path's value (`/usr/local/cuda-11.0/lib64`,
     `/opt/aws-ofi-nccl/lib`); not an expansion (`$CUDA_HOME/lib64`: the variable is reported)."""
-    end = start
-    while end < len(code) and not code[end].isspace():
-        end += 1
+    end = _VALUE.match(code, start).end()  # type: ignore[union-attr]
     for entry in _PATH_ENTRY.finditer(code, start, end):
         if entry.group().startswith("$"):
             continue
