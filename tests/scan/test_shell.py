@@ -98,15 +98,13 @@ def test_a_pipe_inside_quotes_separates_no_commands(tmp_path: Path) -> None:
     assert [(f.span.line, f.symbol) for fr in result.files for f in fr.findings] == [(3, "nvidia-smi")]
 
 
-def test_settings_kept_in_a_variable_tools_looked_for_and_cuda_directories_on_search_paths(tmp_path: Path) -> None:
-    """CogVLM keeps NCCL settings in a variable for its launch line; torchchat's installer picks CUDA
-    wheels when `command -v nvidia-smi` finds the tool; trlx's Slurm script puts the CUDA toolkit
-    and NCCL's plug-in on the library path."""
+def test_settings_kept_in_a_variable_and_cuda_directories_on_search_paths(tmp_path: Path) -> None:
+    """CogVLM keeps NCCL settings in a variable for its launch line; trlx's Slurm script puts the
+    CUDA toolkit and NCCL's plug-in on the library path."""
     (tmp_path / "run.sh").write_text(
         '#!/bin/bash\n'
         'OPTIONS_NCCL="NCCL_DEBUG=info NCCL_IB_DISABLE=0"\n'
         'echo "NCCL_SOCKET_IFNAME=eth0"\n'
-        'if [[ -x "$(command -v nvidia-smi)" ]]; then which nvcc; fi\n'
         'export LD_LIBRARY_PATH=/opt/aws-ofi-nccl/lib:/usr/local/cuda-11.0/lib64:$LD_LIBRARY_PATH\n'
         'export PATH=$CUDA_HOME/bin:$PATH\n'
         'export PATH=/usr/local/bin:$HOME/.local/bin:$PATH\n'
@@ -115,16 +113,6 @@ def test_settings_kept_in_a_variable_tools_looked_for_and_cuda_directories_on_se
     assert [(f.span.line, f.span.col, f.code, f.symbol) for fr in result.files for f in fr.findings] == [
         (2, 14, "NM406", "NCCL_DEBUG"),
         (2, 30, "NM406", "NCCL_IB_DISABLE"),
-        (4, 23, "NM290", "nvidia-smi"),
-        (4, 51, "NM290", "nvcc"),
-        (5, 23, "NM290", "/opt/aws-ofi-nccl/lib"),
-        (6, 13, "NM219", "CUDA_HOME"),
+        (4, 23, "NM290", "/opt/aws-ofi-nccl/lib"),
+        (5, 13, "NM219", "CUDA_HOME"),
     ]
-
-
-def test_a_job_script_loads_the_cuda_toolkit_as_an_environment_module(tmp_path: Path) -> None:
-    (tmp_path / "job.pbs").write_text(
-        "#!/bin/bash\n#PBS -l select=1\nmodule load cuda/11.8 gcc/9\nml cudnn/8.6 python\nmodule load python/3.10\n")
-    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
-    assert [(f.span.line, f.span.col, f.code, f.symbol) for fr in result.files for f in fr.findings] == [
-        (3, 12, "NM290", "cuda/11.8"), (4, 3, "NM290", "cudnn/8.6")]

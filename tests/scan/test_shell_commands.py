@@ -116,3 +116,17 @@ def test_settings_on_a_launch_command_line(tmp_path: Path) -> None:
         (8, 19, "NM109", "--memory-efficient-fp16"),
         (9, 9, "NM109", "--nproc_per_node gpu"),
     ]
+
+
+def test_programs_looked_for_and_cuda_environment_modules_loaded(tmp_path: Path) -> None:
+    """torchchat's installer picks CUDA wheels when `command -v nvidia-smi` finds the tool; a PBS
+    job loads the CUDA toolkit as an environment module (Lmod's `ml` too)."""
+    (tmp_path / "install.sh").write_text('#!/bin/bash\nif [[ -x "$(command -v nvidia-smi)" ]]; then which nvcc; fi\n')
+    (tmp_path / "job.pbs").write_text(
+        "#!/bin/bash\n#PBS -l select=1\nmodule load cuda/11.8 gcc/9\nml cudnn/8.6 python\nmodule load python/3.10\n")
+    assert [(path, line, col, code, symbol) for path, _, line, col, code, symbol in found(tmp_path)] == [
+        ("install.sh", 2, 23, "NM290", "nvidia-smi"),
+        ("install.sh", 2, 51, "NM290", "nvcc"),
+        ("job.pbs", 3, 12, "NM290", "cuda/11.8"),
+        ("job.pbs", 4, 3, "NM290", "cudnn/8.6"),
+    ]
