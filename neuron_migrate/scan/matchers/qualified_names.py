@@ -19,7 +19,7 @@ Best = tuple[int, str, tuple[Rule, ...]]  # (index of the matched prefix, its na
 
 
 class QualifiedNameTable:
-    __slots__ = ("exact", "globs", "roots", "_cache", "_excepted")
+    __slots__ = ("exact", "globs", "roots", "_by_root", "_cache", "_excepted")
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.exact: dict[str, list[Rule]] = {}
@@ -37,11 +37,20 @@ class QualifiedNameTable:
             for p, r in sorted(globs.items(), key=lambda kv: specificity(kv[0]), reverse=True)
         ]
         self.roots = frozenset(p.split(".")[0] for p in [*self.exact, *globs])
+        # The globs a name under each root can match, in the same order: a literal prefix holding
+        # a dot names its root (`torch.cuda.*` matches only under `torch`); one without may match
+        # under any. A chain is tried against a handful of globs instead of all of them.
+        anywhere = [g for g in self.globs if "." not in g[0]]
+        self._by_root: dict[str, list[tuple[str, re.Pattern[str], str, tuple[Rule, ...]]]] = {
+            root: [g for g in self.globs if "." not in g[0] or g[0].partition(".")[0] == root]
+            for root in {g[0].partition(".")[0] for g in self.globs if "." in g[0]}}
+        self._by_root[""] = anywhere
         self._cache: dict[tuple[str, int], Best | None] = {}
 
     def best(self, root: str, attrs: Sequence[str]) -> Best | None:
         """The winning (prefix index, name, rules) for a chain `root.attrs[0].attrs[1]...`; prefix 0
-        is the root alone. None when no pattern matches any prefix."""
+        is the root alone (dotted when an alias stands for a module path). None when no pattern
+        matches any prefix."""
         full = root + "." + ".".join(attrs) if attrs else root
         key = (full, len(attrs))
         try:
@@ -53,6 +62,7 @@ class QualifiedNameTable:
             names.append(names[-1] + "." + attr)
         best: Best | None = None
         score = (-1, -1, -1)
+        globs = self._by_root.get(root.partition(".")[0]) or self._by_root[""]
         for i in range(len(names) - 1, -1, -1):
             name = names[i]
             rules = self.exact.get(name)
@@ -61,7 +71,7 @@ class QualifiedNameTable:
                 if s > score:
                     score, best = s, (i, name, tuple(rules))
                 continue
-            for lit, regex, _pattern, grules in self.globs:
+            for lit, regex, _pattern, grules in globs:
                 if name.startswith(lit) and regex.match(name):
                     if self._excepted:
                         grules = tuple(r for r in grules if not self._excepts(r, name))
