@@ -60,7 +60,7 @@ _CONFIG_VALUE_RE = re.compile(r"[^=A-Z\s]+=[^=A-Z\s]+")
 _REQUIREMENT_RE = re.compile(r"index:\S+|[a-z0-9*?][a-z0-9*?-]*(\+[a-z0-9*?._]+)?")
 _ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing", "in_dict", "named",
                        "switch", "unless"})
-_UNLESS_KEYS = frozenset({"keyword", "position", "values"})
+_UNLESS_KEYS = frozenset({"keyword", "position", "values", "present"})
 _TARGETS = {t.value: t for t in Target}
 _FIX_KEYS = frozenset(_TARGETS) | {"class", "safety", "queries"}
 _INVALID_KEYS = frozenset(_TARGETS) | {"code", "count"}
@@ -146,9 +146,13 @@ def _unless(ctx: _Ctx, raw: Any, field: str, call: tuple[str, ...]) -> tuple[Arg
         if keyword is None and position is None:
             raise ctx.error(f"{field}[{i}]", "needs `keyword` and/or `position`")
         values = _scalars(ctx, d.get("values", []), f"{field}[{i}].values", empty=True)
-        if not values:
-            raise ctx.error(f"{field}[{i}].values", "must list the values that make the call harmless")
-        out.append(ArgumentPattern(call, keyword, position, values))
+        present = d.get("present", False)
+        if not isinstance(present, bool):
+            raise ctx.error(f"{field}[{i}].present", f"expected true or false, got {present!r}")
+        if bool(values) == present:
+            raise ctx.error(f"{field}[{i}]", "needs either `values` (those that make the call harmless) or "
+                                             "`present: true` (any value does)")
+        out.append(ArgumentPattern(call, keyword, position, values))  # no values: present at all
     return tuple(out)
 
 

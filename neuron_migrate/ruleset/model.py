@@ -94,8 +94,9 @@ class ArgumentPattern:
     is off (`load_in_8bit=args.load_in_8bit` is a site, whatever the option's default).
 
     `unless`: other arguments whose literal value makes the call harmless, each a pattern with
-    `keyword`/`position` and `values` (`fork_rng(devices=[])` touches no device generator); an
-    empty list or tuple is written `[]`.
+    `keyword`/`position` and `values` (`fork_rng(devices=[])` touches no device generator; an
+    empty list or tuple is written `[]`), or `present: true` and no values: the argument given
+    at all (Lightning's `gpus=` chooses the accelerator: another rule's finding).
     """
 
     call: tuple[str, ...]

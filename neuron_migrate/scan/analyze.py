@@ -212,10 +212,11 @@ _MESSAGE_CALLS = frozenset({"print", "exit", "debug", "info", "warning", "warn",
 _MESSAGE_CALL_NAME = re.compile(r"(?:print|debug|info|warning|warn|error|critical|log)_(?:rank_?0|rank_?0_once|once|"
                                 r"main|master|dist|all)|rank_zero_(?:info|warn|debug|print|deprecation|experimental)")
 _MESSAGE_MODULES = ("logging.", "warnings.")
-# Text a web UI shows (`st.sidebar.subheader("CUDA")`, `gr.Markdown(...)`): a label, not a value.
-_DISPLAY_MODULES = ("streamlit.", "gradio.")
+# Text a web UI shows (`st.sidebar.subheader("CUDA")`, `gr.Markdown(...)`), or a progress
+# display's label (labml's `monit.section("Triton")`): a label, not a value.
+_DISPLAY_MODULES = ("streamlit.", "gradio.", "labml.monit.")
 _DISPLAY_CALLS = frozenset({"write", "markdown", "header", "subheader", "title", "caption", "text", "toast", "success",
-                            "Markdown", "HTML"})
+                            "Markdown", "HTML", "section", "iterate", "enum"})
 # Methods whose returned text describes an object to people (`f"Linear(device=cuda)"`): a message.
 _DESCRIBERS = frozenset({"__repr__", "__str__", "extra_repr"})
 _TYPE_TESTS = frozenset({"isinstance", "issubclass"})

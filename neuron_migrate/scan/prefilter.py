@@ -183,8 +183,10 @@ def pattern_requirements(pack: RulePack, *, in_code: bool = False) -> list[froze
 def _pairs(pack: RulePack, in_code: bool = False) -> list[tuple[frozenset[Token], frozenset[Token]]]:
     """Per pattern: (its required tokens, those of them that are an argument's string value)."""
     matches = [rule.match for rule in pack.rules.values()]
-    dotted = [p for m in matches for p in (*m.qualified_names, *m.imports) if not p.startswith("!")]
-    dotted += [c for m in matches for a in m.arguments for c in a.call if c[:1] not in (".", "*", "!")]
+    # Distinct names: a callee list repeated by each argument pattern of a rule (Lightning's
+    # eleven Trainer spellings) would outweigh the roots many rules share.
+    dotted = list({p for m in matches for p in (*m.qualified_names, *m.imports) if not p.startswith("!")}
+                  | {c for m in matches for a in m.arguments for c in a.call if c[:1] not in (".", "*", "!")})
     roots = Counter(p.split(".", 1)[0] for p in dotted if "." in p)
     # A root that most patterns share (`torch`) filters nothing; a library's own root does. (Kept
     # for the test of each function, it skipped a few more of them on torch, and cost more to

@@ -339,7 +339,9 @@ def test_a_condition_passed_to_a_function_moves_only_with_what_the_parameter_gua
     assert out.count("torch.cuda.is_available()") == 2 and "torch.cuda.get_device_capability()" in out
     assert "fast=torch.neuron.is_available()" in out and "torch.neuron.synchronize()" in out
     messages = [f.message for f in scan(textwrap.dedent(src)) if f.code == "NM201" and f.span.line > 3]
-    assert len(messages) == 2 and all("it guards `torch.cuda.get_device_capability`" in m for m in messages)
+    # the calls' values feed the test of `if use_gpu:`, which guards the capability query
+    assert len(messages) == 2 and all("it feeds the test at line 4, and that test guards "
+                                      "`torch.cuda.get_device_capability`" in m for m in messages)
 
 
 def test_a_condition_whose_value_leaves_the_file_is_an_unsafe_fix() -> None:

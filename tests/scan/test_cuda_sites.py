@@ -829,6 +829,15 @@ SILENT = {
             st.write("cuda", info)
             gr.Markdown("CUDA graphs")
         """,
+    "a progress display's labels": """
+        from labml import monit
+
+        def bench(flash, qkv):
+            with monit.section("Triton"):
+                flash(qkv)
+            for _ in monit.iterate("cuda warmup", 10):
+                flash(qkv)
+        """,
     "comments, docstrings, messages": '''
         import argparse
         import logging

@@ -407,10 +407,15 @@ def _where(f: Finding) -> str:
     return f"line {f.span.line}"
 
 
-def reason(block: Block) -> str:
+def reason(block: Block, fed: bool = False) -> str:
+    """Why the guard stays; `fed`: said of a finding in a value the test reads (an assignment,
+    a call's argument), not in the test itself."""
     why = block.why
     what = f"`{why.symbol}`" if why.symbol else why.code
-    return f"it guards {what} ({why.code}, {_where(why)}), which is not rewritten"
+    said = f"{what} ({why.code}, {_where(why)}), which is not rewritten"
+    if fed:
+        return f"it feeds the test at line {block.guard.tests[0].line}, and that test guards {said}"
+    return f"it guards {said}"
 
 
 def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets: Iterable[Target],
@@ -435,8 +440,8 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
         for block in blocked(guards, findings, fixed, target, net):
             for f in block.withheld:
                 dropped.setdefault(id(f), set()).add(target)
-            text = reason(block)
             for f in block.guard_findings:
+                text = reason(block, fed=not any(inside(f.span, t) for t in block.guard.tests))
                 if text not in notes.setdefault(id(f), []):
                     notes[id(f)].append(text)
             for f in block.withheld:
