@@ -17,12 +17,12 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from neuron_migrate.errors import NeuronMigrateError
-from neuron_migrate.findings import Finding
+from neuron_migrate.findings import Finding, FixClass, Span
 from neuron_migrate.ruleset.model import Rule, RulePack
 from neuron_migrate.scan.cache import (
     DIRECTIVES,
@@ -45,7 +45,13 @@ from neuron_migrate.scan.matchers.import_calls import import_call_findings
 from neuron_migrate.scan.matchers.imports import ImportTable
 from neuron_migrate.scan.matchers.project_modules import candidate_findings, top_level
 from neuron_migrate.scan.matchers.requirements import is_cog_config, is_conda_environment, requirement_findings
-from neuron_migrate.scan.matchers.shell import ShellRules, cog_run_findings, ipython_findings, shell_findings
+from neuron_migrate.scan.matchers.shell import (
+    ShellRules,
+    cog_run_findings,
+    inline_python,
+    ipython_findings,
+    shell_findings,
+)
 from neuron_migrate.scan.matchers.tokens import TokenTable
 from neuron_migrate.scan.notebook import code_cells, with_imports_above
 from neuron_migrate.scan.prefilter import Prefilter, build_prefilter
@@ -391,6 +397,7 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
                         pass
             else:
                 findings += shell_findings(text, c.rel, ctx.shell)
+                findings += _inline_python(analyzer, text, c.rel, ctx)
         elif c.kind == "notebook":
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             content = digest(data)
@@ -408,6 +415,28 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
                                      f"internal error while analysing: {type(exc).__name__}: {exc}"))
     findings.sort(key=lambda f: f.sort_key)
     return content, tuple(finding_to_row(f) for f in findings), tuple(directive_to_row(d) for d in directives)
+
+
+def _inline_python(analyzer: Analyzer, text: str, rel: str, ctx: _Context) -> list[Finding]:
+    """The findings of the Python a shell script runs with `python -c` (`NGPU=$(python -c "import
+    torch; print(torch.cuda.device_count())")`), where its code stands in the script. None has a
+    fix (an edit inside a shell string is no rewrite of ours), and code that does not parse as
+    Python is passed over (the shell may have meant something else)."""
+    lines = text.split("\n")
+    found: list[Finding] = []
+    for number, col, code in inline_python(text):
+        if not ctx.prefilter.may_match_text(code):
+            continue
+        try:
+            inline = analyzer.analyze_source(code, rel, ctx.pack)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for f in inline:
+            fix_class = FixClass.MANUAL if f.fix_class in (FixClass.SAFE, FixClass.UNSAFE) else f.fix_class
+            found.append(replace(f, span=Span(number, col + f.span.col, number, col + f.span.end_col),
+                                 source_line=lines[number - 1], fixes=(), fix_class=fix_class,
+                                 statement_line=number, fingerprint=""))
+    return found
 
 
 def _own_extensions(findings: list[Finding], ctx: _Context) -> list[Finding]:

@@ -116,3 +116,47 @@ def test_settings_kept_in_a_variable_and_cuda_directories_on_search_paths(tmp_pa
         (4, 23, "NM290", "/opt/aws-ofi-nccl/lib"),
         (5, 13, "NM219", "CUDA_HOME"),
     ]
+
+
+def test_variables_unset_and_values_with_a_cuda_word(tmp_path: Path) -> None:
+    """NVIDIA's BERT fine-tuning script unsets CUDA_VISIBLE_DEVICES; a Megatron launch script
+    picks Transformer Engine through a variable's value and tunes it with NVTE_* variables. A
+    value with no CUDA word, or one the script expands, is none."""
+    (tmp_path / "run.sh").write_text(
+        "#!/bin/bash\n"
+        "unset CUDA_VISIBLE_DEVICES\n"
+        "unset -v NCCL_DEBUG OMP_NUM_THREADS\n"
+        "TRANSFORMER_IMPL=transformer_engine\n"
+        'IMPL="local" ATTN=flash_attn\n'
+        "export NVTE_FLASH_ATTN=1\n"
+        "CKPT=$CUDA_CKPT_DIR\n"
+        "MODE=fast\n")
+    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
+    assert [(f.span.line, f.span.col, f.code, f.symbol) for fr in result.files for f in fr.findings] == [
+        (2, 6, "NM107", "CUDA_VISIBLE_DEVICES"),
+        (3, 9, "NM406", "NCCL_DEBUG"),
+        (4, 17, "NM290", "transformer_engine"),
+        (5, 18, "NM290", "flash_attn"),
+        (6, 7, "NM606", "NVTE_FLASH_ATTN"),
+        (7, 6, "NM219", "CUDA_CKPT_DIR"),
+    ]
+
+
+def test_python_run_inline_by_a_script(tmp_path: Path) -> None:
+    """Megatron's DeepSeek-V3 launch script counts GPUs with `python3 -c`: the code is read as
+    Python where it stands (its findings have no fix); text echoed (a `;` in its quotes ends no
+    command) or commented is not, nor code that is no Python."""
+    (tmp_path / "run.sh").write_text(
+        "#!/bin/bash\n"
+        'GPUS_PER_NODE=`python3 -c "import torch; print(torch.cuda.device_count())"`\n'
+        "N=$(python -c 'import torch; x = torch.zeros(1).cuda()')\n"
+        "echo python -c \"import torch; torch.cuda.synchronize()\"\n"
+        "# python -c \"import torch; torch.cuda.synchronize()\"\n"
+        "python -c 'import torch; torch.cuda.(1'\n")
+    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
+    found = [f for fr in result.files for f in fr.findings]
+    assert [(f.span.line, f.span.col, f.span.end_col, f.code, f.symbol) for f in found] == [
+        (2, 47, 70, "NM202", "torch.cuda.device_count"),
+        (3, 48, 54, "NM102", ".cuda()"),
+    ]
+    assert all(not f.fixes and f.fix_class.value == "manual" and f.source_line.startswith(("GPUS", "N=")) for f in found)

@@ -130,3 +130,13 @@ def test_programs_looked_for_and_cuda_environment_modules_loaded(tmp_path: Path)
         ("job.pbs", 3, 12, "NM290", "cuda/11.8"),
         ("job.pbs", 4, 3, "NM290", "cudnn/8.6"),
     ]
+
+
+def test_a_switch_kept_in_a_quoted_variable(tmp_path: Path) -> None:
+    """NVIDIA's BERT scripts keep `--fp16` between spaces in a variable for the launch line: the
+    closing quote is no value of the option."""
+    (tmp_path / "run_squad.sh").write_text('use_fp16=" --fp16 "\nFLAGS="--fp16"\nNAME="--name "\n')
+    assert [(line, col, code, symbol) for _, _, line, col, code, symbol in found(tmp_path)] == [
+        (1, 11, "NM109", "--fp16"),
+        (2, 7, "NM109", "--fp16"),
+    ]

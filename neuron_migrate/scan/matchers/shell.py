@@ -3,7 +3,8 @@
 `%env ...`, `%pip install`).
 
 - Environment variables set or read: the launch lines `CUDA_VISIBLE_DEVICES=0,1 torchrun train.py`
-  and `export NCCL_DEBUG=INFO`, and expansions such as `gpus="${CUDA_VISIBLE_DEVICES:-0}"`, which
+  and `export NCCL_DEBUG=INFO`, variables unset (`unset CUDA_VISIBLE_DEVICES`), and expansions
+  such as `gpus="${CUDA_VISIBLE_DEVICES:-0}"`, which
   the `match.env_vars` rules report as they report `os.environ[...]` in Python. An assignment is a
   name followed by `=` at the start of a command (after `export`, `env` or another assignment),
   or an upper-case one opening a double-quoted value (`OPTS="NCCL_DEBUG=INFO ..."`, settings kept
@@ -17,6 +18,8 @@
   `subprocess` call; so is a CUDA directory put on a search path (`export
   LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH`) and a cluster's CUDA environment
   module loaded (`module load cuda/11.8`).
+- Python run inline (`NGPU=$(python -c "import torch; print(torch.cuda.device_count())")`): its
+  code is found here (`inline_python`) and analysed as Python by the engine.
 - Settings passed on a command line: options (`--fp16`, `--fp16 True`, `--device=cuda`,
   `--optim paged_adamw_32bit`) and Hydra overrides (`trainer.accelerator=gpu`), which the
   `match.config_values` rules report as in a YAML configuration file (an option without a value
@@ -44,12 +47,19 @@ SHELL_NAMES = ("*.sh", "*.bash", "*.zsh", "*.slurm", "*.sbatch", "*.pbs", "*.qsu
 # An assignment word: at a line's start, after a command separator or `export`/`env`, or after
 # another assignment's value (`A=1 B=2 cmd`).
 _ASSIGN = re.compile(r"(?:^|(?<=[\s;&|(`]))(?:(?:export|env|declare\s+-x)\s+)?([A-Za-z_][A-Za-z0-9_]*)=")
+# `unset NAME ...`: the names it removes from the environment.
+_UNSET = re.compile(r"(?:^|(?<=[\s;&|(`]))unset\s+(?:-[fvn]\s+)?([^;&|`]*)")
+_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)")
+# `python -c "code"` (also `python3.11`, single quotes): the code, one line without escapes.
+_INLINE_PYTHON = re.compile(r"(?:^|(?<=[\s;&|(`]))python[0-9.]*\s+-c\s+(?:\"([^\"\\`$]*)\"|'([^']*)')")
+# An assignment's value: one word, bare or quoted.
+_ASSIGNED = re.compile(r"\"([^\"\s$`\\]+)\"|'([^'\s]+)'|([^\s;&|`'\"$\\]+)")
 # `pip install`, `python -m pip install`, `uv pip install`, `conda/mamba install`: the arguments.
 _INSTALL = re.compile(r"(?:^|(?<=[\s;&|(`!]))(?:python3?\s+-m\s+)?(?:uv\s+)?(?:pip3?|conda|mamba|micromamba)"
                       r"\s+install\s+([^;&|`]*)")
 _ARGUMENT = re.compile(r"\S+")
-# An `echo`/`printf` command's arguments, up to the next command.
-_MESSAGE = re.compile(r"((?:^|[;&|(`]|\$\()\s*(?:echo|printf)\b)[^;&|`]*")
+# An `echo`/`printf` command's arguments, up to the next command (a `;` inside quotes is text).
+_MESSAGE = re.compile(r"((?:^|[;&|(`]|\$\()\s*(?:echo|printf)\b)(?:[^;&|`\"']|\"(?:\\.|[^\"\\])*\"|'[^']*')*")
 # A command's program: at a line's start or after a separator, past `sudo`, `env` and assignments.
 _PROGRAM = re.compile(r"(?:^|[;&|(`]|\$\()\s*(?:(?:sudo|env|exec|time)\s+)*(?:[A-Za-z_]\w*=[^\s$(`]*\s+)*"
                       r"([\w./][\w./-]*)(?![\w./=-])")
@@ -68,10 +78,10 @@ _VALUE = re.compile(r"\S*")  # an assignment's value, up to the next space
 _MODULE_LOAD = re.compile(r"(?:^|(?<=[\s;&|(`]))(?:module\s+(?:load|add|switch|swap)|ml)\s+([^;&|`]*)")
 _QUOTED = re.compile(r'"(?:\\.|[^"\\])*"|\'[^\']*\'')
 _SUBSTITUTION = re.compile(r"\$\([^)]*\)|`[^`]*`")  # what a double-quoted string runs
-# `--key`, `--key value`, `--key=value` (a value is no option, no line continuation and no
-# redirection or command separator: `--fp16 > log`), and a Hydra override `key=value` after a
-# space (upper-case names are environment variables).
-_OPTION = re.compile(r"(?<![\w-])--([A-Za-z][\w.-]*)(?:=([^\s\\]+)|[ \t]+(?![-\\$<>|&;])([^\s\\]+))?")
+# `--key`, `--key value`, `--key=value` (a value is no option, no line continuation, no
+# redirection or command separator: `--fp16 > log`, and no closing quote: `FLAGS=" --fp16 "`),
+# and a Hydra override `key=value` after a space (upper-case names are environment variables).
+_OPTION = re.compile(r"(?<![\w-])--([A-Za-z][\w.-]*)(?:=([^\s\\]+)|[ \t]+(?![-\\$<>|&;]|[\"'](?:\s|$))([^\s\\]+))?")
 _OFF = re.compile(OFF_PREFIX, re.IGNORECASE)  # `--no-fp16`, `--disable_flash_attn`
 _OVERRIDE = re.compile(r"(?<=\s)\+{0,2}([a-z_][\w.]*[a-z][\w.]*)=([^\s\\$]+)")
 _IPYTHON_PREFIX = re.compile(r"^(\s*)(?:!+|%+)?(?:(?:set_env|env)\b)?")
@@ -141,6 +151,8 @@ def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellR
         names += [m for m in _QUOTED_ASSIGN.finditer(code) if code.count('"', 0, m.start()) % 2]
         names += [m for m in _EXPANSION.finditer(code) if not code.count("'", 0, m.start()) % 2]
         names.sort(key=lambda m: m.start())
+    if "unset" in code:
+        names += [n for u in _UNSET.finditer(code) for n in _NAME.finditer(code, u.start(1), u.end(1))]
     if env is not None:
         for m in names:
             name = m.group(1)
@@ -171,7 +183,42 @@ def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellR
                     span = Span(number, m.start(1), number, m.end(1))
                     found += [rule.finding(rel, span, m.group(1), line) for rule in word[1]]
                     break
+        if not found:  # ... or a value with one (`TRANSFORMER_IMPL=transformer_engine`), as a Python string's
+            found += _assigned_values(number, code, names, line, rel, rules.commands)
     return found
+
+
+def _assigned_values(number: int, code: str, names: list[re.Match[str]], line: str, rel: str,
+                     commands: TokenTable) -> list[Finding]:
+    """The first assignment of the line whose one-word value holds a CUDA word (not a search
+    path's: its CUDA directories are `_cuda_directory`'s)."""
+    for m in names:
+        if not m.group().endswith("=") or m.group(1) in _SEARCH_PATHS:
+            continue
+        value = _ASSIGNED.match(code, m.end())
+        if value is None or value.lastindex is None:
+            continue
+        text, start = value.group(value.lastindex), value.start(value.lastindex)
+        hit = commands.string(text)
+        if hit is not None:
+            span = Span(number, start, number, start + len(text))
+            return [rule.finding(rel, span, text, line) for rule in hit[1]]
+    return []
+
+
+def inline_python(text: str) -> list[tuple[int, int, str]]:
+    """(line, column, code) of each `python -c` command's code in a shell script (comments and
+    what `echo` prints left out), for the engine to analyse as Python."""
+    out: list[tuple[int, int, str]] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if "-c" not in line:
+            continue
+        code = _MESSAGE.sub(lambda m: m.group(1) + " " * (m.end() - m.end(1)), _COMMENT.sub("", line))
+        for m in _INLINE_PYTHON.finditer(code):
+            group = 1 if m.group(1) is not None else 2
+            if m.group(group).strip():
+                out.append((number, m.start(group), m.group(group)))
+    return out
 
 
 def _cuda_directory(number: int, code: str, start: int, line: str, rel: str, commands: TokenTable) -> list[Finding]:
