@@ -150,6 +150,7 @@ def test_python_run_inline_by_a_script(tmp_path: Path) -> None:
         "#!/bin/bash\n"
         'GPUS_PER_NODE=`python3 -c "import torch; print(torch.cuda.device_count())"`\n'
         "N=$(python -c 'import torch; x = torch.zeros(1).cuda()')\n"
+        "python -c 'from tests import run; run(opts=\"--device=cuda\")'\n"
         "echo python -c \"import torch; torch.cuda.synchronize()\"\n"
         "# python -c \"import torch; torch.cuda.synchronize()\"\n"
         "python -c 'import torch; torch.cuda.(1'\n")
@@ -158,5 +159,7 @@ def test_python_run_inline_by_a_script(tmp_path: Path) -> None:
     assert [(f.span.line, f.span.col, f.span.end_col, f.code, f.symbol) for f in found] == [
         (2, 47, 70, "NM202", "torch.cuda.device_count"),
         (3, 48, 54, "NM102", ".cuda()"),
+        (4, 43, 58, "NM290", '"--device=cuda"'),  # once: the shell assigns nothing in single quotes
     ]
-    assert all(not f.fixes and f.fix_class.value == "manual" and f.source_line.startswith(("GPUS", "N=")) for f in found)
+    assert all(not f.fixes and f.fix_class.value == "manual" and f.source_line.startswith(("GPUS", "N=", "python"))
+               for f in found)

@@ -191,9 +191,10 @@ def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellR
 def _assigned_values(number: int, code: str, names: list[re.Match[str]], line: str, rel: str,
                      commands: TokenTable) -> list[Finding]:
     """The first assignment of the line whose one-word value holds a CUDA word (not a search
-    path's: its CUDA directories are `_cuda_directory`'s)."""
+    path's: its CUDA directories are `_cuda_directory`'s; nor text in single quotes, which
+    assigns nothing: `python -c 'run(opts="--device=cuda")'` is Python, read as such)."""
     for m in names:
-        if not m.group().endswith("=") or m.group(1) in _SEARCH_PATHS:
+        if not m.group().endswith("=") or m.group(1) in _SEARCH_PATHS or code.count("'", 0, m.start()) % 2:
             continue
         value = _ASSIGNED.match(code, m.end())
         if value is None or value.lastindex is None:
