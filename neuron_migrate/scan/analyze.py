@@ -926,6 +926,12 @@ class _Walker:
                     self.argparse[kw.arg] = [kw.value]
         if self.tokens is not None:
             self._call_messages(call, leaf, qn)
+            if leaf == "type" and fcls is ast.Attribute and len(call.args) == 1 and call.args[0].__class__ is ast.Name:
+                # `x.type(FloatTensor)`, a function's alias of `torch.cuda.FloatTensor`: converting
+                # to the type is the alias's use, as a call of it is
+                arg = call.args[0]
+                if arg.id in self.aliased:  # type: ignore[attr-defined]
+                    self._token_name(arg, arg.id, used=True)  # type: ignore[attr-defined]
             if fcls is ast.Attribute and leaf in _TEXT_TESTS and call.args:
                 # (a value the string test matches, `"cuda"`, is left to the device rules)
                 first = call.args[0]

@@ -36,6 +36,9 @@ _SHELL_LINE = re.compile(r"\s*(?:!|%?(?:pip3?|conda|mamba|env|set_env|sx|system)
 _AUTOMAGIC = re.compile(r"^\s*(?:pip3?|conda|mamba|cd|env|set_env|load_ext|matplotlib)[ \t]+"
                         r"(?!(?:if|else|and|or|in|is|not|for)\b)[\w\"'./~-]")
 _ASSIGNED_MAGIC = re.compile(r"^\s*[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[!%]")  # x = !ls
+# A line magic that times or profiles the Python after it (`%timeit -n100 f(x); torch.cuda.synchronize()`):
+# the magic and its options (`-o` alone is no statement), the statement after them.
+_TIMED = re.compile(r"^(\s*)%(?:time|timeit|prun)(?:[ \t]+-[A-Za-z]+(?:[ \t]*\d+)?)*[ \t]+(?=[^\s-])")
 
 
 def code_cells(text: str) -> list[CodeCell]:
@@ -125,12 +128,36 @@ def blank_ipython(source: str) -> str:
         if continued:
             lines[i] = ""  # the rest of a magic continued with a backslash
         elif _is_ipython_line(stripped, line):
+            timed = _timed(line)
+            if timed is not None:
+                lines[i] = timed
+                continue
             indent = line[: len(line) - len(line.lstrip())]
             lines[i] = indent + "pass" if indent else ""  # keeps an indented block non-empty
         else:
             continue
         continued = stripped.endswith("\\")
     return "\n".join(lines)
+
+
+def _timed(line: str) -> str | None:
+    """A timing magic's line with the magic and its options written over by `...;` and spaces,
+    so that the statement it runs is read as Python where it stands; None when there is no such
+    statement on the line (or no simple one: `%time for ...` is left blank)."""
+    m = _TIMED.match(line)
+    if m is None or line.rstrip().endswith("\\"):
+        return None
+    prefix = m.end() - m.end(1)
+    if prefix < 4:
+        return None
+    timed = m.group(1) + "...;" + " " * (prefix - 4) + line[m.end():]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(timed.strip())
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return timed
 
 
 def _is_ipython_line(stripped: str, line: str) -> bool:

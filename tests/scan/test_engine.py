@@ -376,6 +376,25 @@ def test_ipython_lines_are_blanked_in_place():
     assert blank_ipython("%%writefile a.py\nimport torch\n") == "\n\n"
 
 
+def test_a_timing_magic_s_statement_is_read_as_python_where_it_stands(pack):
+    """einops' PyTorch notebook times kernels with `%timeit -n100 f(x); torch.cuda.synchronize()`:
+    the statement is Python (the magic written over, columns kept); a compound one, or a magic
+    with no statement, stays blank."""
+    from neuron_migrate.scan.notebook import blank_ipython
+
+    source = ("%timeit -n100 f(x); torch.cuda.synchronize()\n"
+              "%time y = x.cuda()\n"
+              "%time for i in range(3): x.cuda()\n"
+              "%timeit -o\n"
+              "for i in range(2):\n"
+              "    %timeit -r 3 -n 5 g(i)\n")
+    assert blank_ipython(source).split("\n") == [
+        "...;          f(x); torch.cuda.synchronize()", "...;  y = x.cuda()", "", "", "for i in range(2):",
+        "    ...;              g(i)", ""]
+    found = analyze.analyze_source("import torch\n" + blank_ipython(source), "nb.py", pack)
+    assert [(f.span.line, f.span.col, f.code) for f in found] == [(2, 20, "NM206"), (3, 12, "NM102")]
+
+
 def test_gc_paused_restores_the_collector_and_cycles_built_meanwhile_are_still_collected():
     import gc
 
