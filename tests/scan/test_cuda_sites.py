@@ -193,6 +193,15 @@ CASES = {
             with autocast():
                 return 0
         """,
+    "a tensor converted to a function's alias of a CUDA tensor type": """
+        import torch
+
+        def targets(x, anchors):
+            FloatTensor = torch.cuda.FloatTensor if x.is_cuda else torch.FloatTensor  # <-
+            scaled = torch.Tensor(anchors).type(FloatTensor)  # <-
+            kind = x.type(torch.float32)
+            return scaled, kind, FloatTensor
+        """,
     "a fallback import does not rebind the name the first import bound": """
         import torch
 
