@@ -156,7 +156,7 @@ def test_setup_cfg_and_conda_environment(tmp_path: Path) -> None:
     write(tmp_path, {
         "setup.cfg": ("[metadata]\nname = demo\n\n[options]\ninstall_requires =\n    torch>=2.4\n"
                       "    xformers  # attention\n\n[options.extras_require]\ngpu =\n    pynvml\n"
-                      "cuda-autodetect =\n    cupy-wheel>=11.0.0\nrl =\n    rl-warp-drive\n"),
+                      "cuda-autodetect =\n    cupy-wheel>=11.0.0\nrl =\n    rl-warp-drive\n    cpm_kernels\n"),
         "environment.yml": ("name: demo\nchannels:\n  - pytorch\n  - nvidia\ndependencies:\n  - python=3.11\n"
                             "  - pytorch=2.1.0=py3.11_cuda12.1_cudnn8.9.2_0\n  - pytorch-cuda=12.1\n"
                             "  - nvidia::cuda-nvcc\n  - pip\n  - pip:\n    - --extra-index-url https://download.pytorch.org/whl/cu121\n"
@@ -172,6 +172,7 @@ def test_setup_cfg_and_conda_environment(tmp_path: Path) -> None:
         ("setup.cfg", 11, 4, "NM731", "pynvml"),
         ("setup.cfg", 13, 4, "NM731", "cupy-wheel>=11.0.0"),  # CuPy's meta-package: the build for the CUDA found
         ("setup.cfg", 15, 4, "NM731", "rl-warp-drive"),
+        ("setup.cfg", 16, 4, "NM731", "cpm_kernels"),
     ]
 
 
