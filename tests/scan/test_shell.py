@@ -130,7 +130,9 @@ def test_variables_unset_and_values_with_a_cuda_word(tmp_path: Path) -> None:
         'IMPL="local" ATTN=flash_attn\n'
         "export NVTE_FLASH_ATTN=1\n"
         "CKPT=$CUDA_CKPT_DIR\n"
-        "MODE=fast\n")
+        "MODE=fast\n"
+        'SMI="/usr/bin/nvidia-smi" LOGDIR=tensorrt/logs\n'
+        "LOGDIR=tensorrt/logs\n")
     result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
     assert [(f.span.line, f.span.col, f.code, f.symbol) for fr in result.files for f in fr.findings] == [
         (2, 6, "NM107", "CUDA_VISIBLE_DEVICES"),
@@ -139,6 +141,7 @@ def test_variables_unset_and_values_with_a_cuda_word(tmp_path: Path) -> None:
         (5, 18, "NM290", "flash_attn"),
         (6, 7, "NM606", "NVTE_FLASH_ATTN"),
         (7, 6, "NM219", "CUDA_CKPT_DIR"),
+        (9, 5, "NM290", "/usr/bin/nvidia-smi"),  # a path is what its last part names
     ]
 
 

@@ -200,7 +200,9 @@ def _assigned_values(number: int, code: str, names: list[re.Match[str]], line: s
         if value is None or value.lastindex is None:
             continue
         text, start = value.group(value.lastindex), value.start(value.lastindex)
-        hit = commands.string(text)
+        # A path names what its last part is: `/usr/bin/nvidia-smi` a CUDA tool, not
+        # `tensorrt/logs` (a directory of the project's).
+        hit = commands.string(text.rpartition("/")[2]) if text.rpartition("/")[2] else None
         if hit is not None:
             span = Span(number, start, number, start + len(text))
             return [rule.finding(rel, span, text, line) for rule in hit[1]]
