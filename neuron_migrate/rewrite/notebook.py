@@ -18,11 +18,14 @@ from dataclasses import dataclass
 from neuron_migrate.findings import Finding, Target
 from neuron_migrate.rewrite.apply import ApplyResult, ImportContext, SkippedFix, apply_fixes_to_source
 from neuron_migrate.rewrite.files import FileProblem
-from neuron_migrate.scan.notebook import blank_ipython
+from neuron_migrate.scan.notebook import blank_ipython, timed_statement
 
 _DECODER = json.JSONDecoder()
 _WS = re.compile(r"[ \t\n\r]*")
 _PLACEHOLDER = re.compile(r"^[ \t]*(?:pass  )?# <neuron-migrate ipython (\d+)>$")
+# A timing magic's statement is scanned and fixed in place (`scan.notebook`: `%timeit f(x)` reads
+# as `...;     f(x)`, the line the scan's findings quote); the magic comes back on the way out.
+_TIMED = "...;"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,24 +114,40 @@ def _render_source(new: str, old_json: str, old_value: object, ensure_ascii: boo
     return "[" + lead_ws + ("," + sep_ws).join(items) + trail_ws + "]"
 
 
-def _mask_ipython(cell: str) -> tuple[str, list[str]]:
-    """Replace IPython lines by numbered placeholder comments; return the masked text and them."""
+def _mask_ipython(cell: str) -> tuple[str, list[str], list[str]]:
+    """Replace IPython lines by numbered placeholder comments, but for a timing magic's line,
+    which keeps its statement (`blank_ipython`); return the masked text, the lines replaced
+    and the timing magics' lines, in order."""
     blanked = blank_ipython(cell).split("\n")
     lines = cell.split("\n")
     originals: list[str] = []
+    timed: list[str] = []
     for i, (line, blank) in enumerate(zip(lines, blanked, strict=False)):
-        if line != blank:
-            placeholder = f"# <neuron-migrate ipython {len(originals)}>"
-            lines[i] = blank.replace("pass", f"pass  {placeholder}") if blank.strip() else placeholder
-            originals.append(line)
-    return "\n".join(lines), originals
+        if line == blank:
+            continue
+        if blank.lstrip().startswith(_TIMED):
+            lines[i] = blank
+            timed.append(line)
+            continue
+        placeholder = f"# <neuron-migrate ipython {len(originals)}>"
+        lines[i] = blank.replace("pass", f"pass  {placeholder}") if blank.strip() else placeholder
+        originals.append(line)
+    return "\n".join(lines), originals, timed
 
 
-def _unmask(text: str, originals: Sequence[str]) -> str:
+def _unmask(text: str, originals: Sequence[str], timed: Sequence[str]) -> str:
     out = []
+    magics = iter(timed)  # fixes add and remove no timing magic's line: they come back in order
     for line in text.split("\n"):
         m = _PLACEHOLDER.match(line)
-        out.append(originals[int(m.group(1))] if m else line)
+        if m is not None:
+            line = originals[int(m.group(1))]
+        elif line.lstrip().startswith(_TIMED):
+            original = next(magics, None)
+            if original is not None:  # the magic and its options, then the statement as fixed
+                start = timed_statement(original)
+                line = original[:start] + line[start:]
+        out.append(line)
     return "\n".join(out)
 
 
@@ -159,7 +178,7 @@ def rewrite_notebook(text: str, findings: Sequence[Finding], target: Target, *, 
         if finding.cell is not None:
             by_cell[finding.cell].append(finding)
     sources: dict[int, tuple[str, object]] = {}
-    masked: dict[int, tuple[str, list[str]]] = {}
+    masked: dict[int, tuple[str, list[str], list[str]]] = {}
     for i, cell in enumerate(cells):
         if isinstance(cell, dict) and cell.get("cell_type") == "code":
             value = cell.get("source", "")
@@ -178,14 +197,14 @@ def rewrite_notebook(text: str, findings: Sequence[Finding], target: Target, *, 
             skipped.extend(SkippedFix(f, "the cell is not a code cell any more") for f in cell_findings)
             continue
         joined, _ = sources[index]
-        masked_text, originals = masked[index]
+        masked_text, originals, timed = masked[index]
         result: ApplyResult = apply_fixes_to_source(
             masked_text, cell_findings, target, unsafe=unsafe, imports=_import_context(masked_texts, index)
         )
         skipped.extend(result.skipped)
         if not result.applied:
             continue
-        new = _unmask(result.new_source, originals)
+        new = _unmask(result.new_source, originals, timed)
         if "\r\n" in joined:
             new = new.replace("\n", "\r\n")
         if new != joined:

@@ -140,17 +140,22 @@ def blank_ipython(source: str) -> str:
     return "\n".join(lines)
 
 
+def timed_statement(line: str) -> int:
+    """Where the statement of a timing magic's line starts (the column after the magic and its
+    options), or -1 when the line is none."""
+    m = _TIMED.match(line)
+    return -1 if m is None or line.rstrip().endswith("\\") or m.end() - m.end(1) < 4 else m.end()
+
+
 def _timed(line: str) -> str | None:
     """A timing magic's line with the magic and its options written over by `...;` and spaces,
     so that the statement it runs is read as Python where it stands; None when there is no such
     statement on the line (or no simple one: `%time for ...` is left blank)."""
-    m = _TIMED.match(line)
-    if m is None or line.rstrip().endswith("\\"):
+    start = timed_statement(line)
+    if start < 0:
         return None
-    prefix = m.end() - m.end(1)
-    if prefix < 4:
-        return None
-    timed = m.group(1) + "...;" + " " * (prefix - 4) + line[m.end():]
+    indent = line[: len(line) - len(line.lstrip())]
+    timed = indent + "...;" + " " * (start - len(indent) - 4) + line[start:]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -133,3 +133,20 @@ def test_fixes_skipped_for_an_overlap_in_a_cell_are_applied_in_the_same_run(tmp_
     assert '+@torch.compile(backend="neuron")\n' in outcome.diff and "n.ipynb:cell[2]" in outcome.diff
     again = rewrite([tmp_path], overrides={"unsafe-fixes": True}, use_cache=False, jobs=1)
     assert not any(o.diff for o in again.files)
+
+
+def test_a_timing_magic_keeps_its_magic_when_its_statement_is_fixed(tmp_path: Path) -> None:
+    """einops' notebook times kernels with `%timeit -n100 f(x); torch.cuda.synchronize()`: the
+    scan reads the statement as Python, and the fix edits it behind the magic, which stays."""
+    from neuron_migrate.ruleset.load import load_pack
+    from neuron_migrate.scan.engine import scan_paths
+
+    cell = ["import torch\n", "x = torch.randn(4)\n", "%timeit -n100 x.sum(); torch.cuda.synchronize()\n",
+            "%time for i in range(3): x.cuda()\n", "%matplotlib inline\n", "%time y = 1"]
+    text = _notebook([_code(cell)], 1, False)
+    (tmp_path / "n.ipynb").write_text(text)
+    result = scan_paths([tmp_path], load_pack(), use_cache=False, jobs=1)
+    findings = [f for fr in result.files for f in fr.findings]
+    assert [(f.span.line, f.code) for f in findings] == [(3, "NM206")]
+    fixed = rewrite_notebook(text, findings, Target.NEURON, unsafe=False)
+    assert [c.new for c in fixed.changes] == ["".join(cell).replace("torch.cuda.synchronize", "torch.neuron.synchronize")]
