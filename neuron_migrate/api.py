@@ -205,10 +205,10 @@ class Rescan:
 
         pack = load_pack(self.settings.extra_rules)
         if path.endswith(".ipynb"):  # each code cell, as scan reads a notebook
-            from neuron_migrate.scan.notebook import code_cells, with_imports_above
+            from neuron_migrate.scan.notebook import code_cells, with_cells_above
 
             cells = code_cells(text)
-            found = [f for c, prelude in with_imports_above(cells)
+            found = [f for c, prelude in with_cells_above(cells)
                      for f in analyze_source(c.source, path, pack, cell=c.index, prelude=prelude)]
             directives = [d for c in cells for d in find_directives(c.source, c.index)]
         else:

@@ -297,8 +297,15 @@ class _Walker:
         self.stack: list[ast.AST] = []
         self.fallbacks: set[int] = set()  # ids of module-level imports that are fallbacks (`_prepass`)
         self.conditional: dict[int, tuple[int, int]] = {}  # ids of module-level imports in an if/try body -> its lines
-        for stmt in seed:  # imports run before this source (a notebook's earlier cells)
-            self.aliases.add(stmt)  # type: ignore[arg-type]
+        # The nodes of literals assigned before this source: they stand elsewhere (another cell),
+        # so a finding shows no text of theirs and no fix edits them.
+        self.seeded: set[int] = set()
+        for stmt in seed:  # imports and literals run before this source (a notebook's earlier cells)
+            if stmt.__class__ is ast.Assign:
+                self._remember(self.consts, stmt.targets[0].id, stmt.value)  # type: ignore[attr-defined]
+                self.seeded.update(map(id, ast.walk(stmt.value)))  # type: ignore[attr-defined]
+            else:
+                self.aliases.add(stmt)  # type: ignore[arg-type]
         self._prepass(tree.body)
         # Whether a module-level import binds a name under one of `cp.unchecked`'s modules.
         self.unchecked = bool(cp.unchecked) and any(q.partition(".")[0] in cp.unchecked for q in self.aliases.names.values())
@@ -1475,6 +1482,8 @@ class _Walker:
 
     def _report_argument(self, call: ast.Call, rule: Rule, arg: ast.AST, value_node: ast.AST, value: object,
                          display: str, literal: ast.AST | None) -> None:
+        if literal is not None and id(literal) in self.seeded:
+            literal = None  # a literal of another cell's
         # The symbol ("" here) is the argument's text, filled in when the finding is built.
         self._report(rule, "arguments", value_node, "", call=call, arg=arg, literal=literal,
                      token=value if isinstance(value, str) else "", qualified=display)
@@ -1659,8 +1668,8 @@ _NOT_CUDA_CATEGORIES = frozenset({"compile"})
 def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None = None,
                    prelude: str = "") -> list[Finding]:
     """Every finding of every rule in `pack` (selection happens later), sorted by position.
-    `prelude`: import statements run before `source` (a notebook's earlier cells,
-    `scan.notebook.with_imports_above`), which bind names it uses.
+    `prelude`: import statements and literal assignments run before `source` (a notebook's
+    earlier cells, `scan.notebook.with_cells_above`), which bind names it uses.
 
     A file (not a notebook cell) may be parsed without the functions that cannot hold a finding
     (`scan.parse`); the findings are those of the whole file either way. Raises SyntaxError or

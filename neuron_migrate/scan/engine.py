@@ -53,7 +53,7 @@ from neuron_migrate.scan.matchers.shell import (
     shell_findings,
 )
 from neuron_migrate.scan.matchers.tokens import TokenTable
-from neuron_migrate.scan.notebook import code_cells, with_imports_above
+from neuron_migrate.scan.notebook import code_cells, with_cells_above
 from neuron_migrate.scan.prefilter import Prefilter, build_prefilter
 from neuron_migrate.scan.project import ProjectFacts, conditional_codes, cuda_net, keep_rows, net_rows
 from neuron_migrate.scan.result import Directive, FileResult, ScanResult
@@ -401,7 +401,7 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
         elif c.kind == "notebook":
             data = read_bytes(c.path, c.size, ctx.max_file_size)
             content = digest(data)
-            for cell, prelude in with_imports_above(code_cells(decode_source(data, cookie=False))):
+            for cell, prelude in with_cells_above(code_cells(decode_source(data, cookie=False))):
                 directives += find_directives(cell.source, cell.index)
                 if ctx.prefilter.may_match_text(prelude + cell.source):
                     findings += _analyze_text(analyzer, cell.source, c.rel, ctx.pack, cell.index, prelude,

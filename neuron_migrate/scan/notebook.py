@@ -31,7 +31,9 @@ _LINE_MAGIC = re.compile(r"^\s*(?:%%?[A-Za-z_]|!|\?)")  # %magic, !shell, ?help 
 # What runs a shell command: a `%%bash` cell; a shell escape, or a magic that installs, runs or sets
 # the environment (also without its `%`: `pip install x`).
 _SHELL_CELL = re.compile(r"\s*%%(?:bash|sh|system|script[ \t]+(?:ba|z)?sh)\b")
-_SHELL_LINE = re.compile(r"\s*(?:!|%?(?:pip3?|conda|mamba|env|set_env|sx|system)[ \t])")
+# (also one whose output a name keeps: `out = !nvidia-smi`, `x = %sx nvcc --version`)
+_SHELL_LINE = re.compile(r"\s*(?:[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*(?=!|%(?:sx|system)\b))?"
+                         r"(?:!|%?(?:pip3?|conda|mamba|env|set_env|sx|system)[ \t])")
 # A line magic written without its `%` (IPython's automagic): `pip install x` is no Python.
 _AUTOMAGIC = re.compile(r"^\s*(?:pip3?|conda|mamba|cd|env|set_env|load_ext|matplotlib)[ \t]+"
                         r"(?!(?:if|else|and|or|in|is|not|for)\b)[\w\"'./~-]")
@@ -71,19 +73,21 @@ def code_cells(text: str) -> list[CodeCell]:
     return cells
 
 
-def with_imports_above(cells: Iterable[CodeCell]) -> Iterator[tuple[CodeCell, str]]:
-    """Each cell with the import statements of the cells above it, as source lines: a notebook's
-    names carry from cell to cell as the kernel runs them (`scan.analyze.analyze_source`'s
-    `prelude`)."""
+def with_cells_above(cells: Iterable[CodeCell]) -> Iterator[tuple[CodeCell, str]]:
+    """Each cell with what the cells above it leave for it, as source lines: their import
+    statements and the literals their top level assigns to a name (`fp16 = False`,
+    `optim = "paged_adamw_32bit"`), which carry from cell to cell as the kernel runs them
+    (`scan.analyze.analyze_source`'s `prelude`)."""
     prelude = ""
     for cell in cells:
         yield cell, prelude
-        prelude += _imports_of(cell.source)
+        prelude += _carried(cell.source)
 
 
-def _imports_of(source: str) -> str:
-    """The import statements a cell runs at its top level (also inside `try:`/`if`). Nothing for
-    a cell that does not parse (its syntax error is reported on it)."""
+def _carried(source: str) -> str:
+    """The import statements a cell runs at its top level (also inside `try:`/`if`), and its
+    top-level assignments of a literal to one name. Nothing for a cell that does not parse (its
+    syntax error is reported on it)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -94,12 +98,25 @@ def _imports_of(source: str) -> str:
     stack = list(reversed(body))
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.Import | ast.ImportFrom):
+        if isinstance(node, ast.Import | ast.ImportFrom) or (
+                isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and _literal(node.value)):
             found.append(ast.unparse(node))
         elif isinstance(node, ast.If | ast.Try):
             blocks = [node.body, node.orelse, *([h.body for h in node.handlers] if isinstance(node, ast.Try) else [])]
             stack.extend(reversed([stmt for block in blocks for stmt in block]))
     return "".join(line + "\n" for line in found)
+
+
+def _literal(node: ast.AST) -> bool:
+    """A constant, or a list, tuple or dict of them (`{"": 0}`)."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.List | ast.Tuple):
+        return all(_literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _literal(k) for k in node.keys) and all(_literal(v) for v in node.values)
+    return False
 
 
 def shell_lines(source: str, blanked: str) -> tuple[tuple[int, str], ...]:

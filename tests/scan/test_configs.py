@@ -127,3 +127,10 @@ def test_a_data_file_past_the_size_limit_is_passed_over(tmp_path: Path) -> None:
     write(tmp_path, {"data/big.yaml": "device: cuda\n" + "x: 1\n" * 100, "big.py": "import torch\n" * 50})
     result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1, max_file_size=200)
     assert [(fr.path, [f.code for f in fr.findings]) for fr in result.files] == [("big.py", ["NM004"]), ("data/big.yaml", [])]
+
+
+def test_keys_written_with_hyphens(tmp_path: Path) -> None:
+    """gpt-neox (StableLM's configs) writes its keys with `-`, as its launcher's options are."""
+    write(tmp_path, {"configs/stablelm.yml": '{\n  "distributed-backend": "nccl",\n  "attention-config": [[["flash"], 32]],\n'
+                                             '  "train-micro-batch-size-per-gpu": 4\n}\n'})
+    assert found(tmp_path) == [("configs/stablelm.yml", 2, 25, "distributed-backend: nccl")]

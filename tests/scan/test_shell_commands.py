@@ -140,3 +140,27 @@ def test_a_switch_kept_in_a_quoted_variable(tmp_path: Path) -> None:
         (1, 11, "NM109", "--fp16"),
         (2, 7, "NM109", "--fp16"),
     ]
+
+
+def test_a_shell_escape_whose_output_a_name_keeps(tmp_path: Path) -> None:
+    """pytorch-deep-learning's PyTorch 2 notebook reads `gpu_info = !nvidia-smi` to pick a batch
+    size; `%sx` is the same escape."""
+    (tmp_path / "nb.ipynb").write_text(notebook(
+        "gpu_info = !nvidia-smi\ngpu_name = !nvidia-smi --query-gpu=gpu_name --format=csv\nout, err = %sx nvcc --version\n"
+        "files = !ls\n",
+    ))
+    assert [(line, col, code, symbol) for _, _, line, col, code, symbol in found(tmp_path)] == [
+        (1, 12, "NM290", "nvidia-smi"), (2, 12, "NM290", "nvidia-smi"), (3, 15, "NM290", "nvcc")]
+
+
+def test_literals_an_earlier_cell_assigned(tmp_path: Path) -> None:
+    """The Hugging Face cookbook sets `fp16 = False` and `optim = "paged_adamw_32bit"` in one cell
+    and passes them to `TrainingArguments` in a later one, as the kernel runs them: the switch
+    is off, the optimizer is bitsandbytes'. The finding quotes no text of the other cell."""
+    (tmp_path / "nb.ipynb").write_text(notebook(
+        "fp16 = False\noptim = 'paged_adamw_32bit'\nbatch = 4\n",
+        "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', fp16=fp16, optim=optim)\n",
+    ))
+    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
+    later = [(f.cell, f.span.line, f.code, f.symbol, bool(f.fixes)) for fr in result.files for f in fr.findings if f.cell == 1]
+    assert later == [(1, 2, "NM735", "optim=optim", False)]

@@ -70,7 +70,8 @@ def config_findings(text: str, rel: str, rules: Sequence[Rule], words: Sequence[
         # OmegaConf's `${oc.select:model.attn,flash_attention_2}`: the default is the value unless set elsewhere.
         default = _INTERPOLATION_DEFAULT.fullmatch(written)
         value = (default.group(1) if default else written).strip().lower()
-        for rule in setting_rules(key, value, rules):
+        # gpt-neox writes its keys with `-` (`distributed-backend: nccl`), as options are
+        for rule in setting_rules(key.replace("-", "_"), value, rules):
             line, col = node.start_mark.line + 1, node.start_mark.column
             end = node.end_mark.column if node.end_mark.line == node.start_mark.line else len(lines[line - 1])
             symbol = f"{key}: {written}"

@@ -84,7 +84,9 @@ _SUBSTITUTION = re.compile(r"\$\([^)]*\)|`[^`]*`")  # what a double-quoted strin
 _OPTION = re.compile(r"(?<![\w-])--([A-Za-z][\w.-]*)(?:=([^\s\\]+)|[ \t]+(?![-\\$<>|&;]|[\"'](?:\s|$))([^\s\\]+))?")
 _OFF = re.compile(OFF_PREFIX, re.IGNORECASE)  # `--no-fp16`, `--disable_flash_attn`
 _OVERRIDE = re.compile(r"(?<=\s)\+{0,2}([a-z_][\w.]*[a-z][\w.]*)=([^\s\\$]+)")
-_IPYTHON_PREFIX = re.compile(r"^(\s*)(?:!+|%+)?(?:(?:set_env|env)\b)?")
+# (`out = !nvidia-smi`, `x = %sx nvcc --version`: a shell escape whose output a name keeps)
+_IPYTHON_PREFIX = re.compile(r"^(\s*)(?:[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*(?=[!%]))?"
+                             r"(?:!+|%+)?(?:(?:set_env|env|sx|system)\b)?")
 _EXPANSION = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 _COMMENT = re.compile(r"(?:^|\s)#.*")
 
