@@ -193,6 +193,18 @@ CASES = {
             with autocast():
                 return 0
         """,
+    "RAPIDS imported, probed and used": """
+        import importlib.util
+
+        import pytest
+
+        def frame(data):
+            if importlib.util.find_spec("cudf") is None:  # <-
+                return None
+            import cudf  # <-
+            cuml = pytest.importorskip("cuml")  # <-
+            return cudf.DataFrame(data), cuml  # <-
+        """,
     "a tensor converted to a function's alias of a CUDA tensor type": """
         import torch
 
@@ -837,6 +849,13 @@ SILENT = {
             st.sidebar.subheader("CUDA")
             st.write("cuda", info)
             gr.Markdown("CUDA graphs")
+        """,
+    "names that only look like RAPIDS': a cumulative length, another RMM, an id": """
+        def lengths(sentences, bias_rmm=True):
+            cumlen = [0]
+            for s in sentences:
+                cumlen.append(cumlen[-1] + len(s))
+            return cumlen, bias_rmm, "1iHJvrl2HeRaCumlrx3N7CPrHQ2KuLUkt"
         """,
     "a progress display's labels": """
         from labml import monit
