@@ -301,11 +301,11 @@ class _Walker:
         # so a finding shows no text of theirs and no fix edits them.
         self.seeded: set[int] = set()
         for stmt in seed:  # imports and literals run before this source (a notebook's earlier cells)
-            if stmt.__class__ is ast.Assign:
+            if stmt.__class__ is ast.Import or stmt.__class__ is ast.ImportFrom:
+                self.aliases.add(stmt)  # type: ignore[arg-type]
+            elif stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:  # type: ignore[attr-defined]
                 self._remember(self.consts, stmt.targets[0].id, stmt.value)  # type: ignore[attr-defined]
                 self.seeded.update(map(id, ast.walk(stmt.value)))  # type: ignore[attr-defined]
-            else:
-                self.aliases.add(stmt)  # type: ignore[arg-type]
         self._prepass(tree.body)
         # Whether a module-level import binds a name under one of `cp.unchecked`'s modules.
         self.unchecked = bool(cp.unchecked) and any(q.partition(".")[0] in cp.unchecked for q in self.aliases.names.values())

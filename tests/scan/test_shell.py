@@ -125,7 +125,7 @@ def test_variables_unset_and_values_with_a_cuda_word(tmp_path: Path) -> None:
     (tmp_path / "run.sh").write_text(
         "#!/bin/bash\n"
         "unset CUDA_VISIBLE_DEVICES\n"
-        "unset -v NCCL_DEBUG OMP_NUM_THREADS\n"
+        "unset -v NCCL_DEBUG OMP_NUM_THREADS; unset -f NCCL_helper\n"
         "TRANSFORMER_IMPL=transformer_engine\n"
         'IMPL="local" ATTN=flash_attn\n'
         "export NVTE_FLASH_ATTN=1\n"

@@ -4,8 +4,9 @@
 
 - Environment variables set or read: the launch lines `CUDA_VISIBLE_DEVICES=0,1 torchrun train.py`
   and `export NCCL_DEBUG=INFO`, variables unset (`unset CUDA_VISIBLE_DEVICES`), and expansions
-  such as `gpus="${CUDA_VISIBLE_DEVICES:-0}"`, which
-  the `match.env_vars` rules report as they report `os.environ[...]` in Python. An assignment is a
+  such as `gpus="${CUDA_VISIBLE_DEVICES:-0}"`, which the `match.env_vars` rules report as they
+  report `os.environ[...]` in Python; a value with a CUDA word (`TRANSFORMER_IMPL=transformer_engine`)
+  is the `match.tokens` rules'. An assignment is a
   name followed by `=` at the start of a command (after `export`, `env` or another assignment),
   or an upper-case one opening a double-quoted value (`OPTS="NCCL_DEBUG=INFO ..."`, settings kept
   for a later command line); what `echo` prints is none (`echo "NCCL_DEBUG=INFO"`); an
@@ -47,8 +48,8 @@ SHELL_NAMES = ("*.sh", "*.bash", "*.zsh", "*.slurm", "*.sbatch", "*.pbs", "*.qsu
 # An assignment word: at a line's start, after a command separator or `export`/`env`, or after
 # another assignment's value (`A=1 B=2 cmd`).
 _ASSIGN = re.compile(r"(?:^|(?<=[\s;&|(`]))(?:(?:export|env|declare\s+-x)\s+)?([A-Za-z_][A-Za-z0-9_]*)=")
-# `unset NAME ...`: the names it removes from the environment.
-_UNSET = re.compile(r"(?:^|(?<=[\s;&|(`]))unset\s+(?:-[fvn]\s+)?([^;&|`]*)")
+# `unset NAME ...`: the names it removes from the environment (not `unset -f`: functions).
+_UNSET = re.compile(r"(?:^|(?<=[\s;&|(`]))unset\s+(?!-f)(?:-[vn]\s+)?([^;&|`]*)")
 _NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)")
 # `python -c "code"` (also `python3.11`, single quotes): the code, one line without escapes.
 _INLINE_PYTHON = re.compile(r"(?:^|(?<=[\s;&|(`]))python[0-9.]*\s+-c\s+(?:\"([^\"\\`$]*)\"|'([^']*)')")
