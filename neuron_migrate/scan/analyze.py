@@ -1162,6 +1162,8 @@ class _Walker:
         if node.__class__ is ast.ImportFrom and node.module:  # type: ignore[attr-defined]
             where.insert(0, (node, node.module))  # type: ignore[attr-defined]
         for at, name in where:  # a name is reported on its own line (`from m import (\n x_cuda,`)
+            if table.name(name) is None:  # none of its parts, or an exception's words across them
+                continue  # (`habana_frameworks.torch.hpex.experimental.transformer_engine`: Habana's)
             for part in name.split("."):
                 hit = table.name(part)
                 if hit is not None:

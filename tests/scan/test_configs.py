@@ -134,3 +134,10 @@ def test_keys_written_with_hyphens(tmp_path: Path) -> None:
     write(tmp_path, {"configs/stablelm.yml": '{\n  "distributed-backend": "nccl",\n  "attention-config": [[["flash"], 32]],\n'
                                              '  "train-micro-batch-size-per-gpu": 4\n}\n'})
     assert found(tmp_path) == [("configs/stablelm.yml", 2, 25, "distributed-backend: nccl")]
+
+
+def test_a_dataloader_s_pinned_memory(tmp_path: Path) -> None:
+    """diffusion_policy's Hydra configs spread `dataloader:` into `DataLoader(**cfg.dataloader)`."""
+    write(tmp_path, {"config/train.yaml": "dataloader:\n  batch_size: 64\n  pin_memory: True\nval_dataloader:\n"
+                                           "  pin_memory: False\n"})
+    assert found(tmp_path) == [("config/train.yaml", 3, 14, "pin_memory: True")]

@@ -193,6 +193,18 @@ CASES = {
             with autocast():
                 return 0
         """,
+    "DeepSpeed-FastGen, instant-ngp's binding, a CUDA build's CUB headers, a CUDA download": """
+        import os
+
+        import pyngp as ngp  # <-
+        from deepspeed.inference import build_hf_engine
+
+        CUB = os.environ.get("CUB_HOME")  # <-
+        NVCC = "https://developer.download.nvidia.com/compute/cuda/redist/cuda_nvcc/linux-x86_64/"  # <-
+
+        def engine(path):
+            return build_hf_engine(path), ngp.Testbed()  # <-
+        """,
     "RAPIDS imported, probed and used": """
         import importlib.util
 
@@ -849,6 +861,14 @@ SILENT = {
             st.sidebar.subheader("CUDA")
             st.write("cuda", info)
             gr.Markdown("CUDA graphs")
+        """,
+    "Habana's own Transformer Engine, and a link a message shows": """
+        import habana_frameworks.torch.hpex.experimental.transformer_engine as te
+
+        DOCS = "https://pytorch.org/docs/stable/notes/cuda.html#cuda-nn-ddp-instead"
+
+        def layer(n):
+            return te.Linear(n, n), DOCS
         """,
     "names that only look like RAPIDS': a cumulative length, another RMM, an id": """
         def lengths(sentences, bias_rmm=True):

@@ -47,6 +47,9 @@ _MODEL_ID = re.compile(r"nvidia/[\w.-]*", re.IGNORECASE)
 # A web address's scheme and host: the host names a server (`nvlabs-fi-cdn.nvidia.com` serves
 # weights), the path what is fetched (`.../compute/cuda/redist/cuda_nvcc/...`); on a code or
 # model hub the owner too (`github.com/NVIDIA/BigVGAN`), the repository what it is.
+# A web page for people (`https://pytorch.org/docs/stable/notes/cuda.html#...`): a link a message
+# shows, nothing a program fetches or runs.
+_WEB_PAGE = re.compile(r"https?://\S+?(?:\.html?|\.md)(?:#\S*)?|https?://\S*#\S*", re.IGNORECASE)
 _URL_HOST = re.compile(r"https?://(?:(?:www\.)?(?:github\.com|gitlab\.com|huggingface\.co|hf\.co)/[^/\s]*|[^/\s]*)",
                        re.IGNORECASE)
 
@@ -98,7 +101,7 @@ class TokenTable:
         """The same for a string literal's value; prose and long strings never match. A command
         line is not prose, however many words it has: its program's name is matched
         (`"nvidia-smi -L | wc -l"`)."""
-        if len(value) > _MAX_STRING or _MODEL_ID.fullmatch(value):
+        if len(value) > _MAX_STRING or _MODEL_ID.fullmatch(value) or _WEB_PAGE.fullmatch(value):
             return None
         text = _URL_HOST.sub("", value)
         parts = text.split()
