@@ -136,8 +136,10 @@ def test_keys_written_with_hyphens(tmp_path: Path) -> None:
     assert found(tmp_path) == [("configs/stablelm.yml", 2, 25, "distributed-backend: nccl")]
 
 
-def test_a_dataloader_s_pinned_memory(tmp_path: Path) -> None:
-    """diffusion_policy's Hydra configs spread `dataloader:` into `DataLoader(**cfg.dataloader)`."""
+def test_a_dataloader_s_pinned_memory_and_a_model_s_placement(tmp_path: Path) -> None:
+    """diffusion_policy's Hydra configs spread `dataloader:` into `DataLoader(**cfg.dataloader)`;
+    optimum-benchmark's keep `from_pretrained`'s `device_map`."""
     write(tmp_path, {"config/train.yaml": "dataloader:\n  batch_size: 64\n  pin_memory: True\nval_dataloader:\n"
-                                           "  pin_memory: False\n"})
-    assert found(tmp_path) == [("config/train.yaml", 3, 14, "pin_memory: True")]
+                                           "  pin_memory: False\nbackend_model:\n  device_map: auto\n"})
+    assert found(tmp_path) == [("config/train.yaml", 3, 14, "pin_memory: True"),
+                               ("config/train.yaml", 7, 14, "device_map: auto")]

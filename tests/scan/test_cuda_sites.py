@@ -862,13 +862,17 @@ SILENT = {
             st.write("cuda", info)
             gr.Markdown("CUDA graphs")
         """,
-    "Habana's own Transformer Engine, and a link a message shows": """
+    "Habana's own Transformer Engine, a link a message shows, NVIDIA's hosted API key": """
+        import os
+
         import habana_frameworks.torch.hpex.experimental.transformer_engine as te
+
+        KEY = os.environ.get("NVIDIA_API_KEY", "")
 
         DOCS = "https://pytorch.org/docs/stable/notes/cuda.html#cuda-nn-ddp-instead"
 
         def layer(n):
-            return te.Linear(n, n), DOCS
+            return te.Linear(n, n), DOCS, KEY
         """,
     "names that only look like RAPIDS': a cumulative length, another RMM, an id": """
         def lengths(sentences, bias_rmm=True):

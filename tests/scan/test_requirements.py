@@ -353,3 +353,13 @@ def test_replicates_cog_yaml_packages_and_build_commands(tmp_path: Path) -> None
         'predict: "predict.py:Predictor"\n'), "other/config.yaml": "run:\n  - pip install flash-attn\n"})
     assert [(rel, line, col, code) for rel, line, col, code, _ in found(tmp_path)] == [
         ("cog.yaml", 4, 7, "NM732"), ("cog.yaml", 7, 18, "NM731"), ("cog.yaml", 8, 22, "NM219")]
+
+
+def test_a_dependency_is_located_in_its_list_not_among_the_keywords_above(tmp_path: Path) -> None:
+    """optimum-benchmark's pyproject.toml names its backends as keywords before listing them as
+    extras: each finding stands where the dependency is written."""
+    write(tmp_path, {"pyproject.toml": '[project]\nname = "x"\nkeywords = [\n  "bitsandbytes",\n  "flash-attn",\n]\n'
+                                       'dependencies = ["torch"]\n[project.optional-dependencies]\nbnb = ["bitsandbytes"]\n'
+                                       'fa = ["flash-attn>=2"]\n'})
+    assert found(tmp_path) == [("pyproject.toml", 9, 8, "NM731", "bitsandbytes"),
+                               ("pyproject.toml", 10, 7, "NM731", "flash-attn>=2")]

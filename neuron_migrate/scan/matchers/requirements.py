@@ -231,10 +231,13 @@ class _Locator:
         self.after: dict[str, int] = {}
         self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
 
-    def find(self, value: str, keys: tuple[str, ...], pattern: re.Pattern[str] | None = None) -> Declared | None:
+    def find(self, value: str, keys: tuple[str, ...], pattern: re.Pattern[str] | None = None,
+             start: int = 0) -> Declared | None:
+        """`start`: where the list holding the value begins (not the same name in a `keywords`
+        list above it)."""
         if not keys:
             return None
-        begin = self.after.get(value, 0)
+        begin = max(self.after.get(value, 0), start)
         written = value
         if pattern is None:  # the value as a quoted string, else as written (setup.cfg, YAML)
             escaped = value.replace("\\", "\\\\").replace('"', '\\"')  # in a TOML basic string: `"x < \"3\""`
@@ -252,6 +255,13 @@ class _Locator:
         return Declared(line, col, col + len(written), value, keys)
 
 
+# Where pyproject.toml's dependency lists begin.
+_PROJECT_DEPENDENCIES = re.compile(r"^[ \t]*dependencies[ \t]*=", re.M)
+_REQUIRES = re.compile(r"^[ \t]*requires[ \t]*=", re.M)
+_OPTIONAL = re.compile(r"^[ \t]*(?:\[project\.optional-dependencies\]|optional-dependencies[ \t]*=)", re.M)
+_GROUPS = re.compile(r"^[ \t]*\[dependency-groups\]", re.M)
+
+
 def _pyproject(text: str) -> list[Declared]:
     try:
         data = tomllib.loads(text)
@@ -264,10 +274,13 @@ def _pyproject(text: str) -> list[Declared]:
     at = _Locator(text)
     out: list[Declared | None] = []
     project = _table(data.get("project"))
-    specs = [*_strings(project.get("dependencies")), *_strings(_table(data.get("build-system")).get("requires"))]
-    for group in (*_table(project.get("optional-dependencies")).values(), *_table(data.get("dependency-groups")).values()):
-        specs += _strings(group)
-    out += [at.find(spec, requirement_keys(spec)) for spec in specs]
+    # Each list is looked for from its key on: a name may be written before it as a keyword.
+    lists = [(project.get("dependencies"), _PROJECT_DEPENDENCIES), (_table(data.get("build-system")).get("requires"), _REQUIRES)]
+    lists += [(group, _OPTIONAL) for group in _table(project.get("optional-dependencies")).values()]
+    lists += [(group, _GROUPS) for group in _table(data.get("dependency-groups")).values()]
+    for specs, key in lists:
+        start = key.search(text)
+        out += [at.find(spec, requirement_keys(spec), start=start.start() if start else 0) for spec in _strings(specs)]
     tool = _table(data.get("tool"))
     poetry = _table(tool.get("poetry"))
     tables = [_table(poetry.get("dependencies")), _table(poetry.get("dev-dependencies"))]
