@@ -5,10 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from neuron_migrate.findings import Finding
 from neuron_migrate.ruleset.load import load_pack
 from neuron_migrate.scan.engine import scan_paths
 
 PACK = load_pack()
+
+
+def scanned(root: Path) -> list[Finding]:
+    """Every finding of a scan of `root`, in path order."""
+    return [f for fr in scan_paths([root], PACK, use_cache=False, jobs=1).files for f in fr.findings]
 
 SCRIPT = """\
 #!/bin/bash
@@ -69,8 +75,7 @@ def test_a_script_s_own_variables_with_a_cuda_word(tmp_path: Path) -> None:
         "esac\n"
         "export CUDA_VISIBLE_DEVICES=0 DEV=$CUDA\n"
         "NUM_WORKERS=4\n")
-    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
-    found = [(f.span.line, f.span.col, f.code, f.symbol) for fr in result.files for f in fr.findings]
+    found = [(f.span.line, f.span.col, f.code, f.symbol) for f in scanned(tmp_path)]
     assert found == [
         (1, 0, "NM290", "USE_CUDA"),
         (2, 6, "NM290", "USE_CUDA"),
@@ -84,8 +89,7 @@ def test_a_bare_flag_that_turns_its_setting_off_is_no_cuda_switch(tmp_path: Path
     likewise; `--use_flash_attn` and `--fp16` turn them on."""
     (tmp_path / "run.sh").write_text(
         "#!/bin/bash\npython train.py --disable_flash_attn --no-fp16 --no_cuda\npython train.py --fp16 --use_flash_attn\n")
-    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
-    assert [(f.span.line, f.code, f.symbol) for fr in result.files for f in fr.findings] == [
+    assert [(f.span.line, f.code, f.symbol) for f in scanned(tmp_path)] == [
         (3, "NM109", "--fp16"), (3, "NM109", "--use_flash_attn")]
 
 
@@ -94,8 +98,7 @@ def test_a_pipe_inside_quotes_separates_no_commands(tmp_path: Path) -> None:
     (GiB) |"`): no command `CUDA` runs; a command substitution inside double quotes does run."""
     (tmp_path / "bench.sh").write_text(
         '#!/bin/bash\nROW="| Model | HxW | CUDA Mem after (GiB) |"\nout="$(nvidia-smi -L | wc -l)"\n')
-    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
-    assert [(f.span.line, f.symbol) for fr in result.files for f in fr.findings] == [(3, "nvidia-smi")]
+    assert [(f.span.line, f.symbol) for f in scanned(tmp_path)] == [(3, "nvidia-smi")]
 
 
 def test_settings_kept_in_a_variable_and_cuda_directories_on_search_paths(tmp_path: Path) -> None:
@@ -109,8 +112,7 @@ def test_settings_kept_in_a_variable_and_cuda_directories_on_search_paths(tmp_pa
         'export PATH=$CUDA_HOME/bin:$PATH\n'
         'export PATH=/usr/local/bin:$HOME/.local/bin:$PATH\n'
         'X="mode=fast"\n')
-    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
-    assert [(f.span.line, f.span.col, f.code, f.symbol) for fr in result.files for f in fr.findings] == [
+    assert [(f.span.line, f.span.col, f.code, f.symbol) for f in scanned(tmp_path)] == [
         (2, 14, "NM406", "NCCL_DEBUG"),
         (2, 30, "NM406", "NCCL_IB_DISABLE"),
         (4, 23, "NM290", "/opt/aws-ofi-nccl/lib"),
@@ -133,8 +135,7 @@ def test_variables_unset_and_values_with_a_cuda_word(tmp_path: Path) -> None:
         "MODE=fast\n"
         'SMI="/usr/bin/nvidia-smi" LOGDIR=tensorrt/logs\n'
         "LOGDIR=tensorrt/logs\n")
-    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
-    assert [(f.span.line, f.span.col, f.code, f.symbol) for fr in result.files for f in fr.findings] == [
+    assert [(f.span.line, f.span.col, f.code, f.symbol) for f in scanned(tmp_path)] == [
         (2, 6, "NM107", "CUDA_VISIBLE_DEVICES"),
         (3, 9, "NM406", "NCCL_DEBUG"),
         (4, 17, "NM290", "transformer_engine"),
@@ -157,8 +158,7 @@ def test_python_run_inline_by_a_script(tmp_path: Path) -> None:
         "echo python -c \"import torch; torch.cuda.synchronize()\"\n"
         "# python -c \"import torch; torch.cuda.synchronize()\"\n"
         "python -c 'import torch; torch.cuda.(1'\n")
-    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
-    found = [f for fr in result.files for f in fr.findings]
+    found = scanned(tmp_path)
     assert [(f.span.line, f.span.col, f.span.end_col, f.code, f.symbol) for f in found] == [
         (2, 47, 70, "NM202", "torch.cuda.device_count"),
         (3, 48, 54, "NM102", ".cuda()"),
