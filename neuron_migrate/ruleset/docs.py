@@ -72,7 +72,8 @@ def _match_summary(rule: Rule) -> list[str]:
         for u in arg.unless:
             at = " / ".join(x for x in (f"`{u.keyword}=`" if u.keyword else "",
                                         f"position {u.position}" if u.position is not None else "") if x)
-            parts.append(f"not when argument {at} is " + ", ".join(f"`{list(v) if v == () else v!r}`" for v in u.values))
+            said = ", ".join(f"`{list(v) if v == () else v!r}`" for v in u.values)
+            parts.append(f"not when argument {at} is {said}" if said else f"not when argument {at} is given")
         if arg.named:
             parts.append("the same value assigned to a name like " + ", ".join(f"`{n}`" for n in arg.named))
     return parts

@@ -142,6 +142,14 @@ def test_docs_rules_md_is_up_to_date():
     )
 
 
+def test_docs_say_each_condition_that_makes_a_call_harmless():
+    """An `unless` argument with values names them; one that only has to be given says so."""
+    rendered = render_pack(PACK)
+    assert "not when argument `enabled=` / position 2 is `False`" in rendered
+    assert "not when argument `gpus=` is given" in rendered
+    assert not re.search(r"not when argument `[^`]*`(?: / position \d+)? is (?:;|$)", rendered, re.M)
+
+
 def test_docs_check_md_says_what_each_runtime_finding_means():
     text = CHECK_DOCS_PATH.read_text(encoding="utf-8")
     assert text == render_check_doc(PACK, text), (

@@ -44,12 +44,12 @@ _SENTENCE_ENDS = (".", "!", "?", "\u3002", "\uff01", "\uff1f")  # also the full-
 # A model of NVIDIA's on the Hugging Face Hub (`"nvidia/mit-b0"`, or its prefix `'nvidia/' + name`):
 # its weights run anywhere.
 _MODEL_ID = re.compile(r"nvidia/[\w.-]*", re.IGNORECASE)
-# A web address's scheme and host: the host names a server (`nvlabs-fi-cdn.nvidia.com` serves
-# weights), the path what is fetched (`.../compute/cuda/redist/cuda_nvcc/...`); on a code or
-# model hub the owner too (`github.com/NVIDIA/BigVGAN`), the repository what it is.
 # A web page for people (`https://pytorch.org/docs/stable/notes/cuda.html#...`): a link a message
 # shows, nothing a program fetches or runs.
 _WEB_PAGE = re.compile(r"https?://\S+?(?:\.html?|\.md)(?:#\S*)?|https?://\S*#\S*", re.IGNORECASE)
+# A web address's scheme and host: the host names a server (`nvlabs-fi-cdn.nvidia.com` serves
+# weights), the path what is fetched (`.../compute/cuda/redist/cuda_nvcc/...`); on a code or
+# model hub the owner too (`github.com/NVIDIA/BigVGAN`), the repository what it is.
 _URL_HOST = re.compile(r"https?://(?:(?:www\.)?(?:github\.com|gitlab\.com|huggingface\.co|hf\.co)/[^/\s]*|[^/\s]*)",
                        re.IGNORECASE)
 
