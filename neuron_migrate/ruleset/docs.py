@@ -94,6 +94,9 @@ def render_rule(rule: Rule, *, heading: str = "#", examples: int | None = None) 
     if rule.fix.queries:
         lines.append("  - No fix where the match is given to " + ", ".join(f"`.{q}()`" for q in rule.fix.queries)
                      + ": that call asks about the value, and another value would ask another question")
+    if rule.fix.value_stays:
+        lines.append("  - A device string that reaches the matched argument from elsewhere gets no rename where it is"
+                     " written: the library checks its device itself and has no `neuron` one")
     lines.append(f"- Status: {rule.status.value} (since {rule.since})")
     if not rule.default:
         lines.append("- Not in the default selection: enable it with `--select " + rule.code + "`")
@@ -202,6 +205,7 @@ def rule_to_dict(rule: Rule, *, full: bool = False) -> dict[str, Any]:
     if full:
         d["safety"] = rule.fix.safety
         d["queries"] = list(rule.fix.queries)
+        d["value_stays"] = rule.fix.value_stays
         d["why"] = rule.why
         d["examples"] = {
             "invalid": [{"code": e.code, "count": e.count, **{t.value: out for t, out in e.expected.items()}}

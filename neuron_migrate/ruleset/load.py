@@ -62,7 +62,7 @@ _ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "m
                        "switch", "unless"})
 _UNLESS_KEYS = frozenset({"keyword", "position", "values", "present"})
 _TARGETS = {t.value: t for t in Target}
-_FIX_KEYS = frozenset(_TARGETS) | {"class", "safety", "queries"}
+_FIX_KEYS = frozenset(_TARGETS) | {"class", "safety", "queries", "value_stays"}
 _INVALID_KEYS = frozenset(_TARGETS) | {"code", "count"}
 _EXAMPLE_KEYS = frozenset({"invalid", "valid"})
 _REMOVE_KINDS = (FixKind.REMOVE_ARGUMENT, FixKind.REMOVE_STATEMENT)
@@ -254,7 +254,8 @@ def _fix(ctx: _Ctx, raw: Any, fixers: frozenset[str] | None) -> FixSpec:
     queries = _str_list(ctx, d.get("queries", []), "fix.queries")
     if queries and not fixable:
         raise ctx.error("fix.queries", f"a {fix_class.value} rule has no fix to withhold")
-    return FixSpec(fix_class, targets, safety or "", tuple(queries))
+    value_stays = _bool(ctx, d.get("value_stays", False), "fix.value_stays")
+    return FixSpec(fix_class, targets, safety or "", tuple(queries), value_stays)
 
 
 def _examples(ctx: _Ctx, raw: Any, fix: FixSpec, family: str) -> tuple[tuple[Example, ...], tuple[str, ...]]:

@@ -208,6 +208,10 @@ class FixSpec:
     # Methods that ask about the matched value instead of setting it: a match given to one keeps
     # no fix (`x.is_contiguous(memory_format=torch.channels_last)` would ask another question).
     queries: tuple[str, ...] = ()
+    # The matched call checks its device itself and has no `neuron` one (CTranslate2, XGBoost): a
+    # device string that reaches the match from elsewhere (`device = "cuda"` ... `device=device`)
+    # keeps no rename where it is written, which would make the call raise.
+    value_stays: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -1331,18 +1331,25 @@ class _Walker:
                     self._argument(call, rule, pat, None, None)
         if not self.devices_on:
             return False
-        for k, v in zip(node.keys, node.values, strict=True):  # type: ignore[attr-defined]
-            if k is not None and k.__class__ is ast.Constant and isinstance(k.value, str):
-                if dev_m.device_like_name(k.value):
+        pairs = [(k, v) for k, v in zip(node.keys, node.values, strict=True)  # type: ignore[attr-defined]
+                 if k is not None and k.__class__ is ast.Constant and k.value.__class__ is str]
+        # A table keyed by device type has no other key: `{"torchvision": "0.25.0", "cuda": ("12.6",)}`
+        # pairs a CUDA toolkit version with a package, it chooses no device.
+        by_type = all(dev_m.device_value(k.value) or dev_m.device_like_name(k.value) for k, _ in pairs)  # type: ignore[attr-defined]
+        for k, v in pairs:
+            key: str = k.value  # type: ignore[attr-defined,assignment]
+            if dev_m.device_like_name(key):
+                self._device_literals(v)
+            elif key.partition(":")[0] in dev_m.KNOWN_TYPES:
+                if v.__class__ is ast.Constant and v.value.__class__ is str and is_prose(v.value):  # type: ignore[attr-defined]
+                    self.silent.add(id(k))  # a help table's option name: `{"cuda": "Perform matrix arithmetic on GPU"}`
+                    continue
+                if not by_type:
+                    continue
+                # `{"xpu": "ccl", "cuda": "nccl"}.get(dev_type)`: a table keyed by device type.
+                self._device_entry(k)
+                if v.__class__ is ast.Constant and v.value.__class__ is str:
                     self._device_literals(v)
-                elif k.value.partition(":")[0] in dev_m.KNOWN_TYPES:
-                    if v.__class__ is ast.Constant and v.value.__class__ is str and is_prose(v.value):  # type: ignore[attr-defined]
-                        self.silent.add(id(k))  # a help table's option name: `{"cuda": "Perform matrix arithmetic on GPU"}`
-                        continue
-                    # `{"xpu": "ccl", "cuda": "nccl"}.get(dev_type)`: a table keyed by device type.
-                    self._device_entry(k)
-                    if v.__class__ is ast.Constant and v.value.__class__ is str:
-                        self._device_literals(v)
         return False
 
     def _container(self, node: ast.AST) -> bool:
@@ -1744,6 +1751,10 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
     argument_spans |= {lines.span(site.literal) for _, site in spans.values()
                        if site.kind == "arguments" and site.literal is not None and site.call is not None
                        and site.call.lineno <= site.literal.lineno <= (site.call.end_lineno or site.call.lineno)}  # type: ignore[attr-defined]
+    # A literal that reaches, from elsewhere, a call that checks its device itself (`device = "cuda"`
+    # ... `WhisperModel(..., device=device)`) keeps its finding but no rename: `neuron` would raise there.
+    stays = {lines.span(site.literal): site for rule, site in spans.values()
+             if site.kind == "arguments" and rule.fix.value_stays and site.literal is not None and site.call is not None}
     for rule, site in spans.values():
         for target, tf in rule.fix.targets.items():
             if tf.kind is FixKind.REMOVE_STATEMENT:
@@ -1777,8 +1788,13 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
             fix_class = FixClass.MANUAL
         elif site.data and build_script(path):
             fix_class = FixClass.MANUAL  # a build script's `suffices = ["cpu", "cuda"]` lists build variants, not devices
-        fixes = fixes_for(rule, site, span, ctx) if fix_class in _FIXABLE else ()
         message = rule.render_message(symbol)
+        if site.kind == "device_strings" and span in stays:
+            fix_class = FixClass.MANUAL
+            call = stays[span].call
+            message = (f"{message}; it reaches `{lines.node_text(call.func)}` at line {call.lineno}, which checks its "  # type: ignore[union-attr]
+                       "device itself and has no `neuron` one, so it is not renamed")
+        fixes = fixes_for(rule, site, span, ctx) if fix_class in _FIXABLE else ()
         if fixes and fix_class is FixClass.SAFE and all(f.applicability is FixClass.UNSAFE for f in fixes):
             fix_class = FixClass.UNSAFE  # this site's fix relies on what it cannot see (fixes.bindings)
         elif not fixes and site.data and fix_class in (FixClass.SAFE, FixClass.UNSAFE):

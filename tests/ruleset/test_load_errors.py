@@ -87,6 +87,8 @@ def test_yaml_syntax_error_names_the_file_and_line(tmp_path):
          "fix.queries", "expected a list"),
         ("      class: manual\n", "      class: safe\n      neuron: {rename: a, replace: b}\n", "fix.neuron",
          "exactly one"),
+        ("      class: manual\n", "      class: manual\n      value_stays: yes please\n", "fix.value_stays",
+         "expected true or false"),
         ("      qualified_names: [ourlib.cuda_helper]\n", "      names: [ourlib.cuda_helper]\n", "match.names",
          "unknown key"),
         ("      qualified_names: [ourlib.cuda_helper]\n", "      arguments: [{call: [f], missing: true}]\n",

@@ -1117,6 +1117,21 @@ def test_device_types_listed_as_data_are_device_string_findings() -> None:
     assert [e.replacement for fix in found[5, 29, "NM101"].fixes for e in fix.edits] == [', "neuron": "neuron"'] * 2
 
 
+def test_a_dict_with_other_keys_is_no_table_keyed_by_device_type() -> None:
+    """anomalib's table of CUDA toolkit versions per torch release keys `"cuda"` beside
+    `"torchvision"`: no device type's entry (a `"neuron"` key added there would be nonsense), so the
+    CUDA word is the generic NM290 with no fix; a table of device types alone stays NM101."""
+    code = textwrap.dedent("""
+        AVAILABLE_TORCH_VERSIONS = {
+            "2.10.0": {"torchvision": "0.25.0", "cuda": ("12.6", "12.8", "13.0")},
+        }
+        BACKENDS = {"cuda": "nccl", "cpu": "gloo", "device": "cuda"}
+        """)
+    found = {(f.span.line, f.code): f for f in analyze_source(code, "installation.py", PACK)}
+    assert set(found) == {(3, "NM290"), (5, "NM101"), (5, "NM402")}
+    assert not found[3, "NM290"].fixes
+
+
 def test_a_list_that_holds_other_text_lists_no_device_types() -> None:
     """stanza's option names to filter and a subprocess argument list hold a device type among
     other words: the CUDA word is NM290 with no fix (a `"neuron"` entry added beside it would pass

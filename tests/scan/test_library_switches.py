@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
+from neuron_migrate.findings import Finding, FixClass
 from neuron_migrate.ruleset.load import load_pack
 from neuron_migrate.scan.analyze import analyze_source
 
@@ -182,3 +183,56 @@ def test_a_dict_assigned_more_than_once_or_a_parameter_spreads_nothing_known() -
         """)
     assert "NM501" not in found.get(10, set())  # the caller's dict may name a backend
     assert "NM722" not in found.get(15, set())  # the caller's dict may say cpu=True
+
+
+def test_a_device_string_a_non_pytorch_library_checks_itself_gets_no_neuron_fix() -> None:
+    """CTranslate2 and the gradient-boosting libraries validate their device: `"neuron"` makes
+    them raise, so the string is their rule's manual finding, never NM101's safe rename."""
+    code = textwrap.dedent("""
+        import torch
+        import ctranslate2
+        import xgboost as xgb
+        from catboost import CatBoostRegressor
+        from faster_whisper import WhisperModel
+
+        asr = WhisperModel("large-v3", device="cuda", compute_type="int8")
+        generator = ctranslate2.Generator("ct2_model", "cuda")
+        booster = xgb.XGBRegressor(device="cuda:0")
+        trees = CatBoostRegressor(task_type="GPU")
+        x = torch.zeros(3, device="cuda")
+        """)
+    found = analyze_source(code, "train.py", PACK)
+    by_line = {f.span.line: f for f in found}
+    assert {line: f.code for line, f in by_line.items()} == {8: "NM753", 9: "NM753", 10: "NM754", 11: "NM754",
+                                                                12: "NM101"}
+    assert all(not by_line[line].fixes for line in (8, 9, 10, 11))
+    assert by_line[12].fixes  # a PyTorch device string keeps its rename
+
+
+def test_a_device_string_that_reaches_such_a_library_from_elsewhere_is_not_renamed() -> None:
+    """`device = "cuda" if ... else "cpu"` passed on to faster-whisper: renaming the string would
+    make CTranslate2 raise, and rewriting the test alone would send it `"cuda"` on Trainium."""
+    code = textwrap.dedent("""
+        import argparse
+        import torch
+        from faster_whisper import WhisperModel
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--asr-device", default="cuda")
+        args = parser.parse_args()
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        asr = WhisperModel("large-v3", device=device, compute_type="int8")
+        other = WhisperModel("small", device=args.asr_device)
+        x = torch.ones(2).to("cuda")
+        """)
+    found = analyze_source(code, "transcribe.py", PACK)
+    by_line: dict[int, dict[str, Finding]] = {}
+    for f in found:
+        by_line.setdefault(f.span.line, {})[f.code] = f
+    for line, call_line in ((7, 11), (9, 10)):
+        literal = by_line[line]["NM101"]
+        assert literal.fixes == () and literal.fix_class is FixClass.MANUAL
+        assert f"reaches `WhisperModel` at line {call_line}" in literal.message
+    assert not by_line[9]["NM201"].fixes  # the test guards the string kept
+    assert set(by_line[10]) == {"NM753"} and set(by_line[11]) == {"NM753"}
+    assert by_line[12]["NM101"].fixes  # a PyTorch device keeps its rename
