@@ -152,6 +152,9 @@ _PARTIALS = frozenset({"functools.partial", "funcy.partial", "toolz.partial"})  
 _TEXT_TESTS = frozenset({"startswith", "endswith"})  # `str(e).startswith("CUDA out of memory")`
 _OWN = frozenset({"self", "cls"})  # a method's instance or class: a class-level name is read through it
 # Methods that change a dict's keys (`spreads` forgets the dict).
+# Keywords whose list names kinds of events, not devices: `ProfileKwargs(activities=["cpu", "cuda"])`
+# records CUDA kernels, and Accelerate rejects a `"neuron"` entry. Its `"cuda"` is a CUDA word, no device.
+_KINDS = frozenset({"activities"})
 _DICT_CHANGES = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"})
 _LITERALS = (ast.Constant, ast.UnaryOp, ast.Dict)  # what `arguments.static_value` may evaluate
 # Class-field declarations whose default is the field's value (dataclasses, attrs, pydantic).
@@ -242,6 +245,7 @@ class _Walker:
         self.env_on = any(t in lowered for t in cp.env_words)
         self.tokens = cp.tokens if any(t in lowered for t in cp.token_words) else None
         self.silent: set[int] = set()  # ids of string literals that are messages, not code
+        self.listed_kinds: set[int] = set()  # ids of entries of a list of kinds that are not devices (`_KINDS`)
         # ids of the names only tested or written as types, not used: `isinstance(m, DeformConv2d)`,
         # `if nms is None:`, `x: SparseConvTensor`
         self.checked: set[int] = set()
@@ -1225,6 +1229,8 @@ class _Walker:
         for kw in call.keywords:
             if kw.arg is not None and dev_m.device_like_name(kw.arg):
                 self._device_literals(kw.value, call, kw)
+            elif kw.arg in _KINDS and kw.value.__class__ in (ast.List, ast.Tuple, ast.Set):
+                self.listed_kinds.update(map(id, kw.value.elts))  # type: ignore[attr-defined]
 
     def _argparse_default(self, call: ast.Call) -> None:
         dest = None
@@ -1365,7 +1371,8 @@ class _Walker:
         return False
 
     def _device_entry(self, node: ast.AST) -> None:
-        if node.__class__ is ast.Constant and node.value.__class__ is str and id(node) not in self.silent:  # type: ignore[attr-defined]
+        if (node.__class__ is ast.Constant and node.value.__class__ is str and id(node) not in self.silent  # type: ignore[attr-defined]
+                and id(node) not in self.listed_kinds):
             self._device_literals(node, data=True)
 
     def _subscript(self, node: ast.AST) -> bool:

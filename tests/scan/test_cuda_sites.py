@@ -874,6 +874,16 @@ SILENT = {
         def layer(n):
             return te.Linear(n, n), DOCS, KEY
         """,
+    "NVIDIA as the publisher of models, datasets and licences (a benchmark's model metadata)": """
+        from .nvidia_models import nvidia_training_datasets, nemotron_languages
+
+        META = dict(
+            license="https://www.nvidia.com/en-us/agreements/enterprise-software/nvidia-open-model-license/",
+            public_training_data="https://huggingface.co/datasets/nvidia/embed-nemotron-dataset-v1",
+            languages=nemotron_languages,
+            training_datasets=nvidia_training_datasets,
+        )
+        """,
     "names that only look like RAPIDS': a cumulative length, another RMM, an id": """
         def lengths(sentences, bias_rmm=True):
             cumlen = [0]
@@ -1130,6 +1140,21 @@ def test_a_dict_with_other_keys_is_no_table_keyed_by_device_type() -> None:
     found = {(f.span.line, f.code): f for f in analyze_source(code, "installation.py", PACK)}
     assert set(found) == {(3, "NM290"), (5, "NM101"), (5, "NM402")}
     assert not found[3, "NM290"].fixes
+
+
+def test_a_profilers_activities_are_no_device_list() -> None:
+    """Accelerate's `ProfileKwargs(activities=["cpu", "cuda"])` names kinds of events to record
+    and rejects any other: a `"neuron"` entry added beside `"cuda"` would make it raise, so the
+    CUDA word is NM290 with no fix; a list of device choices elsewhere stays NM101."""
+    code = textwrap.dedent("""
+        from accelerate.utils import ProfileKwargs
+
+        profile_kwargs = ProfileKwargs(activities=["cpu", "cuda"], record_shapes=True)
+        DEVICES = ["cpu", "cuda"]
+        """)
+    found = {(f.span.line, f.code): f for f in analyze_source(code, "train.py", PACK)}
+    assert set(found) == {(4, "NM290"), (5, "NM101")}
+    assert not found[4, "NM290"].fixes and found[5, "NM101"].fixes
 
 
 def test_a_list_that_holds_other_text_lists_no_device_types() -> None:

@@ -123,7 +123,8 @@ def test_settings_kept_in_a_variable_and_cuda_directories_on_search_paths(tmp_pa
 def test_variables_unset_and_values_with_a_cuda_word(tmp_path: Path) -> None:
     """NVIDIA's BERT fine-tuning script unsets CUDA_VISIBLE_DEVICES; a Megatron launch script
     picks Transformer Engine through a variable's value and tunes it with NVTE_* variables. A
-    value with no CUDA word, or one the script expands, is none."""
+    value with no CUDA word, or one the script expands, is none; nor is a job's name or tag
+    (DeepSpeedExamples' `JOB_NAME=onebit_adam_4k_seq128_nccl`)."""
     (tmp_path / "run.sh").write_text(
         "#!/bin/bash\n"
         "unset CUDA_VISIBLE_DEVICES\n"
@@ -134,7 +135,8 @@ def test_variables_unset_and_values_with_a_cuda_word(tmp_path: Path) -> None:
         "CKPT=$CUDA_CKPT_DIR\n"
         "MODE=fast\n"
         'SMI="/usr/bin/nvidia-smi" LOGDIR=tensorrt/logs\n'
-        "LOGDIR=tensorrt/logs\n")
+        "LOGDIR=tensorrt/logs\n"
+        "JOB_NAME=onebit_adam_4k_seq128_nccl RUN_TAG=flash_attn\n")
     assert [(f.span.line, f.span.col, f.code, f.symbol) for f in scanned(tmp_path)] == [
         (2, 6, "NM107", "CUDA_VISIBLE_DEVICES"),
         (3, 9, "NM406", "NCCL_DEBUG"),

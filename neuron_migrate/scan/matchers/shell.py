@@ -191,13 +191,19 @@ def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellR
     return found
 
 
+# A variable that names or tags a run or a job holds a label, whatever words it strings together
+# (`JOB_NAME=onebit_adam_4k_seq128_nccl`).
+_LABEL = re.compile(r"(?:^|_)(?:NAME|TAG|LABEL|TITLE|PREFIX|SUFFIX)$", re.IGNORECASE)
+
+
 def _assigned_values(number: int, code: str, names: list[re.Match[str]], line: str, rel: str,
                      commands: TokenTable) -> list[Finding]:
     """The first assignment of the line whose one-word value holds a CUDA word (not a search
     path's: its CUDA directories are `_cuda_directory`'s; nor text in single quotes, which
     assigns nothing: `python -c 'run(opts="--device=cuda")'` is Python, read as such)."""
     for m in names:
-        if not m.group().endswith("=") or m.group(1) in _SEARCH_PATHS or code.count("'", 0, m.start()) % 2:
+        if (not m.group().endswith("=") or m.group(1) in _SEARCH_PATHS or code.count("'", 0, m.start()) % 2
+                or _LABEL.search(m.group(1))):
             continue
         value = _ASSIGNED.match(code, m.end())
         if value is None or value.lastindex is None:

@@ -49,9 +49,13 @@ _MODEL_ID = re.compile(r"nvidia/[\w.-]*", re.IGNORECASE)
 _WEB_PAGE = re.compile(r"https?://\S+?(?:\.html?|\.md)(?:#\S*)?|https?://\S*#\S*", re.IGNORECASE)
 # A web address's scheme and host: the host names a server (`nvlabs-fi-cdn.nvidia.com` serves
 # weights), the path what is fetched (`.../compute/cuda/redist/cuda_nvcc/...`); on a code or
-# model hub the owner too (`github.com/NVIDIA/BigVGAN`), the repository what it is.
-_URL_HOST = re.compile(r"https?://(?:(?:www\.)?(?:github\.com|gitlab\.com|huggingface\.co|hf\.co)/[^/\s]*|[^/\s]*)",
-                       re.IGNORECASE)
+# model hub the owner too (`github.com/NVIDIA/BigVGAN`, `huggingface.co/datasets/nvidia/...`), the
+# repository what it is.
+_URL_HOST = re.compile(r"https?://(?:(?:www\.)?(?:github\.com|gitlab\.com|(?:huggingface\.co|hf\.co)(?:/datasets|/spaces)?)"
+                       r"/[^/\s]*|[^/\s]*)", re.IGNORECASE)
+# In a web address's path NVIDIA names the company (its licences, its published models); what is
+# CUDA there is spelled so (`/compute/cuda/repos/`, `nvidia_smi`).
+_COMPANY = re.compile(r"(?<![\w])nvidia(?![\w])", re.IGNORECASE)
 
 
 def words(text: str) -> list[str]:
@@ -104,6 +108,8 @@ class TokenTable:
         if len(value) > _MAX_STRING or _MODEL_ID.fullmatch(value) or _WEB_PAGE.fullmatch(value):
             return None
         text = _URL_HOST.sub("", value)
+        if "://" in value:
+            text = _COMPANY.sub(" ", text)
         parts = text.split()
         if _prose(parts):
             return None
