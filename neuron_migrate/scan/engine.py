@@ -51,6 +51,7 @@ from neuron_migrate.scan.matchers.shell import (
     inline_python,
     ipython_findings,
     shell_findings,
+    task_spec_findings,
 )
 from neuron_migrate.scan.matchers.tokens import TokenTable
 from neuron_migrate.scan.notebook import code_cells, with_cells_above
@@ -395,6 +396,8 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
                         findings += cog_run_findings(text, c.rel, ctx.shell)
                     except Diagnosis:
                         pass
+                else:  # a SkyPilot or dstack task's setup and run scripts, its environment
+                    findings += task_spec_findings(text, c.rel, ctx.shell)
             else:
                 findings += shell_findings(text, c.rel, ctx.shell)
                 findings += _inline_python(analyzer, text, c.rel, ctx)

@@ -168,3 +168,44 @@ def test_python_run_inline_by_a_script(tmp_path: Path) -> None:
     ]
     assert all(not f.fixes and f.fix_class.value == "manual" and f.source_line.startswith(("GPUS", "N=", "python"))
                for f in found)
+
+
+SKYPILOT_TASK = """\
+name: gpt2-train
+
+resources:
+  accelerators: A100:8
+
+envs:
+  NCCL_DEBUG: INFO
+  WANDB_PROJECT: gpt2
+
+setup: |
+  sudo apt-get -y install cudnn-cuda-12 git
+  pip install nvidia-nccl-cu12
+  export LIBRARY_PATH=$LIBRARY_PATH:/usr/local/nccl2/lib
+
+run: |
+  echo "starting nccl job"
+  NCCL_IB_DISABLE=1 torchrun --nproc_per_node=8 train.py --device cuda
+"""
+
+
+def test_the_shell_of_skypilot_and_dstack_tasks(tmp_path: Path) -> None:
+    """SkyPilot's LLM examples install NCCL and cuDNN in `setup:` and launch with NCCL settings in
+    `run:`; dstack's tasks list `commands:` and `env:`. A YAML file of another shape with a `run`
+    key is settings only, and system packages without a CUDA word are no site."""
+    (tmp_path / "gpt2-train.yaml").write_text(SKYPILOT_TASK)
+    (tmp_path / "dstack.yml").write_text("type: task\nenv:\n  - NCCL_DEBUG=INFO\ncommands:\n"
+                                         "  - pip install flash-attn\n  - 'python train.py'\nresources:\n  gpu: 24GB\n")
+    (tmp_path / "experiment.yaml").write_text("run: |\n  pip install flash-attn\nmodel: llama\n")
+    assert [(f.path, f.span.line, f.span.col, f.code, f.symbol) for f in scanned(tmp_path)] == [
+        ("dstack.yml", 3, 4, "NM406", "NCCL_DEBUG"),
+        ("dstack.yml", 5, 16, "NM731", "flash-attn"),
+        ("gpt2-train.yaml", 7, 2, "NM406", "NCCL_DEBUG"),
+        ("gpt2-train.yaml", 11, 26, "NM290", "cudnn-cuda-12"),
+        ("gpt2-train.yaml", 12, 14, "NM731", "nvidia-nccl-cu12"),
+        ("gpt2-train.yaml", 13, 36, "NM290", "/usr/local/nccl2/lib"),
+        ("gpt2-train.yaml", 17, 2, "NM406", "NCCL_IB_DISABLE"),
+        ("gpt2-train.yaml", 17, 57, "NM109", "--device cuda"),
+    ]

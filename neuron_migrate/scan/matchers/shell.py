@@ -1,6 +1,7 @@
 """Shell commands: the project's shell scripts (`*.sh`, `*.bash`, `*.zsh`, Slurm's `*.slurm` and
-`*.sbatch`, PBS's `*.pbs` and `*.qsub`) and a notebook's shell escapes and magics (`!export ...`,
-`%env ...`, `%pip install`).
+`*.sbatch`, PBS's `*.pbs` and `*.qsub`), a notebook's shell escapes and magics (`!export ...`,
+`%env ...`, `%pip install`), Replicate's `build.run` and the scripts of SkyPilot and dstack tasks
+(`matchers.task_specs`).
 
 - Environment variables set or read: the launch lines `CUDA_VISIBLE_DEVICES=0,1 torchrun train.py`
   and `export NCCL_DEBUG=INFO`, variables unset (`unset CUDA_VISIBLE_DEVICES`), and expansions
@@ -17,8 +18,9 @@
 - CUDA tools run or looked for: a command whose program name holds a CUDA word (`nvidia-smi`,
   `nvcc --version`, `command -v nvidia-smi`), reported by the `match.tokens` rules as in a Python
   `subprocess` call; so is a CUDA directory put on a search path (`export
-  LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH`) and a cluster's CUDA environment
-  module loaded (`module load cuda/11.8`).
+  LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH`), a cluster's CUDA environment
+  module loaded (`module load cuda/11.8`) and a CUDA system package installed (`apt-get install
+  cudnn-cuda-12`).
 - Python run inline (`NGPU=$(python -c "import torch; print(torch.cuda.device_count())")`): its
   code is found here (`inline_python`) and analysed as Python by the engine.
 - Settings passed on a command line: options (`--fp16`, `--fp16 True`, `--device=cuda`,
@@ -41,6 +43,7 @@ from neuron_migrate.ruleset.model import Rule
 from neuron_migrate.scan.matchers.configs import setting_rules
 from neuron_migrate.scan.matchers.env_vars import EnvVarTable
 from neuron_migrate.scan.matchers.requirements import INDEX_OPTIONS, cog_commands, matching, requirement_keys
+from neuron_migrate.scan.matchers.task_specs import task_commands
 from neuron_migrate.scan.matchers.tokens import OFF_PREFIX, TokenTable
 from neuron_migrate.scan.notebook import CodeCell
 
@@ -77,6 +80,9 @@ _PATH_ENTRY = re.compile(r"[^:\s\"';&|]+")
 _VALUE = re.compile(r"\S*")  # an assignment's value, up to the next space
 # A cluster's environment module loaded (`module load cuda/11.8`, Lmod's `ml cudnn`): the CUDA toolkit.
 _MODULE_LOAD = re.compile(r"(?:^|(?<=[\s;&|(`]))(?:module\s+(?:load|add|switch|swap)|ml)\s+([^;&|`]*)")
+# A system package manager's install (`sudo apt-get -y install cudnn-cuda-12`): the packages.
+_SYSTEM_INSTALL = re.compile(r"(?:^|(?<=[\s;&|(`]))(?:apt-get|apt|yum|dnf|zypper|apk)\s+(?:-\S+\s+)*(?:install|add)\s+"
+                             r"([^;&|`]*)")
 _QUOTED = re.compile(r'"(?:\\.|[^"\\])*"|\'[^\']*\'')
 _SUBSTITUTION = re.compile(r"\$\([^)]*\)|`[^`]*`")  # what a double-quoted string runs
 # `--key`, `--key value`, `--key=value` (a value is no option, no line continuation, no
@@ -131,6 +137,16 @@ def cog_run_findings(text: str, rel: str, rules: ShellRules) -> list[Finding]:
     return found
 
 
+def task_spec_findings(text: str, rel: str, rules: ShellRules) -> list[Finding]:
+    """The shell of a SkyPilot or dstack launch spec (`matchers.task_specs`), each command line read
+    where it is written."""
+    lines = text.split("\n")
+    found: list[Finding] = []
+    for number, command in task_commands(text):
+        found += _line_findings(number, command, lines[number - 1], rel, rules)
+    return found
+
+
 def ipython_findings(cell: CodeCell, rel: str, rules: ShellRules) -> list[Finding]:
     """A notebook cell's IPython lines read as shell commands: the `!` of a shell escape, the `%`
     of a magic and the name of the `env` magic are read as spaces (`%env NAME=value` is then an
@@ -177,7 +193,7 @@ def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellR
         for m in names:
             if m.group(1) in _SEARCH_PATHS and m.group().endswith("="):
                 found += _cuda_directory(number, code, m.end(), line, rel, rules.commands)
-        if "module" in code or "ml " in code:
+        if "module" in code or "ml " in code or "install" in code:
             found += _modules_loaded(number, code, line, rel, rules.commands)
         if not found:  # a script's own variable with a CUDA word (`USE_CUDA=True`, `--cuda $CUDA`), once a line
             for m in names:
@@ -249,11 +265,12 @@ def _cuda_directory(number: int, code: str, start: int, line: str, rel: str, com
 
 
 def _modules_loaded(number: int, code: str, line: str, rel: str, commands: TokenTable) -> list[Finding]:
-    """The environment modules a line loads whose name holds a CUDA word (`cuda/11.8`, `nccl`)."""
+    """The environment modules a line loads, and the system packages it installs, whose name holds
+    a CUDA word (`cuda/11.8`, `nccl`; `apt-get install cudnn-cuda-12 libnccl2`)."""
     found: list[Finding] = []
-    for load in _MODULE_LOAD.finditer(code):
+    for load in (*_MODULE_LOAD.finditer(code), *_SYSTEM_INSTALL.finditer(code)):
         for arg in _ARGUMENT.finditer(load.group(1)):
-            hit = commands.name(arg.group().partition("/")[0]) if not arg.group().startswith("-") else None
+            hit = commands.string(arg.group().partition("/")[0]) if not arg.group().startswith("-") else None
             if hit is not None:
                 start = load.start(1) + arg.start()
                 span = Span(number, start, number, start + len(arg.group()))
