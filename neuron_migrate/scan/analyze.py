@@ -1012,13 +1012,28 @@ class _Walker:
                 continue
             value = self._module_list(kw.value) if kw.value.__class__ is ast.Name else kw.value
             lists = value.values if value.__class__ is ast.Dict else [value]  # type: ignore[attr-defined]
+            if kw.value.__class__ is ast.Name:  # extras filled in by key: `extras["ann"] = [...]`
+                lists = [*lists, *self._module_items(kw.value.id)]  # type: ignore[attr-defined]
             for listed in lists:
                 if listed.__class__ not in (ast.List, ast.Tuple):
                     listed = self._module_list(listed) if listed.__class__ is ast.Name else listed
-                for item in getattr(listed, "elts", ()):
-                    if item.__class__ is ast.Constant and item.value.__class__ is str:
-                        for rule in matching(requirement_keys(item.value), self.cp.requirements):
-                            self._report(rule, "requirements", item, item.value, literal=item)
+                items = listed.args if listed.__class__ is ast.Call else getattr(listed, "elts", ())  # type: ignore[attr-defined]
+                for item in items:
+                    # Transformers' style: `deps["liger_kernel"]`, `deps_list("torch", "accelerate")`
+                    # name a pinned entry of the module's `_deps` table by its package.
+                    if item.__class__ is ast.Subscript and item.value.__class__ is ast.Name:  # type: ignore[attr-defined]
+                        key = item.slice  # type: ignore[attr-defined]
+                        item = key if key.__class__ is ast.Constant else item
+                    if item.__class__ is ast.Constant and item.value.__class__ is str:  # type: ignore[attr-defined]
+                        for rule in matching(requirement_keys(item.value), self.cp.requirements):  # type: ignore[attr-defined]
+                            self._report(rule, "requirements", item, item.value, literal=item)  # type: ignore[attr-defined]
+
+    def _module_items(self, name: str) -> list[ast.AST]:
+        """What module-level statements assign to keys of `name` (`extras["gpu"] = [...]`)."""
+        return [stmt.value for stmt in self.tree.body  # type: ignore[attr-defined]
+                if stmt.__class__ is ast.Assign and len(stmt.targets) == 1  # type: ignore[attr-defined]
+                and stmt.targets[0].__class__ is ast.Subscript  # type: ignore[attr-defined]
+                and stmt.targets[0].value.__class__ is ast.Name and stmt.targets[0].value.id == name]  # type: ignore[attr-defined]
 
     def _module_list(self, name: ast.AST) -> ast.AST:
         """The list, tuple or dict (of extras) a module-level statement last assigned to `name`,

@@ -363,3 +363,33 @@ def test_a_dependency_is_located_in_its_list_not_among_the_keywords_above(tmp_pa
                                        'fa = ["flash-attn>=2"]\n'})
     assert found(tmp_path) == [("pyproject.toml", 9, 8, "NM731", "bitsandbytes"),
                                ("pyproject.toml", 10, 7, "NM731", "flash-attn>=2")]
+
+
+TABLE_SETUP_PY = '''\
+import re
+from setuptools import setup
+
+_deps = ["accelerate>=1.2.1", "liger_kernel==0.5.2", "torch==2.5.1"]
+deps = {b: a for a, b in (re.findall(r"^(([^!=<>~ ]+)(?:[!=<>~ ].*)?$)", x)[0] for x in _deps)}
+
+
+def deps_list(*pkgs):
+    return [deps[pkg] for pkg in pkgs]
+
+
+extras = {}
+extras["quality"] = deps_list("ruff")
+extras["gpu"] = deps_list("bitsandbytes", "torch")
+extras["ann"] = ["faiss-gpu", "annoy"]
+install_requires = [deps["accelerate"], deps["liger_kernel"], deps["torch"]]
+
+setup(name="recipes", install_requires=install_requires, extras_require=extras)
+'''
+
+
+def test_setup_py_dependencies_named_through_a_table_or_filled_in_by_key(tmp_path: Path) -> None:
+    """open-r1 and Transformers pin their packages in `_deps` and list them as `deps["name"]` or
+    `deps_list(...)`; txtai fills its extras by key (`extras["ann"] = [...]`)."""
+    write(tmp_path, {"setup.py": TABLE_SETUP_PY})
+    assert [(line, symbol) for _, line, _, code, symbol in found(tmp_path) if code == "NM731"] == [
+        (14, "bitsandbytes"), (15, "faiss-gpu"), (16, "liger_kernel")]

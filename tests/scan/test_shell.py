@@ -136,7 +136,8 @@ def test_variables_unset_and_values_with_a_cuda_word(tmp_path: Path) -> None:
         "MODE=fast\n"
         'SMI="/usr/bin/nvidia-smi" LOGDIR=tensorrt/logs\n'
         "LOGDIR=tensorrt/logs\n"
-        "JOB_NAME=onebit_adam_4k_seq128_nccl RUN_TAG=flash_attn\n")
+        "JOB_NAME=onebit_adam_4k_seq128_nccl RUN_TAG=flash_attn\n"
+        "uv pip install torch --torch-backend=cu126 && uv pip install torch --torch-backend=cpu\n")
     assert [(f.span.line, f.span.col, f.code, f.symbol) for f in scanned(tmp_path)] == [
         (2, 6, "NM107", "CUDA_VISIBLE_DEVICES"),
         (3, 9, "NM406", "NCCL_DEBUG"),
@@ -145,6 +146,7 @@ def test_variables_unset_and_values_with_a_cuda_word(tmp_path: Path) -> None:
         (6, 7, "NM606", "NVTE_FLASH_ATTN"),
         (7, 6, "NM219", "CUDA_CKPT_DIR"),
         (9, 5, "NM290", "/usr/bin/nvidia-smi"),  # a path is what its last part names
+        (12, 21, "NM109", "--torch-backend=cu126"),  # uv's CUDA build of PyTorch
     ]
 
 
