@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from neuron_migrate.findings import FixClass
 from neuron_migrate.ruleset.load import load_pack
 from neuron_migrate.ruleset.select import select_codes
 from neuron_migrate.scan import parse
@@ -1158,6 +1159,20 @@ def test_a_profilers_activities_are_no_device_list() -> None:
     found = {(f.span.line, f.code): f for f in analyze_source(code, "train.py", PACK)}
     assert set(found) == {(4, "NM290"), (5, "NM101")}
     assert not found[4, "NM290"].fixes and found[5, "NM101"].fixes
+
+
+def test_a_list_that_also_names_gpu_gets_its_neuron_entry_only_as_an_unsafe_fix() -> None:
+    """xinference's `{"cpu", "cuda", "gpu"}` lists what ModelScope accepts (it asserts on any
+    other device): PyTorch has no `gpu` device, so such a list is another library's, and a
+    `"neuron"` entry added there may reach it. A list of PyTorch device types keeps the safe fix."""
+    code = textwrap.dedent("""
+        _MODELSCOPE_DEVICES = {"cpu", "cuda", "gpu"}
+        SUPPORTED = ("cuda", "mps")
+        """)
+    found = {f.span.line: f for f in analyze_source(code, "speaker.py", PACK)}
+    assert found[2].code == "NM101" and found[2].fix_class is FixClass.UNSAFE
+    assert all(fix.applicability is FixClass.UNSAFE and "names `gpu`" in fix.title for fix in found[2].fixes)
+    assert found[3].fix_class is FixClass.SAFE
 
 
 def test_a_list_that_holds_other_text_lists_no_device_types() -> None:

@@ -88,12 +88,23 @@ def entry_fix(site: Site, ctx: FixContext) -> FixResult | None:
     table = table_of(site)
     if table is not None:
         return _table_entry(site, table, ctx)
-    if container_of(site) is None:
+    container = container_of(site)
+    if container is None:
         return None
     entry = _spelled_like(ctx, literal, neuron_entry(literal.value, site.token))  # type: ignore[attr-defined]
     if entry is None:
         return None
-    return FixResult('Add a "neuron" entry beside the CUDA one', (ctx.insert_after(literal, f", {entry}"),))
+    edit = ctx.insert_after(literal, f", {entry}")
+    if any(e.__class__ is ast.Constant and isinstance(e.value, str) and e.value.lower() in _OTHER_LIBRARIES_NAMES
+           for e in container.elts):  # type: ignore[attr-defined]
+        return FixResult('Add a "neuron" entry beside the CUDA one (unsafe: the list also names `gpu`, a device of '
+                         'another library, which may reject `neuron`)', (edit,), unsafe=True)
+    return FixResult('Add a "neuron" entry beside the CUDA one', (edit,))
+
+
+# Device names PyTorch does not have: a list holding one lists the devices of another library
+# (ModelScope's `{"cpu", "cuda", "gpu"}`, Lightning's accelerators), which may reject `neuron`.
+_OTHER_LIBRARIES_NAMES = frozenset({"gpu", "tpu"})
 
 
 # A value naming any of these is CUDA-specific: what Neuron needs instead is for a person to say.
