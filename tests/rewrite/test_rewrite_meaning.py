@@ -530,3 +530,24 @@ def test_a_table_value_is_found_in_a_long_table_in_an_if_header_and_in_a_decorat
     for src in (long, header, decorated):
         once = fixed(src, N, unsafe=True)
         assert fixed(once, N, unsafe=True) == once
+
+
+def test_a_backend_renamed_in_a_file_that_dispatches_on_the_backend_is_an_unsafe_fix() -> None:
+    """Transformer-XL's `all_reduce_item` branches on `get_backend()` (NCCL, Gloo, else it raises):
+    `"nccl"` renamed to `"neuron"` would reach the raise, so the rename waits for `--unsafe-fixes`;
+    a file that does not test the backend keeps the safe rename."""
+    src = '''\
+        import torch.distributed as dist
+
+        def init(cuda):
+            dist.init_process_group(backend="nccl" if cuda else "gloo")
+
+        def all_reduce_item(value):
+            if dist.get_backend() == dist.Backend.NCCL:
+                return value.cuda()
+            raise RuntimeError("Unsupported distributed backend")
+        '''
+    assert fixed(src) == textwrap.dedent(src)
+    assert 'backend="neuron" if cuda else "gloo"' in fixed(src, unsafe=True)
+    plain = 'import torch.distributed as dist\ndist.init_process_group(backend="nccl")\n'
+    assert fixed(plain) == plain.replace('"nccl"', '"neuron"')

@@ -89,7 +89,10 @@ def compared(root: ast.AST, literal: ast.AST) -> bool:
 def backend_choice(root: ast.AST, literal: ast.AST) -> bool:
     """Whether the string is a value of something named a backend, not a device (`backend =
     "cuda"`, `if kernel_backend == "cuda"`, `f(x, backend="cuda")`): often a choice of kernels
-    (`"cuda"` vs `"triton"`) that code dispatches on, where `"neuron"` matches no branch."""
+    (`"cuda"` vs `"triton"`) that code dispatches on, where `"neuron"` matches no branch. A
+    process-group backend (`"nccl"`) is the backend itself: `"neuron"` is its counterpart."""
+    if _nccl(literal):
+        return False
     parent = parent_of(root, literal)
     if parent.__class__ is ast.IfExp:  # `backend = "cuda" if ok else "triton"`
         parent = parent_of(root, parent)
@@ -215,8 +218,20 @@ def device_string(site: Site, ctx: FixContext, new: str) -> FixResult | None:
     if edit is None:
         return None
     title = f"Use device `{new}`" + index_title(index, drop, new)
+    if _nccl(site.literal) and _BACKEND_TEST.search(ctx.source):
+        return FixResult(f"{title} (unsafe: this file tests the backend by name, `get_backend()` or `Backend.NCCL`, "
+                         "and its NCCL branches do not see `neuron`)", (edit, *dropped), unsafe=True)
     return FixResult(title, (edit, *dropped), unsafe=(index is not None and not drop) or backend_choice(
         site.stmt, site.literal) or ctx.slices_device_strings)
+
+
+# The file tests the process-group backend by name (Transformer-XL's `all_reduce_item` dispatches on
+# `get_backend()`: NCCL, Gloo, else it raises): a backend renamed to `neuron` takes none of its branches.
+_BACKEND_TEST = re.compile(r"get_backend\s*\(|Backend\.NCCL\b")
+
+
+def _nccl(literal: ast.AST) -> bool:
+    return literal.__class__ is ast.Constant and str(literal.value).lower() == "nccl"  # type: ignore[attr-defined]
 
 
 def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
