@@ -551,3 +551,20 @@ def test_a_backend_renamed_in_a_file_that_dispatches_on_the_backend_is_an_unsafe
     assert 'backend="neuron" if cuda else "gloo"' in fixed(src, unsafe=True)
     plain = 'import torch.distributed as dist\ndist.init_process_group(backend="nccl")\n'
     assert fixed(plain) == plain.replace('"nccl"', '"neuron"')
+
+
+def test_cuda_given_a_device_object_becomes_to_that_device() -> None:
+    """VICReg binds `gpu = torch.device(args.device)` and calls `.cuda(gpu)`: the argument is a
+    device, not an index (`f"neuron:{gpu}"` would be `"neuron:cuda"`)."""
+    src = '''\
+        import torch
+
+        def main(args, model, idx):
+            gpu = torch.device(args.device)
+            model = model.cuda(gpu)
+            head = model.head.cuda(idx)
+            return model, head
+        '''
+    out = fixed(src, unsafe=True)
+    assert "model = model.to(gpu)" in out and 'head = model.head.to(f"neuron:{idx}")' in out
+    assert "model.to(gpu)" in fixed(src, A, unsafe=True)

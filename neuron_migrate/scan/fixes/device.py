@@ -292,7 +292,11 @@ def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixR
         device = None
     add: tuple[str, ...] = ()
     q = _quote_inside(site, call, ctx)
-    if target is Target.NEURON:
+    if device is not None and _device_object(device, call, ctx):
+        # `gpu = torch.device(args.device)` ... `.cuda(gpu)`: the device itself, no index; the
+        # device string it was made from is a finding of its own.
+        dev, title = ctx.text(device), f"Use .to({ctx.text(device)})"
+    elif target is Target.NEURON:
         if device is None:
             dev = f"{q}neuron{q}"
         elif device.__class__ is ast.Constant and device.value.__class__ is int:  # type: ignore[attr-defined]
@@ -326,6 +330,22 @@ def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixR
     edit = Edit(Span(end_line, name_start, whole.end_line, whole.end_col), f"to({', '.join([dev, *rest])})")
     # `.to(...)` means the same only on a tensor or module; any other object's `.cuda()` is its own.
     return FixResult(title, (edit,), add, unsafe=not evidently_torch(func.value, ctx.aliases))  # type: ignore[attr-defined]
+
+
+def _device_object(arg: ast.AST, call: ast.AST, ctx: FixContext) -> bool:
+    """Whether `arg` is a name the function around `call` binds only to `torch.device(...)` (its
+    own local: the region of a function is parsed whole)."""
+    if arg.__class__ is not ast.Name:
+        return False
+    scope = parent_of(ctx.tree, call)
+    while scope is not None and scope.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
+        scope = parent_of(ctx.tree, scope)
+    if scope is None:
+        return False
+    values = [n.value for n in walk(scope) if n.__class__ is ast.Assign  # type: ignore[attr-defined]
+              and any(t.__class__ is ast.Name and t.id == arg.id for t in n.targets)]  # type: ignore[attr-defined]
+    return bool(values) and all(v.__class__ is ast.Call and ctx.aliases.qualified(v.func) == "torch.device"  # type: ignore[attr-defined]
+                                for v in values)
 
 
 def is_cuda_attribute(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
