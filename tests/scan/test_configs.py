@@ -145,12 +145,14 @@ def test_a_dataloader_s_pinned_memory_and_a_model_s_placement(tmp_path: Path) ->
                                ("config/train.yaml", 7, 14, "device_map: auto")]
 
 
-def test_a_gpu_compile_backend_for_accelerate_or_the_trainer(tmp_path: Path) -> None:
+def test_a_gpu_compile_backend_or_liger_kernels_for_accelerate_or_the_trainer(tmp_path: Path) -> None:
     """open-r1's Accelerate config compiles with Inductor (`dynamo_config: {dynamo_backend:
-    INDUCTOR}`); a Trainer recipe names `torch_compile_backend`; `NO` compiles nothing."""
+    INDUCTOR}`); a Trainer recipe names `torch_compile_backend` or turns on Liger's Triton kernels
+    (philschmid's QLoRA recipe, `use_liger: true`); `NO` compiles nothing."""
     write(tmp_path, {"recipes/accelerate_configs/traffic.yaml": "distributed_type: NO\ndynamo_config:\n"
                                                                  "  dynamo_backend: INDUCTOR\n",
                      "recipes/sft.yaml": "torch_compile: true\ntorch_compile_backend: inductor\n"
-                                         "other:\n  dynamo_backend: 'NO'\n"})
+                                         "other:\n  dynamo_backend: 'NO'\nuse_liger: true\nuse_liger_kernel: false\n"})
     assert sorted(found(tmp_path)) == [("recipes/accelerate_configs/traffic.yaml", 3, 18, "dynamo_backend: INDUCTOR"),
-                                       ("recipes/sft.yaml", 2, 23, "torch_compile_backend: inductor")]
+                                       ("recipes/sft.yaml", 2, 23, "torch_compile_backend: inductor"),
+                                       ("recipes/sft.yaml", 5, 11, "use_liger: true")]
