@@ -396,8 +396,8 @@ def analyze_file(c: Candidate, ctx: _Context) -> Analysed:
                         findings += cog_run_findings(text, c.rel, ctx.shell)
                     except Diagnosis:
                         pass
-                else:  # a SkyPilot or dstack task's setup and run scripts, its environment
-                    findings += task_spec_findings(text, c.rel, ctx.shell)
+                else:  # a launch spec's commands, the environment variables a configuration sets
+                    findings = _beside(findings, task_spec_findings(text, c.rel, ctx.shell), ctx.token_codes)
             else:
                 findings += shell_findings(text, c.rel, ctx.shell)
                 findings += _inline_python(analyzer, text, c.rel, ctx)
@@ -460,6 +460,13 @@ def _with_imports(findings: list[Finding], imports: list[Finding], token_codes: 
         return findings
     lines = {f.span.line for f in imports}
     return [f for f in findings if f.code not in token_codes or f.span.line not in lines] + imports
+
+
+def _beside(findings: list[Finding], more: list[Finding], token_codes: frozenset[str]) -> list[Finding]:
+    """`findings` and `more`, less the `tokens` findings of `more` on a line `findings` report (a
+    setting's `env: {DEVICE: cuda}` is NM109's, not also a CUDA word of its assignment)."""
+    lines = {f.span.line for f in findings}
+    return findings + [f for f in more if f.code not in token_codes or f.span.line not in lines]
 
 
 def _analyze_text(analyzer: Analyzer, text: str, rel: str, pack: RulePack, cell: int | None,

@@ -211,3 +211,28 @@ def test_the_shell_of_skypilot_and_dstack_tasks(tmp_path: Path) -> None:
         ("gpt2-train.yaml", 17, 2, "NM406", "NCCL_IB_DISABLE"),
         ("gpt2-train.yaml", 17, 57, "NM109", "--device cuda"),
     ]
+
+
+def test_azure_ml_jobs_and_the_environment_variables_of_any_configuration(tmp_path: Path) -> None:
+    """Azure ML's large-scale training examples pass `--fp16` in a job's `command:` and set NCCL and
+    CUDA variables in `environment_variables:` (a pipeline's jobs too); a Kubernetes pod sets them
+    as `{name:, value:}` entries. A variable with no CUDA word, or a value, is no site of its own."""
+    (tmp_path / "job.yml").write_text(
+        "$schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json\n"
+        "command: >-\n  python pretrain.py --deepspeed ds.json --fp16\n"
+        "environment: azureml:ACPT@latest\n"
+        "environment_variables:\n  NCCL_DEBUG: 'WARN'\n  CUDA_DEVICE_ORDER: 'PCI_BUS_ID'\n  WANDB_MODE: offline\n")
+    (tmp_path / "pipeline.yml").write_text(
+        "type: pipeline\njobs:\n  train:\n    type: command\n    command: python train.py --device cuda\n"
+        "    environment_variables:\n      CUDA_LAUNCH_BLOCKING: '1'\n")
+    (tmp_path / "pod.yaml").write_text(
+        "kind: Pod\nspec:\n  containers:\n    - name: trainer\n      env:\n        - name: NCCL_SOCKET_IFNAME\n"
+        "          value: eth0\n        - name: OMP_NUM_THREADS\n          value: '4'\n")
+    assert [(f.path, f.span.line, f.span.col, f.code) for f in scanned(tmp_path)] == [
+        ("job.yml", 3, 41, "NM109"),
+        ("job.yml", 6, 2, "NM406"),
+        ("job.yml", 7, 2, "NM219"),
+        ("pipeline.yml", 5, 29, "NM109"),
+        ("pipeline.yml", 7, 6, "NM217"),
+        ("pod.yaml", 6, 16, "NM406"),
+    ]

@@ -1,7 +1,7 @@
 """Shell commands: the project's shell scripts (`*.sh`, `*.bash`, `*.zsh`, Slurm's `*.slurm` and
 `*.sbatch`, PBS's `*.pbs` and `*.qsub`), a notebook's shell escapes and magics (`!export ...`,
-`%env ...`, `%pip install`), Replicate's `build.run` and the scripts of SkyPilot and dstack tasks
-(`matchers.task_specs`).
+`%env ...`, `%pip install`), Replicate's `build.run`, the commands of SkyPilot, dstack and Azure ML
+jobs and the environment variables of YAML configurations (`matchers.task_specs`).
 
 - Environment variables set or read: the launch lines `CUDA_VISIBLE_DEVICES=0,1 torchrun train.py`
   and `export NCCL_DEBUG=INFO`, variables unset (`unset CUDA_VISIBLE_DEVICES`), and expansions
@@ -138,8 +138,9 @@ def cog_run_findings(text: str, rel: str, rules: ShellRules) -> list[Finding]:
 
 
 def task_spec_findings(text: str, rel: str, rules: ShellRules) -> list[Finding]:
-    """The shell of a SkyPilot or dstack launch spec (`matchers.task_specs`), each command line read
-    where it is written."""
+    """The shell of a YAML file (`matchers.task_specs`): a SkyPilot, dstack or Azure ML launch
+    spec's commands, and the environment variables any configuration sets, each read where it
+    is written."""
     lines = text.split("\n")
     found: list[Finding] = []
     for number, command in task_commands(text):
