@@ -875,16 +875,15 @@ SILENT = {
         def layer(n):
             return te.Linear(n, n), DOCS, KEY
         """,
-    "NVIDIA as the publisher of models, datasets and licences; a cloud's GPU types requested": """
-        from .nvidia_models import nvidia_training_datasets, nemotron_languages
+    "NVIDIA as the publisher of models, datasets and licences": """
+        from .datasets import nvidia_training_datasets
 
-        GPU_TYPES = {"nvidia-tesla-t4": 16.0, "nvidia-l4": 24.0, "nvidia-a100-80gb": 80.0}
         PRESET = dict(name="NVIDIA-Nemotron-Parse-2.0", repo_id="nvidia/NVIDIA-Nemotron-Parse-v1.1")
 
         META = dict(
             license="https://www.nvidia.com/en-us/agreements/enterprise-software/nvidia-open-model-license/",
             public_training_data="https://huggingface.co/datasets/nvidia/embed-nemotron-dataset-v1",
-            languages=nemotron_languages,
+            checkpoint="https://api.ngc.nvidia.com/v2/models/nvidia/megatron_bert_345m/versions/1/zip",
             training_datasets=nvidia_training_datasets,
         )
         """,
