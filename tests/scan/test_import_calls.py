@@ -103,3 +103,19 @@ def test_probes_of_whether_a_cuda_only_module_is_installed(tmp_path: Path) -> No
     result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
     assert [(f.span.line, f.code, f.symbol) for fr in result.files for f in fr.findings] == [
         (5, "NM706", "apex"), (6, "NM706", "apex"), (7, "NM709", "bitsandbytes")]
+
+
+def test_a_test_of_whether_a_cuda_only_module_was_imported(tmp_path: Path) -> None:
+    """Transformer-XL tests `'apex' in sys.modules` before its Apex fp16 path; a look-up in
+    `sys.modules` of a portable module is no site."""
+    (tmp_path / "train.py").write_text(
+        "import sys\n"
+        "\n"
+        "def setup(args):\n"
+        "    if args.fp16 and args.amp == 'apex' and 'apex' not in sys.modules:\n"
+        "        raise RuntimeError('no apex')\n"
+        "    fa = sys.modules.get('flash_attn')\n"
+        "    return fa, sys.modules['numpy'], 'torch' in sys.modules\n")
+    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
+    assert [(f.span.line, f.span.col, f.code, f.symbol) for fr in result.files for f in fr.findings] == [
+        (4, 44, "NM706", "apex"), (6, 25, "NM707", "flash_attn")]

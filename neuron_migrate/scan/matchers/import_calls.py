@@ -3,8 +3,9 @@
 of libraries and projects (`optional_import("tensorrt")` in MONAI, `safe_import_from(
 "transformer_engine.pytorch.float8_tensor", "Float8Tensor")` in NeMo): a call whose name holds
 `import`, with a module name as its first argument (`pytest.importorskip` skips a test instead).
-A probe of whether such a module is installed (`find_spec("apex")`) chooses the code that uses it,
-and counts as well.
+A probe of whether such a module is installed (`find_spec("apex")`) or already imported
+(`"apex" in sys.modules`, `sys.modules.get("apex")`) chooses the code that uses it, and counts as
+well.
 
 Like `scan.matchers.extensions`, the calls are found in the text of every Python file, so a
 function the partial parse leaves out is read as well; a comment line is passed over, and a line
@@ -28,6 +29,9 @@ _CALL = re.compile(r"import(?!orskip)\w*[ \t]*\(\s*(['\"])([A-Za-z_]\w*(?:\.[A-Z
 # text that names one: a pattern that starts with no literal is tried at every position.
 _PROBES = ("find_spec", "find_loader", "package_available", "module_available", "RequirementCache")
 _PROBE = re.compile(r"(?:%s)[ \t]*\(\s*(['\"])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\1" % "|".join(_PROBES))
+# `"apex" in sys.modules` (Transformer-XL's fp16 guard), `sys.modules["apex"]`, `sys.modules.get("apex")`
+_LOADED = re.compile(r"(['\"])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\1[ \t]+(?:not[ \t]+)?in[ \t]+sys\.modules\b"
+                     r"|sys\.modules(?:\.get)?[ \t]*[\[(][ \t]*(['\"])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\3")
 
 
 def import_call_findings(text: str, rel: str, table: ImportTable) -> list[Finding]:
@@ -35,10 +39,14 @@ def import_call_findings(text: str, rel: str, table: ImportTable) -> list[Findin
     calls = list(_CALL.finditer(text)) if "import" in text else []
     if any(p in text for p in _PROBES):
         calls = sorted([*calls, *_PROBE.finditer(text)], key=lambda m: m.start())
+    if "sys.modules" in text:
+        calls = sorted([*calls, *_LOADED.finditer(text)], key=lambda m: m.start())
     found: list[Finding] = []
     lines: Sequence[str] | None = None
     for m in calls:
-        rules = table.match(m.group(2))
+        group = 2 if m.group(2) is not None else 4  # (`_LOADED`'s second form names it in its fourth)
+        name = m.group(group)
+        rules = table.match(name)
         if not rules:
             continue
         line_start = text.rfind("\n", 0, m.start()) + 1
@@ -47,8 +55,8 @@ def import_call_findings(text: str, rel: str, table: ImportTable) -> list[Findin
             continue
         if lines is None:
             lines = text.split("\n")
-        line = text.count("\n", 0, m.start(2)) + 1
-        col = m.start(2) - 1 - (text.rfind("\n", 0, m.start(2)) + 1)  # the quoted name
-        span = Span(line, col, line, col + len(m.group(2)) + 2)
-        found += [rule.finding(rel, span, m.group(2), lines[line - 1], line) for rule in rules]
+        line = text.count("\n", 0, m.start(group)) + 1
+        col = m.start(group) - 1 - (text.rfind("\n", 0, m.start(group)) + 1)  # the quoted name
+        span = Span(line, col, line, col + len(name) + 2)
+        found += [rule.finding(rel, span, name, lines[line - 1], line) for rule in rules]
     return found
