@@ -568,3 +568,33 @@ def test_cuda_given_a_device_object_becomes_to_that_device() -> None:
     out = fixed(src, unsafe=True)
     assert "model = model.to(gpu)" in out and 'head = model.head.to(f"neuron:{idx}")' in out
     assert "model.to(gpu)" in fixed(src, A, unsafe=True)
+
+
+def test_a_guard_stays_when_a_function_it_calls_holds_code_that_is_not_rewritten() -> None:
+    """pix2tex's `if torch.cuda.is_available(): gpu_memory_check(model, args)`: the function
+    switches CUDA devices (an unsafe fix), so flipping the guard alone would run it on Trainium,
+    where the program used to skip it. A guard whose callees are all rewritten still moves."""
+    src = '''\
+        import torch
+
+
+        def gpu_memory_check(model, args):
+            with torch.cuda.device(args.device):
+                warm_up(model)
+
+
+        def warm_up(model):
+            torch.cuda.empty_cache()
+
+
+        def train(model, args):
+            if torch.cuda.is_available() and not args.no_cuda:
+                gpu_memory_check(model, args)
+            if torch.cuda.is_available():
+                warm_up(model)
+            return model
+        '''
+    out = fixed(src)
+    assert "if torch.cuda.is_available() and not args.no_cuda:" in out
+    assert "if torch.neuron.is_available():\n        warm_up(model)" in out
+    assert "torch.neuron.empty_cache()" in out

@@ -6,7 +6,9 @@ operands). Rewriting `torch.cuda.is_available()` to `torch.neuron.is_available()
 into the guarded code on Trainium, where it used to take its CPU path; if anything in there stays
 CUDA-only, the program that worked now crashes. So a fix inside a guard's test is kept only when
 every finding in what it guards is fixed as well; otherwise the guard and its block stay as they
-are and the guard's finding becomes the one manual finding that says why.
+are and the guard's finding becomes the one manual finding that says why. What it guards includes
+the functions of the file it calls by name (`f(...)`, `self.f(...)`) and those they call: their
+code runs when the guard lets it (`Guard.calls`); functions of other files are not seen.
 
 A guard may be held in a variable: `use_cuda = torch.cuda.is_available()` then `if use_cuda:`,
 or `args.cuda = not args.no_cuda and torch.cuda.is_available()` then `if args.cuda:`. When a test
@@ -31,7 +33,16 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from neuron_migrate.findings import Edit, Finding, FixClass, Severity, Span, Target
-from neuron_migrate.scan.fixes.syntax import LEAVES, ChildFields, bound_method, defaults, dotted, has_parameters, parameter
+from neuron_migrate.scan.fixes.syntax import (
+    LEAVES,
+    ChildFields,
+    bound_method,
+    defaults,
+    dotted,
+    has_parameters,
+    parameter,
+    walk,
+)
 from neuron_migrate.scan.matchers.site import LineIndex
 
 _BLOCKS = ("body", "orelse", "finalbody")
@@ -44,6 +55,9 @@ class Guard:
     kind: str  # "if", "while", "ternary", "assert", "and"
     message: Span | None = None  # what it says when it fails: an assert's message, an `if`'s lone raise's
     feeds: tuple[Span, ...] = ()  # values assigned to the names the test uses as conditions
+    # The functions of this file that what it guards calls (`f(...)`, `self.f(...)`), also through
+    # each other: their code runs when the guard lets it.
+    calls: tuple[Span, ...] = ()
 
 
 def _start(s: Span) -> tuple[int, int]:
@@ -65,10 +79,10 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
     file cost more than the rest of its analysis."""
     out: list[Guard] = []
     chains: dict[str, list[ast.AST]] = {}  # `args.cuda = ...`: attribute chains, file-wide
-    found: list[tuple[Callable[[], Guard], list[ast.AST]]] = []
+    found: list[tuple[Callable[[], Guard], list[ast.AST], list[ast.AST]]] = []
     # per scope: the names it binds, then those of the functions around it and the module's
     visible: dict[int, list[dict[str, list[ast.AST]]]] = {}
-    scoped: list[tuple[list[tuple[Callable[[], Guard], list[ast.AST]]], list[dict[str, list[ast.AST]]]]] = []
+    scoped: list[tuple[list[tuple[Callable[[], Guard], list[ast.AST], list[ast.AST]]], list[dict[str, list[ast.AST]]]]] = []
     calls: dict[str, list[ast.Call]] = {}  # by the name called: `f(x)`, `obj.f(x)`
     functions: list[tuple[ast.AST, dict[str, list[ast.AST]], bool]] = []  # (def, its names, a method)
     for scope, nodes, parent in _scopes(tree):
@@ -98,10 +112,10 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
                 func = node.func  # type: ignore[attr-defined]
                 calls.setdefault(func.id if func.__class__ is ast.Name else func.attr, []).append(node)  # type: ignore[arg-type]
             if cls is ast.If or cls is ast.While or cls is ast.IfExp:
-                found.append((partial(_conditional, node, lines), [node.test]))  # type: ignore[attr-defined]
+                found.append((partial(_conditional, node, lines), [node.test], [node]))  # type: ignore[attr-defined]
             elif cls is ast.BoolOp and node.op.__class__ is ast.And:  # type: ignore[attr-defined]
                 values = node.values[:-1]  # type: ignore[attr-defined]
-                found.append((partial(_and_chain, node, values, lines), values))
+                found.append((partial(_and_chain, node, values, lines), values, [node]))
             elif cls is ast.Assign or (cls is ast.AnnAssign and node.value is not None):  # type: ignore[attr-defined]
                 for target in node.targets if cls is ast.Assign else [node.target]:  # type: ignore[attr-defined]
                     key = dotted(target)
@@ -121,15 +135,51 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
                 param = parameter(fn, call, arg, method)
                 if param is not None:
                     names[param].append(arg.value if arg.__class__ is ast.keyword else arg)  # type: ignore[attr-defined]
+    defs: dict[str, list[ast.AST]] = {}
+    for fn, _, _ in functions:
+        defs.setdefault(fn.name, []).append(fn)  # type: ignore[attr-defined]
     for found, scopes in scoped:  # every assignment is known: feed each guard its conditions' values
-        for make, tests in found:
+        for make, tests, guarded in found:
             feeds = _feeds(tests, scopes, chains)
             if near is not None and not any(_spans_one_of(n, near) for n in (*tests, *feeds)):
                 continue
             guard = make()
-            out.append(replace(guard, feeds=tuple(lines.span(v) for v in feeds)) if feeds else guard)
+            called = _callees(guarded, defs, lines) if defs else ()
+            if feeds or called:
+                guard = replace(guard, feeds=tuple(lines.span(v) for v in feeds), calls=called)
+            out.append(guard)
     out.sort(key=lambda g: (g.region.end_line - g.region.line, g.region.end_col - g.region.col))
     return out
+
+
+# Functions followed from one guard: deeper call chains than this are left to the person.
+_MAX_CALLEES = 32
+
+
+def _callees(guarded: list[ast.AST], defs: dict[str, list[ast.AST]], lines: LineIndex) -> tuple[Span, ...]:
+    """The spans of the file's functions that `guarded` calls by name (`f(...)`, `self.f(...)`,
+    `cls.f(...)`), and those they call in turn (pix2tex's `if torch.cuda.is_available():
+    gpu_memory_check(model, args)`, whose body switches CUDA devices)."""
+    out: list[Span] = []
+    seen: set[int] = set()
+    todo = list(guarded)
+    while todo and len(out) < _MAX_CALLEES:
+        for node in walk(todo.pop()):
+            if node.__class__ is not ast.Call:
+                continue
+            func = node.func  # type: ignore[attr-defined]
+            if func.__class__ is ast.Name:
+                name = func.id
+            elif func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id in ("self", "cls"):
+                name = func.attr
+            else:
+                continue
+            for fn in defs.get(name, ()):
+                if id(fn) not in seen:
+                    seen.add(id(fn))
+                    out.append(lines.span(fn))
+                    todo.append(fn)
+    return tuple(out)
 
 
 def _spans_one_of(node: ast.AST, near: Sequence[int]) -> bool:
@@ -282,10 +332,11 @@ def _feeds(tests: Iterable[ast.AST], scopes: Sequence[dict[str, list[ast.AST]]],
     return out
 
 
-def _asserts(block: list[ast.stmt], lines: LineIndex, out: list[tuple[Callable[[], Guard], list[ast.AST]]]) -> None:
-    for stmt in block:
+def _asserts(block: list[ast.stmt], lines: LineIndex,
+             out: list[tuple[Callable[[], Guard], list[ast.AST], list[ast.AST]]]) -> None:
+    for i, stmt in enumerate(block):
         if stmt.__class__ is ast.Assert:
-            out.append((partial(_assert, stmt, block, lines), [stmt.test]))  # type: ignore[attr-defined]
+            out.append((partial(_assert, stmt, block, lines), [stmt.test], list(block[i:])))  # type: ignore[attr-defined]
 
 
 def _assert(stmt: ast.stmt, block: list[ast.stmt], lines: LineIndex) -> Guard:
@@ -392,6 +443,9 @@ def blocked(
                 continue
             test_ids = {id(f) for f in tests}
             reasons = [f for f in region if id(f) not in test_ids and _matters(f, target) and not is_fixed(f)]
+            if not reasons and guard.calls:  # what runs in the functions it calls
+                reasons = [f for span in guard.calls for f in index.within(span)
+                           if id(f) not in test_ids and _matters(f, target) and not is_fixed(f)]
             if not reasons:
                 continue
             why = min(reasons, key=lambda f: f.code in net)  # the first, a specific one if any
