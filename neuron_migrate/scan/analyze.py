@@ -1015,10 +1015,7 @@ class _Walker:
             if kw.value.__class__ is ast.Name:  # extras filled in by key: `extras["ann"] = [...]`
                 lists = [*lists, *self._module_items(kw.value.id)]  # type: ignore[attr-defined]
             for listed in lists:
-                if listed.__class__ not in (ast.List, ast.Tuple):
-                    listed = self._module_list(listed) if listed.__class__ is ast.Name else listed
-                items = listed.args if listed.__class__ is ast.Call else getattr(listed, "elts", ())  # type: ignore[attr-defined]
-                for item in items:
+                for item in self._listed(listed):
                     # Transformers' style: `deps["liger_kernel"]`, `deps_list("torch", "accelerate")`
                     # name a pinned entry of the module's `_deps` table by its package.
                     if item.__class__ is ast.Subscript and item.value.__class__ is ast.Name:  # type: ignore[attr-defined]
@@ -1027,6 +1024,18 @@ class _Walker:
                     if item.__class__ is ast.Constant and item.value.__class__ is str:  # type: ignore[attr-defined]
                         for rule in matching(requirement_keys(item.value), self.cp.requirements):  # type: ignore[attr-defined]
                             self._report(rule, "requirements", item, item.value, literal=item)  # type: ignore[attr-defined]
+
+    def _listed(self, node: ast.AST, depth: int = 0) -> list[ast.AST]:
+        """The entries of a dependency list: a list or tuple, a name the module assigned one, lists
+        joined by `+` (RealtimeTTS's `native + common`), a helper's arguments (`deps_list("torch")`)."""
+        if node.__class__ is ast.Name and depth < 8:
+            found = self._module_list(node)
+            return self._listed(found, depth + 1) if found is not node else []
+        if node.__class__ is ast.BinOp and node.op.__class__ is ast.Add and depth < 8:  # type: ignore[attr-defined]
+            return [*self._listed(node.left, depth + 1), *self._listed(node.right, depth + 1)]  # type: ignore[attr-defined]
+        if node.__class__ is ast.Call:
+            return list(node.args)  # type: ignore[attr-defined]
+        return list(getattr(node, "elts", ()))
 
     def _module_items(self, name: str) -> list[ast.AST]:
         """What module-level statements assign to keys of `name` (`extras["gpu"] = [...]`)."""
@@ -1040,7 +1049,7 @@ class _Walker:
         else `name`."""
         found = name
         for stmt in self.tree.body:
-            if stmt.__class__ is ast.Assign and stmt.value.__class__ in (ast.List, ast.Tuple, ast.Dict) and any(  # type: ignore[attr-defined]
+            if stmt.__class__ is ast.Assign and stmt.value.__class__ in (ast.List, ast.Tuple, ast.Dict, ast.BinOp) and any(  # type: ignore[attr-defined]
                     t.__class__ is ast.Name and t.id == name.id for t in stmt.targets):  # type: ignore[attr-defined]
                 found = stmt.value  # type: ignore[attr-defined]
         return found

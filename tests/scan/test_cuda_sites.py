@@ -52,6 +52,13 @@ CASES = {
         from .utils import helpers
         import numpy as np
         """,
+    "absolute paths to CUDA's install, spaces and all (RealtimeTTS's DLL search)": """
+        from pathlib import Path
+
+        WINDOWS_CUDA = Path("C:/Program Files/NVIDIA GPU Computing Toolkit/CUDA")  # <-
+        LINUX_CUDA = "/usr/local/cuda/lib64"  # <-
+        NOTE = "/ is the root; CUDA is not available on this machine."
+        """,
     "uses of names from the project's own CUDA/Triton module": """
         import torch
         from .ops.triton_kernels import fused_add, scale as sc  # <-
@@ -876,6 +883,8 @@ SILENT = {
             return te.Linear(n, n), DOCS, KEY
         """,
     "NVIDIA as the publisher of models, datasets and licences": """
+        import os
+
         from .datasets import nvidia_training_datasets
 
         PRESET = dict(name="NVIDIA-Nemotron-Parse-2.0", repo_id="nvidia/NVIDIA-Nemotron-Parse-v1.1")
@@ -886,6 +895,8 @@ SILENT = {
             checkpoint="https://api.ngc.nvidia.com/v2/models/nvidia/megatron_bert_345m/versions/1/zip",
             training_datasets=nvidia_training_datasets,
         )
+        ENGINES = {"nvidia_parakeet": ".parakeet_engine", "nvidia-canary": ".canary_engine"}
+        os.environ["QWENTTS_CPU_FLASH_ATTN"] = "1"  # a CPU engine's fused attention
         """,
     "names that only look like RAPIDS': a cumulative length, another RMM, an id": """
         def lengths(sentences, bias_rmm=True):

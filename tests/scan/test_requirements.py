@@ -393,3 +393,17 @@ def test_setup_py_dependencies_named_through_a_table_or_filled_in_by_key(tmp_pat
     write(tmp_path, {"setup.py": TABLE_SETUP_PY})
     assert [(line, symbol) for _, line, _, code, symbol in found(tmp_path) if code == "NM731"] == [
         (14, "bitsandbytes"), (15, "faiss-gpu"), (16, "liger_kernel")]
+
+
+def test_setup_py_lists_joined_by_plus_with_markers_and_gpu_extras(tmp_path: Path) -> None:
+    """RealtimeTTS joins its extras' lists with `+` and marks the CUDA build by platform;
+    RealtimeSTT asks for Silero VAD's `onnx-gpu` extra (onnxruntime-gpu)."""
+    write(tmp_path, {"setup.py": (
+        "from setuptools import setup\n"
+        "\n"
+        "native = ['realtimetts-qwen-native[cuda12]==0.2.0; sys_platform == \"win32\"']\n"
+        "common = native + ['numpy']\n"
+        "setup(name='x', extras_require={'qwen': common, 'vad': ['silero-vad[onnx-gpu]>=6.2.1', 'silero-vad>=6']})\n")})
+    assert [(line, code, symbol) for _, line, _, code, symbol in found(tmp_path)] == [
+        (3, "NM731", 'realtimetts-qwen-native[cuda12]==0.2.0; sys_platform == "win32"'),
+        (5, "NM731", "silero-vad[onnx-gpu]>=6.2.1")]
