@@ -96,7 +96,8 @@ def render_rule(rule: Rule, *, heading: str = "#", examples: int | None = None) 
                      + ": that call asks about the value, and another value would ask another question")
     if rule.fix.value_stays:
         lines.append("  - A device string that reaches the matched argument from elsewhere gets no rename where it is"
-                     " written: the library checks its device itself and has no `neuron` one")
+                     " written: the library checks its device itself and has no `neuron` one; the file's other device"
+                     " strings are renamed only as an unsafe fix")
     lines.append(f"- Status: {rule.status.value} (since {rule.since})")
     if not rule.default:
         lines.append("- Not in the default selection: enable it with `--select " + rule.code + "`")

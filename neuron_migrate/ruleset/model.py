@@ -210,7 +210,9 @@ class FixSpec:
     queries: tuple[str, ...] = ()
     # The matched call checks its device itself and has no `neuron` one (CTranslate2, XGBoost): a
     # device string that reaches the match from elsewhere (`device = "cuda"` ... `device=device`)
-    # keeps no rename where it is written, which would make the call raise.
+    # keeps no rename where it is written, which would make the call raise; the file's other
+    # device strings, which may reach it by ways the scan does not follow, are renamed only as an
+    # unsafe fix.
     value_stays: bool = False
 
 

@@ -1786,6 +1786,10 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
     # ... `WhisperModel(..., device=device)`) keeps its finding but no rename: `neuron` would raise there.
     stays = {lines.span(site.literal): site for rule, site in spans.values()
              if site.kind == "arguments" and rule.fix.value_stays and site.literal is not None and site.call is not None}
+    # ... and one the scan does not see reach it (a method's parameter, an attribute) may: in a file
+    # that gives such a call its device, a device string is renamed only as an unsafe fix.
+    checked = next((site.call for rule, site in spans.values()
+                    if site.kind == "arguments" and rule.fix.value_stays and site.call is not None), None)
     for rule, site in spans.values():
         for target, tf in rule.fix.targets.items():
             if tf.kind is FixKind.REMOVE_STATEMENT:
@@ -1825,7 +1829,15 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
             call = stays[span].call
             message = (f"{message}; it reaches `{lines.node_text(call.func)}` at line {call.lineno}, which checks its "  # type: ignore[union-attr]
                        "device itself and has no `neuron` one, so it is not renamed")
+        elif site.kind == "device_strings" and _simulator_device(site):
+            fix_class = FixClass.MANUAL
+            message = (f"{message}; it is a physics simulator's device (Isaac Sim, Isaac Gym), which knows only `cuda` "
+                       "and `cpu`, so it is not renamed")
         fixes = fixes_for(rule, site, span, ctx) if fix_class in _FIXABLE else ()
+        if checked is not None and site.kind == "device_strings" and fixes:
+            note = (f" (unsafe: this file gives `{lines.node_text(checked.func)}` a device at line {checked.lineno}, "
+                    "and it has no `neuron` one)")
+            fixes = tuple(replace(f, applicability=FixClass.UNSAFE, title=f.title + note) for f in fixes)
         if fixes and fix_class is FixClass.SAFE and all(f.applicability is FixClass.UNSAFE for f in fixes):
             fix_class = FixClass.UNSAFE  # this site's fix relies on what it cannot see (fixes.bindings)
         elif not fixes and site.data and fix_class in (FixClass.SAFE, FixClass.UNSAFE):
@@ -1855,6 +1867,31 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
         findings = settle(findings, tree, lines, Target, {r.code for r in walker.cp.tokens.rules})
     findings.sort(key=lambda f: (f.span.line, f.span.col, f.code))
     return findings, ctx.looked_up
+
+
+# Where a physics simulator takes its device (Isaac Lab's `env_cfg.sim.device`, Isaac Gym's
+# `sim_device=`): PhysX runs on CUDA or the CPU and rejects (or ignores) any other device.
+_SIMULATOR_DEVICE = re.compile(r"(?:^|[._])(?:sim|simulation|physics|physx)[._]?device$", re.IGNORECASE)
+
+
+def _simulator_device(site: Site) -> bool:
+    """Whether the device string is given as a simulator's device, by keyword or assignment."""
+    if site.arg.__class__ is ast.keyword:
+        name = site.arg.arg or ""  # type: ignore[union-attr]
+    elif site.stmt.__class__ in (ast.Assign, ast.AnnAssign):
+        targets = getattr(site.stmt, "targets", None) or [site.stmt.target]  # type: ignore[attr-defined]
+        name = " ".join(_dotted(t) for t in targets)
+    else:
+        return False
+    return any(_SIMULATOR_DEVICE.search(n.lstrip("_")) for n in name.split())
+
+
+def _dotted(node: ast.AST) -> str:
+    parts: list[str] = []
+    while node.__class__ is ast.Attribute:
+        parts.append(node.attr)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    return ".".join([node.id, *reversed(parts)]) if node.__class__ is ast.Name else ""  # type: ignore[attr-defined]
 
 
 def _symbol(site: Site, lines: LineIndex) -> str:

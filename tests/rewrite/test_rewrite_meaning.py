@@ -598,3 +598,22 @@ def test_a_guard_stays_when_a_function_it_calls_holds_code_that_is_not_rewritten
     assert "if torch.cuda.is_available() and not args.no_cuda:" in out
     assert "if torch.neuron.is_available():\n        warm_up(model)" in out
     assert "torch.neuron.empty_cache()" in out
+
+
+def test_a_physics_simulators_device_is_not_renamed() -> None:
+    """Isaac Lab's `env_cfg.sim.device` and Isaac Gym's `sim_device=` go to PhysX, which takes
+    only `cuda[:N]` or `cpu` (Isaac Sim raises, Isaac Gym silently falls back to CPU physics); the
+    agent's own torch device beside them is renamed."""
+    src = '''\
+        def make(env_cfg, agent_cfg, rank, VecTask, cfg):
+            env_cfg.sim.device = f"cuda:{rank}"
+            agent_cfg.device = f"cuda:{rank}"
+            _sim_device = f"cuda:{rank}"
+            return VecTask(cfg, rl_device=f"cuda:{rank}", sim_device=_sim_device), VecTask(cfg, sim_device="cuda:0")
+        '''
+    found = {f.span.line: f for f in scan(src)}
+    assert [line for line, f in sorted(found.items()) if f.fix_class is FixClass.MANUAL] == [2, 4, 5]
+    assert "physics simulator's device" in found[2].message
+    out = fixed(src, unsafe=True)
+    assert 'env_cfg.sim.device = f"cuda:{rank}"' in out and 'agent_cfg.device = f"neuron:{rank}"' in out
+    assert 'rl_device=f"neuron:{rank}"' in out and 'sim_device="cuda:0"' in out

@@ -236,3 +236,27 @@ def test_a_device_string_that_reaches_such_a_library_from_elsewhere_is_not_renam
     assert not by_line[9]["NM201"].fixes  # the test guards the string kept
     assert set(by_line[10]) == {"NM753"} and set(by_line[11]) == {"NM753"}
     assert by_line[12]["NM101"].fixes  # a PyTorch device keeps its rename
+
+
+def test_in_a_file_that_gives_ctranslate2_a_device_the_device_strings_are_renamed_only_as_unsafe_fixes() -> None:
+    """whisper_live computes `device = "cuda" if ... else "cpu"` and hands it to a method that builds
+    `WhisperModel(device=device)`: the scan does not follow the parameter, so no device string of
+    that file is safely renamed (`"neuron"` could reach CTranslate2, which raises on it)."""
+    code = textwrap.dedent("""
+        import torch
+        from faster_whisper import WhisperModel
+
+
+        class Backend:
+            def initialize_model(self):
+                device = "cuda" if torch.cuda.is_available() else "cpu"
+                self.create_model(device)
+
+            def create_model(self, device):
+                self.model = WhisperModel("small", device=device, compute_type="int8")
+        """)
+    found = {(f.span.line, f.code): f for f in analyze_source(code, "backend.py", PACK)}
+    literal = found[8, "NM101"]
+    assert literal.fix_class is FixClass.UNSAFE and all(fix.applicability is FixClass.UNSAFE for fix in literal.fixes)
+    assert "gives `WhisperModel` a device at line 12" in literal.fixes[0].title
+    assert found[12, "NM753"].fix_class is FixClass.MANUAL
