@@ -617,3 +617,34 @@ def test_a_physics_simulators_device_is_not_renamed() -> None:
     out = fixed(src, unsafe=True)
     assert 'env_cfg.sim.device = f"cuda:{rank}"' in out and 'agent_cfg.device = f"neuron:{rank}"' in out
     assert 'rl_device=f"neuron:{rank}"' in out and 'sim_device="cuda:0"' in out
+
+
+def test_a_backend_chosen_by_a_guard_moves_with_its_guard_when_the_call_renames_it() -> None:
+    """openpi's `backend = "nccl" if torch.cuda.is_available() else "gloo"` then
+    `init_process_group(backend=backend)`: the call's fix renames the `"nccl"` inside the guard, so
+    the guard decides it too; that rename also settles the literal's own (fixless) finding, so
+    test and backend move together, never one without the other."""
+    src = '''\
+        import torch
+        import torch.distributed as dist
+
+
+        def setup():
+            backend = "nccl" if torch.cuda.is_available() else "gloo"
+            dist.init_process_group(backend=backend)
+        '''
+    assert 'backend = "neuron" if torch.neuron.is_available() else "gloo"' in fixed(src)
+    held = textwrap.dedent('''\
+        import torch
+        import torch.distributed as dist
+
+
+        def setup():
+            if torch.cuda.is_available():
+                backend = "nccl"
+                major, _ = torch.cuda.get_device_capability()
+            else:
+                backend = "gloo"
+            dist.init_process_group(backend=backend)
+        ''')
+    assert fixed(held) == held  # the capability query stays CUDA's: the guard, and the backend under it, stay

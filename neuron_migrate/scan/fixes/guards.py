@@ -388,6 +388,23 @@ def _matters(f: Finding, target: Target) -> bool:
     return f.severity is not Severity.INFO or (fix is not None and bool(fix.edits))
 
 
+def _rewrites(edit: Span, found: Span) -> bool:
+    """Whether an edit rewrites all a finding is about: its text, or the token inside its quotes
+    (`nccl` of `"nccl"`)."""
+    return (inside(edit, found) and edit.line == edit.end_line == found.line == found.end_line
+            and (found.end_col - found.col) - (edit.end_col - edit.col) <= 2)
+
+
+def _with_edits(region: list[Finding], edits: list[tuple[Span, Finding]], span: Span) -> list[Finding]:
+    """`region` and the findings (not in it) with an edit inside `span`."""
+    ids = {id(f) for f in region}
+    for at, f in edits:
+        if id(f) not in ids and inside(at, span):
+            ids.add(id(f))
+            region.append(f)
+    return region
+
+
 def _region(index: _Index, guard: Guard) -> list[Finding]:
     """The findings the guard decides, and those in the values that feed its test."""
     region = index.within(guard.region)
@@ -425,10 +442,17 @@ def blocked(
     withheld: set[int] = set()
     out: list[Block] = []
 
-    def is_fixed(f: Finding) -> bool:
-        return id(f) not in withheld and fixed(f)
+    # A finding located elsewhere whose fix edits inside a guard (`init_process_group(backend=backend)`
+    # renames the `"nccl"` of `backend = "nccl" if torch.cuda.is_available() else "gloo"`) is decided
+    # by that guard too; and a finding that such an edit rewrites (that `"nccl"`'s own NM402, which
+    # has no fix of its own) is fixed when the edit is.
+    edits = [(e.span, f) for f in findings if fixed(f) for e in getattr(f.fix_for(target), "edits", ())]
 
-    regions = [(g, _region(index, g)) for g in guards]
+    def is_fixed(f: Finding) -> bool:
+        if id(f) in withheld:
+            return False
+        return fixed(f) or any(g is not f and id(g) not in withheld and _rewrites(at, f.span) for at, g in edits)
+    regions = [(g, _with_edits(_region(index, g), edits, g.region)) for g in guards]
     regions = [(g, r) for g, r in regions if r]
     done: set[int] = set()
     changed = True
