@@ -648,3 +648,29 @@ def test_a_backend_chosen_by_a_guard_moves_with_its_guard_when_the_call_renames_
             dist.init_process_group(backend=backend)
         ''')
     assert fixed(held) == held  # the capability query stays CUDA's: the guard, and the backend under it, stay
+
+
+def test_an_if_that_leaves_its_block_guards_the_rest_of_it() -> None:
+    """sevenn's `if not torch.cuda.is_available(): raise NotImplementedError(...)` and tabpfn's
+    `... return False` stand before CUDA-only code (`get_device_capability`): flipped alone, the
+    test would let Trainium into that code instead of the clear error or the CPU answer."""
+    src = '''\
+        import torch
+
+
+        def d3(x):
+            if not torch.cuda.is_available():
+                raise NotImplementedError("CPU + D3 is not implemented yet")
+            major, _ = torch.cuda.get_device_capability()
+            return major
+
+
+        def sync(x):
+            if not torch.cuda.is_available():
+                return x
+            torch.cuda.synchronize()
+            return x
+        '''
+    out = fixed(src)
+    assert "    if not torch.cuda.is_available():\n        raise" in out
+    assert "    if not torch.neuron.is_available():\n        return x\n    torch.neuron.synchronize()" in out

@@ -1,8 +1,8 @@
 """The guard rule: a guard is rewritten together with everything it guards, or not at all.
 
 A guard is a condition that decides which code runs: the test of an `if`/`while`/ternary, an
-`assert` (it guards the rest of its block) or an operand of an `and`-chain (it guards the later
-operands). Rewriting `torch.cuda.is_available()` to `torch.neuron.is_available()` sends the program
+`assert` or an `if` whose body leaves its block (`raise`, `return`: both guard the rest of the
+block) or an operand of an `and`-chain (it guards the later operands). Rewriting `torch.cuda.is_available()` to `torch.neuron.is_available()` sends the program
 into the guarded code on Trainium, where it used to take its CPU path; if anything in there stays
 CUDA-only, the program that worked now crashes. So a fix inside a guard's test is kept only when
 every finding in what it guards is fixed as well; otherwise the guard and its block stay as they
@@ -52,7 +52,7 @@ _BLOCKS = ("body", "orelse", "finalbody")
 class Guard:
     tests: tuple[Span, ...]  # the condition(s) whose rewrite changes which path runs
     region: Span  # everything the guard decides, tests included
-    kind: str  # "if", "while", "ternary", "assert", "and"
+    kind: str  # "if", "while", "ternary", "assert", "and", "exit" (an `if` that leaves its block)
     message: Span | None = None  # what it says when it fails: an assert's message, an `if`'s lone raise's
     feeds: tuple[Span, ...] = ()  # values assigned to the names the test uses as conditions
     # The functions of this file that what it guards calls (`f(...)`, `self.f(...)`), also through
@@ -334,9 +334,25 @@ def _feeds(tests: Iterable[ast.AST], scopes: Sequence[dict[str, list[ast.AST]]],
 
 def _asserts(block: list[ast.stmt], lines: LineIndex,
              out: list[tuple[Callable[[], Guard], list[ast.AST], list[ast.AST]]]) -> None:
+    """The guards of the rest of a block: an `assert`, and an `if` with no else whose body leaves
+    the block (`if not torch.cuda.is_available(): raise ...`, `return`, `continue`, `break`)."""
     for i, stmt in enumerate(block):
         if stmt.__class__ is ast.Assert:
             out.append((partial(_assert, stmt, block, lines), [stmt.test], list(block[i:])))  # type: ignore[attr-defined]
+        elif (stmt.__class__ is ast.If and not stmt.orelse and i + 1 < len(block)  # type: ignore[attr-defined]
+              and stmt.body[-1].__class__ in _EXITS):  # type: ignore[attr-defined]
+            out.append((partial(_early_exit, stmt, block, lines), [stmt.test], list(block[i:])))  # type: ignore[attr-defined]
+
+
+# Statements that leave a block: an `if` ending in one guards what follows it, as an assert does.
+_EXITS = (ast.Raise, ast.Return, ast.Continue, ast.Break)
+
+
+def _early_exit(stmt: ast.stmt, block: list[ast.stmt], lines: LineIndex) -> Guard:
+    """`if not torch.cuda.is_available(): raise NotImplementedError(...)` then CUDA-only code:
+    the test decides whether the rest of the block runs (sevenn's D3 correction)."""
+    own, last = lines.span(stmt), lines.span(block[-1])
+    return Guard((lines.span(stmt.test),), Span(own.line, own.col, last.end_line, last.end_col), "exit")  # type: ignore[attr-defined]
 
 
 def _assert(stmt: ast.stmt, block: list[ast.stmt], lines: LineIndex) -> Guard:
