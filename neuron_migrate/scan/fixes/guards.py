@@ -2,8 +2,9 @@
 
 A guard is a condition that decides which code runs: the test of an `if`/`while`/ternary, an
 `assert` or an `if` whose body leaves its block (`raise`, `return`: both guard the rest of the
-block) or an operand of an `and`-chain (it guards the later operands). Rewriting `torch.cuda.is_available()` to `torch.neuron.is_available()` sends the program
-into the guarded code on Trainium, where it used to take its CPU path; if anything in there stays
+block) or an operand of an `and`-chain (it guards the later operands). Rewriting
+`torch.cuda.is_available()` to `torch.neuron.is_available()` sends the program into the guarded
+code on Trainium, where it used to take its CPU path; if anything in there stays
 CUDA-only, the program that worked now crashes. So a fix inside a guard's test is kept only when
 every finding in what it guards is fixed as well; otherwise the guard and its block stay as they
 are and the guard's finding becomes the one manual finding that says why. What it guards includes
