@@ -463,10 +463,13 @@ def _with_imports(findings: list[Finding], imports: list[Finding], token_codes: 
 
 
 def _beside(findings: list[Finding], more: list[Finding], token_codes: frozenset[str]) -> list[Finding]:
-    """`findings` and `more`, less the `tokens` findings of `more` on a line `findings` report (a
-    setting's `env: {DEVICE: cuda}` is NM109's, not also a CUDA word of its assignment)."""
-    lines = {f.span.line for f in findings}
-    return findings + [f for f in more if f.code not in token_codes or f.span.line not in lines]
+    """A configuration's settings (`findings`) and its shell (`more`): on a line both report, a
+    variable's own rule wins over the setting (`CUDA_VISIBLE_DEVICES: "0"` under `envs:` is NM107,
+    not also NM109), and a setting over a CUDA word of the shell (`env: {DEVICE: cuda}`)."""
+    specific = {f.span.line for f in more if f.code not in token_codes}
+    kept = [f for f in findings if f.span.line not in specific]
+    lines = {f.span.line for f in kept}
+    return kept + [f for f in more if f.code not in token_codes or f.span.line not in lines]
 
 
 def _analyze_text(analyzer: Analyzer, text: str, rel: str, pack: RulePack, cell: int | None,

@@ -156,3 +156,17 @@ def test_a_gpu_compile_backend_or_liger_kernels_for_accelerate_or_the_trainer(tm
     assert sorted(found(tmp_path)) == [("recipes/accelerate_configs/traffic.yaml", 3, 18, "dynamo_backend: INDUCTOR"),
                                        ("recipes/sft.yaml", 2, 23, "torch_compile_backend: inductor"),
                                        ("recipes/sft.yaml", 5, 11, "use_liger: true")]
+
+
+def test_cuda_device_selection_kept_as_settings(tmp_path: Path) -> None:
+    """MinerU's API server keeps `cuda_visible_devices` and `cuda_device_order` in its YAML and
+    copies them into the environment; under a task's `envs:` the same name is the variable's own
+    finding, not also a setting."""
+    write(tmp_path, {"fast_api.yaml": "system:\n  gpu:\n    cuda_device_order: \"PCI_BUS_ID\"\n"
+                                      "    cuda_visible_devices: \"1\"\n",
+                     "task.yaml": "resources:\n  accelerators: A100:8\nenvs:\n  CUDA_VISIBLE_DEVICES: \"0\"\nrun: python t.py\n"})
+    assert sorted(found(tmp_path)) == [("fast_api.yaml", 3, 23, "cuda_device_order: PCI_BUS_ID"),
+                                       ("fast_api.yaml", 4, 26, "cuda_visible_devices: 1")]
+    codes = [f.code for fr in scan_paths([tmp_path], PACK, use_cache=False, jobs=1).files if fr.path == "task.yaml"
+             for f in fr.findings]
+    assert codes == ["NM107"]

@@ -260,3 +260,20 @@ def test_in_a_file_that_gives_ctranslate2_a_device_the_device_strings_are_rename
     assert literal.fix_class is FixClass.UNSAFE and all(fix.applicability is FixClass.UNSAFE for fix in literal.fixes)
     assert "gives `WhisperModel` a device at line 12" in literal.fixes[0].title
     assert found[12, "NM753"].fix_class is FixClass.MANUAL
+
+
+def test_a_device_string_safetensors_loads_onto_is_not_renamed() -> None:
+    """TimesFM and Toto load checkpoints with `load_file(path, device=device)`; safetensors rejects
+    `neuron` ("device neuron is invalid"), so the string that reaches it keeps `cuda`."""
+    code = textwrap.dedent("""
+        import torch
+        from safetensors.torch import load_file
+
+        def load(path):
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            return load_file(path, device=device)
+        """)
+    found = {(f.span.line, f.code): f for f in analyze_source(code, "util.py", PACK)}
+    assert found[6, "NM101"].fix_class is FixClass.MANUAL and not found[6, "NM101"].fixes
+    assert "reaches `load_file` at line 7" in found[6, "NM101"].message
+    assert found[7, "NM759"].fix_class is FixClass.MANUAL

@@ -407,3 +407,9 @@ def test_setup_py_lists_joined_by_plus_with_markers_and_gpu_extras(tmp_path: Pat
     assert [(line, code, symbol) for _, line, _, code, symbol in found(tmp_path)] == [
         (3, "NM731", 'realtimetts-qwen-native[cuda12]==0.2.0; sys_platform == "win32"'),
         (5, "NM731", "silero-vad[onnx-gpu]>=6.2.1")]
+
+
+def test_a_gpu_extra_installs_a_cuda_build(tmp_path: Path) -> None:
+    """stable-fast-3d asks for `rembg[gpu]`, which pulls onnxruntime-gpu; plain `rembg` is none."""
+    write(tmp_path, {"requirements.txt": "rembg[gpu]==2.0.57\nrembg==2.0.57\n"})
+    assert [(line, code) for _, line, _, code, _ in found(tmp_path)] == [(1, "NM731")]
