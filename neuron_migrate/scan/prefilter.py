@@ -247,7 +247,7 @@ def _argument(arg: ArgumentPattern, common_roots: frozenset[str]) -> list[tuple[
     keyword = ({_token(arg.keyword, True, True)} if arg.keyword and arg.position is None and not arg.missing
                else set())
     values = [{_value_token(v)} if isinstance(v, str) and v else set() for v in arg.values] or [set()]
-    if arg.missing:
+    if arg.missing or arg.switch:  # (a switch given any value that is no literal matches: no value is written)
         values = [set()]
     out = []
     for call in arg.call:

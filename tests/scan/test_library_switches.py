@@ -258,7 +258,7 @@ def test_in_a_file_that_gives_ctranslate2_a_device_the_device_strings_are_rename
     found = {(f.span.line, f.code): f for f in analyze_source(code, "backend.py", PACK)}
     literal = found[8, "NM101"]
     assert literal.fix_class is FixClass.UNSAFE and all(fix.applicability is FixClass.UNSAFE for fix in literal.fixes)
-    assert "gives `WhisperModel` a device at line 12" in literal.fixes[0].title
+    assert "hands data to `faster_whisper.WhisperModel` at line 12" in literal.fixes[0].title
     assert found[12, "NM753"].fix_class is FixClass.MANUAL
 
 

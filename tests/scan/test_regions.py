@@ -855,3 +855,18 @@ def test_a_device_index_read_in_a_skipped_function_keeps_the_fix_unsafe(
     (found,) = [f for f in both(pack, source, monkeypatch) if f.code == "NM101"]
     assert found.fix_class.value == "unsafe"
     assert 22 in skipped_lines(pack, source)  # the text gate leaves `rank_of` out; the fix reads it
+
+
+def test_a_switch_given_a_variable_keeps_its_region_though_no_value_is_written(
+        pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """peft's `safe_load_file(filename, device=device)`: a switch (`NM759`) matches a value that is
+    no literal, so the region needs no `"cuda"` of its own to be parsed."""
+    source = src("""
+        from safetensors.torch import load_file as safe_load_file
+
+        FILLER
+
+        def load(filename, device):
+            return safe_load_file(filename, device=device)
+        """)
+    assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM759", 20)]
