@@ -897,6 +897,13 @@ SILENT = {
         )
         ENGINES = {"nvidia_parakeet": ".parakeet_engine", "nvidia-canary": ".canary_engine"}
         os.environ["QWENTTS_CPU_FLASH_ATTN"] = "1"  # a CPU engine's fused attention
+
+
+        def flash_attention_mlx(q, k, v):  # Apple MLX's attention
+            return q
+
+
+        OUT = flash_attention_mlx(1, 2, 3)
         """,
     "names that only look like RAPIDS': a cumulative length, another RMM, an id": """
         def lengths(sentences, bias_rmm=True):
