@@ -882,7 +882,7 @@ SILENT = {
         def layer(n):
             return te.Linear(n, n), DOCS, KEY
         """,
-    "NVIDIA as the publisher of models, datasets and licences": """
+    "NVIDIA as a publisher of models, datasets and licences; CPU and Apple MLX attention": """
         import os
 
         from .datasets import nvidia_training_datasets
