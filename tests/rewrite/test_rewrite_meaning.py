@@ -674,3 +674,19 @@ def test_an_if_that_leaves_its_block_guards_the_rest_of_it() -> None:
     out = fixed(src)
     assert "    if not torch.cuda.is_available():\n        raise" in out
     assert "    if not torch.neuron.is_available():\n        return x\n    torch.neuron.synchronize()" in out
+
+
+def test_an_if_not_with_no_else_guards_the_rest_of_its_block() -> None:
+    """alpaca_eval's `if not torch.cuda.is_available(): model_kwargs["load_in_8bit"] = False` readies
+    the load that follows for the CPU: flipped alone, Trainium would keep 8-bit loading on."""
+    src = '''\
+        import torch
+        from transformers import AutoModelForCausalLM
+
+
+        def load(name, model_kwargs):
+            if not torch.cuda.is_available():
+                model_kwargs["load_in_8bit"] = False
+            return AutoModelForCausalLM.from_pretrained(name, device_map="auto", **model_kwargs)
+        '''
+    assert fixed(src) == textwrap.dedent(src)

@@ -170,3 +170,9 @@ def test_cuda_device_selection_kept_as_settings(tmp_path: Path) -> None:
     codes = [f.code for fr in scan_paths([tmp_path], PACK, use_cache=False, jobs=1).files if fr.path == "task.yaml"
              for f in fr.findings]
     assert codes == ["NM107"]
+
+
+def test_a_model_placed_on_cuda_by_device_map(tmp_path: Path) -> None:
+    """alpaca_eval's model configs pass `device_map: 'cuda'` to `from_pretrained`."""
+    write(tmp_path, {"configs.yaml": "model_kwargs:\n  device_map: 'cuda'\n  torch_dtype: bfloat16\nother: {device_map: cpu}\n"})
+    assert found(tmp_path) == [("configs.yaml", 2, 14, "device_map: cuda")]

@@ -56,6 +56,7 @@ CASES = {
         from pathlib import Path
 
         WINDOWS_CUDA = Path("C:/Program Files/NVIDIA GPU Computing Toolkit/CUDA")  # <-
+        CUDNN_H = r"C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v*\\include\\cudnn.h"  # <-
         LINUX_CUDA = "/usr/local/cuda/lib64"  # <-
         NOTE = "/ is the root; CUDA is not available on this machine."
         """,

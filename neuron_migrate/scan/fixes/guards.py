@@ -336,16 +336,20 @@ def _feeds(tests: Iterable[ast.AST], scopes: Sequence[dict[str, list[ast.AST]]],
 def _asserts(block: list[ast.stmt], lines: LineIndex,
              out: list[tuple[Callable[[], Guard], list[ast.AST], list[ast.AST]]]) -> None:
     """The guards of the rest of a block: an `assert`, and an `if` with no else whose body leaves
-    the block (`if not torch.cuda.is_available(): raise ...`, `return`, `continue`, `break`)."""
+    the block (`if not torch.cuda.is_available(): raise ...`, `return`, `continue`, `break`) or
+    whose test is a negation."""
     for i, stmt in enumerate(block):
         if stmt.__class__ is ast.Assert:
             out.append((partial(_assert, stmt, block, lines), [stmt.test], list(block[i:])))  # type: ignore[attr-defined]
         elif (stmt.__class__ is ast.If and not stmt.orelse and i + 1 < len(block)  # type: ignore[attr-defined]
-              and stmt.body[-1].__class__ in _EXITS):  # type: ignore[attr-defined]
+              and (stmt.body[-1].__class__ in _EXITS or stmt.test.__class__ is ast.UnaryOp  # type: ignore[attr-defined]
+                   and stmt.test.op.__class__ is ast.Not)):  # type: ignore[attr-defined]
             out.append((partial(_early_exit, stmt, block, lines), [stmt.test], list(block[i:])))  # type: ignore[attr-defined]
 
 
 # Statements that leave a block: an `if` ending in one guards what follows it, as an assert does.
+# So does an `if not ...:` with no else: its body readies what follows for the path without CUDA
+# (alpaca_eval's `if not torch.cuda.is_available(): model_kwargs["load_in_8bit"] = False`).
 _EXITS = (ast.Raise, ast.Return, ast.Continue, ast.Break)
 
 

@@ -114,9 +114,10 @@ class TokenTable:
         if "://" in value:
             text = _COMPANY.sub(" ", text)
         parts = text.split()
-        if _prose(parts) and not _ABSOLUTE_PATH.match(value):
+        path = _ABSOLUTE_PATH.match(value) is not None
+        if not path and _prose(parts):
             return None
-        if len(parts) > _PROSE_WORDS:
+        if len(parts) > _PROSE_WORDS and not path:
             text = " ".join(_command_words(parts))
         try:
             return self._strings[text]
