@@ -277,3 +277,17 @@ def test_a_device_string_safetensors_loads_onto_is_not_renamed() -> None:
     assert found[6, "NM101"].fix_class is FixClass.MANUAL and not found[6, "NM101"].fixes
     assert "reaches `load_file` at line 7" in found[6, "NM101"].message
     assert found[7, "NM759"].fix_class is FixClass.MANUAL
+
+
+def test_only_a_ctranslate2_models_second_argument_is_its_device() -> None:
+    """CTranslate2's converters call `utils.fuse_linear(spec, layers)`: the second argument of any
+    other call is no device; a model class's is (`Generator(path, device)`)."""
+    code = textwrap.dedent("""
+        import ctranslate2
+        from ctranslate2.converters import utils
+
+        def convert(spec, split_layers, path, device):
+            utils.fuse_linear(spec.linear[0], split_layers)
+            return ctranslate2.Generator(path, device)
+        """)
+    assert [(f.span.line, f.code) for f in analyze_source(code, "convert.py", PACK) if f.code == "NM753"] == [(7, "NM753")]
