@@ -23,7 +23,7 @@ from neuron_migrate.findings import Finding, FixClass, Span, Target
 from neuron_migrate.ruleset.model import ArgumentPattern, FixKind, Rule, RulePack
 from neuron_migrate.scan import parse as parse_m
 from neuron_migrate.scan.aliases import AliasTable
-from neuron_migrate.scan.fixes.syntax import LEAVES, has_parameters, walk
+from neuron_migrate.scan.fixes.syntax import LEAVES, dotted, has_parameters, walk
 from neuron_migrate.scan.matchers import arguments as args_m
 from neuron_migrate.scan.matchers import device_strings as dev_m
 from neuron_migrate.scan.matchers import env_vars as env_m
@@ -151,10 +151,10 @@ _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _PARTIALS = frozenset({"functools.partial", "funcy.partial", "toolz.partial"})  # bark imports funcy's
 _TEXT_TESTS = frozenset({"startswith", "endswith"})  # `str(e).startswith("CUDA out of memory")`
 _OWN = frozenset({"self", "cls"})  # a method's instance or class: a class-level name is read through it
-# Methods that change a dict's keys (`spreads` forgets the dict).
 # Keywords whose list names kinds of events, not devices: `ProfileKwargs(activities=["cpu", "cuda"])`
 # records CUDA kernels, and Accelerate rejects a `"neuron"` entry. Its `"cuda"` is a CUDA word, no device.
 _KINDS = frozenset({"activities"})
+# Methods that change a dict's keys (`spreads` forgets the dict).
 _DICT_CHANGES = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"})
 _LITERALS = (ast.Constant, ast.UnaryOp, ast.Dict)  # what `arguments.static_value` may evaluate
 # Class-field declarations whose default is the field's value (dataclasses, attrs, pydantic).
@@ -1882,18 +1882,10 @@ def _simulator_device(site: Site) -> bool:
         name = site.arg.arg or ""  # type: ignore[union-attr]
     elif site.stmt.__class__ in (ast.Assign, ast.AnnAssign):
         targets = getattr(site.stmt, "targets", None) or [site.stmt.target]  # type: ignore[attr-defined]
-        name = " ".join(_dotted(t) for t in targets)
+        name = " ".join(dotted(t) or "" for t in targets)
     else:
         return False
     return any(_SIMULATOR_DEVICE.search(n.lstrip("_")) for n in name.split())
-
-
-def _dotted(node: ast.AST) -> str:
-    parts: list[str] = []
-    while node.__class__ is ast.Attribute:
-        parts.append(node.attr)  # type: ignore[attr-defined]
-        node = node.value  # type: ignore[attr-defined]
-    return ".".join([node.id, *reversed(parts)]) if node.__class__ is ast.Name else ""  # type: ignore[attr-defined]
 
 
 def _symbol(site: Site, lines: LineIndex) -> str:

@@ -1,8 +1,9 @@
 """The guard rule: a guard is rewritten together with everything it guards, or not at all.
 
 A guard is a condition that decides which code runs: the test of an `if`/`while`/ternary, an
-`assert` or an `if` whose body leaves its block (`raise`, `return`: both guard the rest of the
-block) or an operand of an `and`-chain (it guards the later operands). Rewriting
+`assert`, an `if` with no else whose body leaves its block (`raise`, `return`) or whose test is a
+negation (`if not torch.cuda.is_available():` readies what follows for the CPU): these guard the
+rest of the block too; or an operand of an `and`-chain (it guards the later operands). Rewriting
 `torch.cuda.is_available()` to `torch.neuron.is_available()` sends the program into the guarded
 code on Trainium, where it used to take its CPU path; if anything in there stays
 CUDA-only, the program that worked now crashes. So a fix inside a guard's test is kept only when
@@ -53,7 +54,7 @@ _BLOCKS = ("body", "orelse", "finalbody")
 class Guard:
     tests: tuple[Span, ...]  # the condition(s) whose rewrite changes which path runs
     region: Span  # everything the guard decides, tests included
-    kind: str  # "if", "while", "ternary", "assert", "and", "exit" (an `if` that leaves its block)
+    kind: str  # "if", "while", "ternary", "assert", "and", "exit" (an `if` that guards the rest of its block)
     message: Span | None = None  # what it says when it fails: an assert's message, an `if`'s lone raise's
     feeds: tuple[Span, ...] = ()  # values assigned to the names the test uses as conditions
     # The functions of this file that what it guards calls (`f(...)`, `self.f(...)`), also through
