@@ -18,14 +18,11 @@ from dataclasses import dataclass
 from neuron_migrate.findings import Finding, Target
 from neuron_migrate.rewrite.apply import ApplyResult, ImportContext, SkippedFix, apply_fixes_to_source
 from neuron_migrate.rewrite.files import FileProblem
-from neuron_migrate.scan.notebook import blank_ipython, timed_statement
+from neuron_migrate.scan.notebook import TIMED_PREFIX, blank_ipython, timed_statement
 
 _DECODER = json.JSONDecoder()
 _WS = re.compile(r"[ \t\n\r]*")
 _PLACEHOLDER = re.compile(r"^[ \t]*(?:pass  )?# <neuron-migrate ipython (\d+)>$")
-# A timing magic's statement is scanned and fixed in place (`scan.notebook`: `%timeit f(x)` reads
-# as `...;     f(x)`, the line the scan's findings quote); the magic comes back on the way out.
-_TIMED = "...;"
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +122,7 @@ def _mask_ipython(cell: str) -> tuple[str, list[str], list[str]]:
     for i, (line, blank) in enumerate(zip(lines, blanked, strict=False)):
         if line == blank:
             continue
-        if blank.lstrip().startswith(_TIMED):
+        if blank.lstrip().startswith(TIMED_PREFIX):
             lines[i] = blank
             timed.append(line)
             continue
@@ -142,7 +139,7 @@ def _unmask(text: str, originals: Sequence[str], timed: Sequence[str]) -> str:
         m = _PLACEHOLDER.match(line)
         if m is not None:
             line = originals[int(m.group(1))]
-        elif line.lstrip().startswith(_TIMED):
+        elif line.lstrip().startswith(TIMED_PREFIX):
             original = next(magics, None)
             if original is not None:  # the magic and its options, then the statement as fixed
                 start = timed_statement(original)

@@ -146,9 +146,7 @@ def _unless(ctx: _Ctx, raw: Any, field: str, call: tuple[str, ...]) -> tuple[Arg
         if keyword is None and position is None:
             raise ctx.error(f"{field}[{i}]", "needs `keyword` and/or `position`")
         values = _scalars(ctx, d.get("values", []), f"{field}[{i}].values", empty=True)
-        present = d.get("present", False)
-        if not isinstance(present, bool):
-            raise ctx.error(f"{field}[{i}].present", f"expected true or false, got {present!r}")
+        present = _bool(ctx, d.get("present", False), f"{field}[{i}].present")
         if bool(values) == present:
             raise ctx.error(f"{field}[{i}]", "needs either `values` (those that make the call harmless) or "
                                              "`present: true` (any value does)")

@@ -1790,8 +1790,8 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
     # that gives such a call its device, a device string is renamed only as an unsafe fix. (Not in
     # a file that uses a CUDA-only library: that program runs on no Trainium host before its port
     # either, so a rename breaks nothing that worked.)
-    checked = next(((site.qualified or site.symbol, site.stmt_line) for rule, site in sorted(
-        spans.values(), key=lambda rs: rs[1].stmt_line) if rule.fix.value_stays and site.kind != "tokens"), None)
+    checked = min(((site.stmt_line, site.qualified or site.symbol) for rule, site in spans.values()
+                   if rule.fix.value_stays and site.kind != "tokens"), default=None)
     for rule, site in spans.values():
         for target, tf in rule.fix.targets.items():
             if tf.kind is FixKind.REMOVE_STATEMENT:
@@ -1837,7 +1837,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
                        "and `cpu`, so it is not renamed")
         fixes = fixes_for(rule, site, span, ctx) if fix_class in _FIXABLE else ()
         if checked is not None and site.kind == "device_strings" and fixes:
-            note = (f" (unsafe: this file hands data to `{checked[0]}` at line {checked[1]}, "
+            note = (f" (unsafe: this file hands data to `{checked[1]}` at line {checked[0]}, "
                     "which has no `neuron` device)")
             fixes = tuple(replace(f, applicability=FixClass.UNSAFE, title=f.title + note) for f in fixes)
         if fixes and fix_class is FixClass.SAFE and all(f.applicability is FixClass.UNSAFE for f in fixes):

@@ -157,11 +157,16 @@ def blank_ipython(source: str) -> str:
     return "\n".join(lines)
 
 
+# What a timing magic and its options are written over with, so that its statement reads as Python
+# where it stands (`rewrite.notebook` puts the magic back where it finds it).
+TIMED_PREFIX = "...;"
+
+
 def timed_statement(line: str) -> int:
     """Where the statement of a timing magic's line starts (the column after the magic and its
     options), or -1 when the line is none."""
     m = _TIMED.match(line)
-    return -1 if m is None or line.rstrip().endswith("\\") or m.end() - m.end(1) < 4 else m.end()
+    return -1 if m is None or line.rstrip().endswith("\\") or m.end() - m.end(1) < len(TIMED_PREFIX) else m.end()
 
 
 def _timed(line: str) -> str | None:
@@ -172,7 +177,7 @@ def _timed(line: str) -> str | None:
     if start < 0:
         return None
     indent = line[: len(line) - len(line.lstrip())]
-    timed = indent + "...;" + " " * (start - len(indent) - 4) + line[start:]
+    timed = indent + TIMED_PREFIX + " " * (start - len(indent) - len(TIMED_PREFIX)) + line[start:]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -37,6 +37,7 @@ class FixContext:
     _bindings: Counter[str] | None = None
     _reads_indices: bool | None = None
     _slices: bool | None = None
+    _tests_backend: bool | None = None
     _flow: Flow | None = None
 
     def rebound(self, name: str) -> bool:
@@ -65,6 +66,16 @@ class FixContext:
 
             self._slices = slices_device_strings(self.source)
         return self._slices
+
+    @property
+    def tests_backend(self) -> bool:
+        """Whether the file tests the process-group backend by name (`get_backend()`,
+        `Backend.NCCL`), asked once."""
+        if self._tests_backend is None:
+            from neuron_migrate.scan.fixes.device import tests_backend
+
+            self._tests_backend = tests_backend(self.source)
+        return self._tests_backend
 
     @property
     def flow(self) -> Flow:

@@ -95,9 +95,11 @@ def entry_fix(site: Site, ctx: FixContext) -> FixResult | None:
     if entry is None:
         return None
     edit = ctx.insert_after(literal, f", {entry}")
-    if any(e.__class__ is ast.Constant and isinstance(e.value, str) and e.value.lower() in _OTHER_LIBRARIES_NAMES
-           for e in container.elts):  # type: ignore[attr-defined]
-        return FixResult('Add a "neuron" entry beside the CUDA one (unsafe: the list also names `gpu`, a device of '
+    other = next((e.value for e in container.elts  # type: ignore[attr-defined]
+                  if e.__class__ is ast.Constant and isinstance(e.value, str)
+                  and e.value.lower() in _OTHER_LIBRARIES_NAMES), None)
+    if other is not None:
+        return FixResult(f'Add a "neuron" entry beside the CUDA one (unsafe: the list also names `{other}`, a device of '
                          'another library, which may reject `neuron`)', (edit,), unsafe=True)
     return FixResult('Add a "neuron" entry beside the CUDA one', (edit,))
 

@@ -218,7 +218,7 @@ def device_string(site: Site, ctx: FixContext, new: str) -> FixResult | None:
     if edit is None:
         return None
     title = f"Use device `{new}`" + index_title(index, drop, new)
-    if _nccl(site.literal) and _BACKEND_TEST.search(ctx.source):
+    if _nccl(site.literal) and ctx.tests_backend:
         return FixResult(f"{title} (unsafe: this file tests the backend by name, `get_backend()` or `Backend.NCCL`, "
                          "and its NCCL branches do not see `neuron`)", (edit, *dropped), unsafe=True)
     return FixResult(title, (edit, *dropped), unsafe=(index is not None and not drop) or backend_choice(
@@ -228,6 +228,12 @@ def device_string(site: Site, ctx: FixContext, new: str) -> FixResult | None:
 # The file tests the process-group backend by name (Transformer-XL's `all_reduce_item` dispatches on
 # `get_backend()`: NCCL, Gloo, else it raises): a backend renamed to `neuron` takes none of its branches.
 _BACKEND_TEST = re.compile(r"get_backend\s*\(|Backend\.NCCL\b")
+
+
+def tests_backend(source: str) -> bool:
+    """Whether the file tests the process-group backend by name anywhere (its text, skipped
+    functions too)."""
+    return _BACKEND_TEST.search(source) is not None
 
 
 def _nccl(literal: ast.AST) -> bool:

@@ -469,11 +469,15 @@ def blocked(
     # by that guard too; and a finding that such an edit rewrites (that `"nccl"`'s own NM402, which
     # has no fix of its own) is fixed when the edit is.
     edits = [(e.span, f) for f in findings if fixed(f) for e in getattr(f.fix_for(target), "edits", ())]
+    on_line: dict[int, list[tuple[Span, Finding]]] = {}
+    for at, g in edits:
+        on_line.setdefault(at.line, []).append((at, g))
 
     def is_fixed(f: Finding) -> bool:
         if id(f) in withheld:
             return False
-        return fixed(f) or any(g is not f and id(g) not in withheld and _rewrites(at, f.span) for at, g in edits)
+        return fixed(f) or any(g is not f and id(g) not in withheld and _rewrites(at, f.span)
+                               for at, g in on_line.get(f.span.line, ()))
     regions = [(g, _with_edits(_region(index, g), edits, g.region)) for g in guards]
     regions = [(g, r) for g, r in regions if r]
     done: set[int] = set()

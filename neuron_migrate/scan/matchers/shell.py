@@ -195,7 +195,7 @@ def _line_findings(number: int, command: str, line: str, rel: str, rules: ShellR
             if m.group(1) in _SEARCH_PATHS and m.group().endswith("="):
                 found += _cuda_directory(number, code, m.end(), line, rel, rules.commands)
         if "module" in code or "ml " in code or "install" in code:
-            found += _modules_loaded(number, code, line, rel, rules.commands)
+            found += _toolkit_installs(number, code, line, rel, rules.commands)
         if not found:  # a script's own variable with a CUDA word (`USE_CUDA=True`, `--cuda $CUDA`), once a line
             for m in names:
                 word = rules.commands.name(m.group(1))
@@ -265,7 +265,7 @@ def _cuda_directory(number: int, code: str, start: int, line: str, rel: str, com
     return []
 
 
-def _modules_loaded(number: int, code: str, line: str, rel: str, commands: TokenTable) -> list[Finding]:
+def _toolkit_installs(number: int, code: str, line: str, rel: str, commands: TokenTable) -> list[Finding]:
     """The environment modules a line loads, and the system packages it installs, whose name holds
     a CUDA word (`cuda/11.8`, `nccl`; `apt-get install cudnn-cuda-12 libnccl2`)."""
     found: list[Finding] = []

@@ -44,11 +44,11 @@ _SENTENCE_ENDS = (".", "!", "?", "\u3002", "\uff01", "\uff1f")  # also the full-
 # A model of NVIDIA's on the Hugging Face Hub (`"nvidia/mit-b0"`, or its prefix `'nvidia/' + name`):
 # its weights run anywhere.
 _MODEL_ID = re.compile(r"nvidia/[\w.-]*", re.IGNORECASE)
-# A web page for people (`https://pytorch.org/docs/stable/notes/cuda.html#...`): a link a message
-# shows, nothing a program fetches or runs.
 # An absolute path, spaces and all (`"C:/Program Files/NVIDIA GPU Computing Toolkit/CUDA"`), is a
 # value a program uses, not prose.
 _ABSOLUTE_PATH = re.compile(r"(?:[A-Za-z]:[\\/]|/|~/)[^\n]*[\\/]")
+# A web page for people (`https://pytorch.org/docs/stable/notes/cuda.html#...`): a link a message
+# shows, nothing a program fetches or runs.
 _WEB_PAGE = re.compile(r"https?://\S+?(?:\.html?|\.md)(?:#\S*)?|https?://\S*#\S*", re.IGNORECASE)
 # A web address's scheme and host: the host names a server (`nvlabs-fi-cdn.nvidia.com` serves
 # weights), the path what is fetched (`.../compute/cuda/redist/cuda_nvcc/...`); on a code or
