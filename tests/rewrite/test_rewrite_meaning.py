@@ -351,7 +351,9 @@ def test_a_condition_whose_value_leaves_the_file_is_an_unsafe_fix() -> None:
                "def build(cfg):\n    cfg.cuda = torch.cuda.is_available()\n",
                "def has_gpu():\n    return torch.cuda.device_count() > 0\n",
                "def run(trainer):\n    trainer.fit(gpus=torch.cuda.device_count())\n",
-               "def run():\n    ok = torch.cuda.is_available()\n    return [ok]\n"]
+               "def run():\n    ok = torch.cuda.is_available()\n    return [ok]\n",
+               # converted, it goes where the conversion's value goes (MONAI's launch settings)
+               "class Gen:\n    def __init__(self):\n        self.setting = {'n': int(torch.cuda.device_count())}\n"]
     for body in leaving:
         src = "import torch\n" + body
         assert fixed(src) == src, body
@@ -361,6 +363,7 @@ def test_a_condition_whose_value_leaves_the_file_is_an_unsafe_fix() -> None:
     staying = ["def run():\n    ok = torch.cuda.is_available()\n    if ok:\n        print('gpu')\n",
                "def run():\n    print('gpu', torch.cuda.is_available())\n",
                "def run(log):\n    log.info('%d devices', torch.cuda.device_count())\n",
+               "def run():\n    print('devices: ' + str(torch.cuda.device_count()))\n",
                "def _count():\n    return torch.cuda.device_count()\nif _count() > 1:\n    print('many')\n",
                # a program: its module-level names are not imported
                "HAS_GPU = torch.cuda.is_available()\nif __name__ == '__main__':\n    print(HAS_GPU)\n"]
@@ -598,6 +601,66 @@ def test_a_guard_stays_when_a_function_it_calls_holds_code_that_is_not_rewritten
     assert "if torch.cuda.is_available() and not args.no_cuda:" in out
     assert "if torch.neuron.is_available():\n        warm_up(model)" in out
     assert "torch.neuron.empty_cache()" in out
+
+
+def test_a_guard_stays_when_a_class_it_instantiates_holds_code_that_is_not_rewritten() -> None:
+    """MONAI's `trt_compile`: `if trt_imported and torch.cuda.is_available():` wraps the model in
+    `TrtCompiler(model)`, a class of the same file whose methods build TensorRT engines. Flipped
+    alone, the guard would build them on Trainium, where the call used to leave the model as it
+    was; a class whose code is all rewritten lets its guard move."""
+    src = '''\
+        import tensorrt
+        import torch
+
+
+        class TrtCompiler:
+            def __init__(self, model):
+                self.model = model
+
+            def forward(self, x):
+                return tensorrt.Runtime(x)
+
+
+        class Mover:
+            def __init__(self, model):
+                self.model = model.cuda()
+
+
+        def trt_compile(model, ok):
+            if ok and torch.cuda.is_available():
+                model = TrtCompiler(model)
+            if torch.cuda.is_available():
+                model = Mover(model)
+            return model
+        '''
+    out = fixed(src, unsafe=True)  # (an `is_available` test in a file that uses TensorRT is unsafe)
+    assert "if ok and torch.cuda.is_available():" in out
+    assert "if torch.neuron.is_available():\n        model = Mover(model)" in out
+    assert 'self.model = model.to("neuron")' in out
+
+
+def test_a_check_that_picks_map_location_none_is_an_unsafe_fix() -> None:
+    """MONAI's `map_location = None if torch.cuda.is_available() else torch.device("cpu")`:
+    `None` loads each tensor to the device it was saved from. Flipped to Neuron, a Trainium run
+    takes that branch and loads a GPU checkpoint onto CUDA, where it used to load to the CPU; an
+    ordinary device choice beside it still moves."""
+    src = '''\
+        import torch
+
+
+        def load(path):
+            map_location = None if torch.cuda.is_available() else torch.device("cpu")
+            state = torch.load(path, map_location="cpu" if not torch.cuda.is_available() else None)
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            return torch.load(path, map_location=map_location), state, device
+        '''
+    found = {f.span.line: f for f in scan(src) if f.code == "NM201"}
+    assert {line: f.fix_class for line, f in found.items()} == {5: FixClass.UNSAFE, 6: FixClass.UNSAFE, 7: FixClass.SAFE}
+    assert "map_location=None" in found[5].fixes[0].title
+    out = fixed(src)
+    assert 'map_location = None if torch.cuda.is_available() else torch.device("cpu")' in out
+    assert 'map_location="cpu" if not torch.cuda.is_available() else None' in out
+    assert 'device = "neuron" if torch.neuron.is_available() else "cpu"' in out
 
 
 def test_a_physics_simulators_device_is_not_renamed() -> None:

@@ -24,7 +24,7 @@ from neuron_migrate.scan.fixes.data import table_value_fix
 from neuron_migrate.scan.fixes.device import device_string
 from neuron_migrate.scan.fixes.flow import decided_here
 from neuron_migrate.scan.fixes.registry import FIXERS
-from neuron_migrate.scan.fixes.syntax import block_of, if_holding, parent_of
+from neuron_migrate.scan.fixes.syntax import block_of, dotted, if_holding, parent_of
 from neuron_migrate.scan.matchers.site import Site
 
 __all__ = ["FixContext", "fixes_for", "remove_statement_edits", "removed_import"]
@@ -42,6 +42,9 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
             cls, title = rule.fix.fix_class, result.title
             if cls is FixClass.SAFE and rule.condition and _leaves_file(site, ctx):
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: the value decides code outside this file)"
+            if cls is FixClass.SAFE and rule.condition and _picks_saved_location(site, ctx):
+                cls, title = FixClass.UNSAFE, (f"{title} (unsafe: on Trainium it now picks `map_location=None`, which "
+                                               "loads each tensor to the device it was saved from, CUDA for a GPU checkpoint)")
             if cls is FixClass.SAFE and (result.unsafe or _through_rebound_name(site, ctx)):
                 cls = FixClass.UNSAFE
             out.append(Fix(target, cls, title, result.edits,
@@ -81,6 +84,29 @@ def _leaves_file(site: Site, ctx: FixContext) -> bool:
     if parent.__class__ is ast.Call and parent.func is node:  # type: ignore[union-attr]
         node = parent  # the value is the call's: `torch.cuda.is_available()`
     return ctx.flow.leaves_file(node)
+
+
+def _picks_saved_location(site: Site, ctx: FixContext) -> bool:
+    """MONAI's `map_location = None if torch.cuda.is_available() else torch.device("cpu")`: the
+    branch the check picks when true is `None`, which `torch.load` reads as "where it was saved";
+    flipped to Neuron, a Trainium run takes it and loads a GPU checkpoint onto CUDA."""
+    node: ast.AST | None = site.node
+    parent = parent_of(site.stmt, node)  # type: ignore[arg-type]
+    if parent.__class__ is ast.Call and parent.func is node:  # type: ignore[union-attr]
+        node, parent = parent, parent_of(site.stmt, parent)  # type: ignore[arg-type]
+    negated = parent.__class__ is ast.UnaryOp and parent.op.__class__ is ast.Not  # type: ignore[union-attr]
+    if negated:
+        node, parent = parent, parent_of(site.stmt, parent)  # type: ignore[arg-type]
+    if parent.__class__ is not ast.IfExp or parent.test is not node:  # type: ignore[union-attr]
+        return False
+    taken = parent.orelse if negated else parent.body  # type: ignore[union-attr]
+    if not (taken.__class__ is ast.Constant and taken.value is None):  # type: ignore[attr-defined]
+        return False
+    holder = parent_of(site.stmt, parent)  # type: ignore[arg-type]
+    if holder.__class__ is ast.keyword:
+        return holder.arg == "map_location"  # type: ignore[union-attr]
+    targets = getattr(holder, "targets", None) or [getattr(holder, "target", None)]
+    return holder is site.stmt and any("map_location" in (dotted(t) or "") for t in targets if t is not None)
 
 
 def _compute(tf: TargetFix, site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:

@@ -18,8 +18,11 @@ from functools import cached_property
 
 from neuron_migrate.scan.fixes.syntax import bound_method, defaulted, dotted, parameter, parent_of, walk
 
-# Calls that only show a value: it decides nothing there.
-_SHOWN = frozenset({"print", "str", "repr", "format", "bool", "int", "float"})
+# Calls that only show a value (as text): it decides nothing there.
+_SHOWN = frozenset({"print", "str", "repr", "format"})
+# Calls that convert a value: it goes where their result goes (MONAI's `"n_devices":
+# int(torch.cuda.device_count())` in a settings dict that another module launches with).
+_CONVERTED = frozenset({"bool", "int", "float"})
 _LOGGED = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log", "write"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (*_FUNCTIONS, ast.Lambda, ast.ClassDef)
@@ -112,6 +115,8 @@ class Flow:
         func = call.func
         if func.__class__ is ast.Name and func.id in _SHOWN:  # type: ignore[attr-defined]
             return False
+        if func.__class__ is ast.Name and func.id in _CONVERTED:  # type: ignore[attr-defined]
+            return self._leaves(call, depth + 1, seen)
         if func.__class__ is ast.Attribute and func.attr in _LOGGED:  # type: ignore[attr-defined]
             return False
         name = _callee(call)

@@ -87,6 +87,7 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
     scoped: list[tuple[list[tuple[Callable[[], Guard], list[ast.AST], list[ast.AST]]], list[dict[str, list[ast.AST]]]]] = []
     calls: dict[str, list[ast.Call]] = {}  # by the name called: `f(x)`, `obj.f(x)`
     functions: list[tuple[ast.AST, dict[str, list[ast.AST]], bool]] = []  # (def, its names, a method)
+    classes: list[ast.AST] = []
     for scope, nodes, parent in _scopes(tree):
         names: dict[str, list[ast.AST]] = {}
         outer = visible.get(id(parent), []) if parent is not None else []
@@ -99,6 +100,8 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
             # `def use_gpu(): return torch.cuda.is_available()`: a condition where `use_gpu()` is one
             returns = [n.value for n in nodes if n.__class__ is ast.Return and n.value is not None]  # type: ignore[attr-defined]
             visible[id(parent)][0].setdefault(f"{scope.name}()", []).extend(returns)  # type: ignore[attr-defined]
+        if scope.__class__ is ast.ClassDef:  # `TrtCompiler(model)`: its methods run through the object
+            classes.append(scope)
         args = getattr(scope, "args", None)
         if args is not None:  # a parameter shadows the module's name: it is not the module's value
             for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
@@ -138,7 +141,7 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
                 if param is not None:
                     names[param].append(arg.value if arg.__class__ is ast.keyword else arg)  # type: ignore[attr-defined]
     defs: dict[str, list[ast.AST]] = {}
-    for fn, _, _ in functions:
+    for fn in (*(fn for fn, _, _ in functions), *classes):
         defs.setdefault(fn.name, []).append(fn)  # type: ignore[attr-defined]
     for found, scopes in scoped:  # every assignment is known: feed each guard its conditions' values
         for make, tests, guarded in found:
@@ -161,7 +164,9 @@ _MAX_CALLEES = 32
 def _callees(guarded: list[ast.AST], defs: dict[str, list[ast.AST]], lines: LineIndex) -> tuple[Span, ...]:
     """The spans of the file's functions that `guarded` calls by name (`f(...)`, `self.f(...)`,
     `cls.f(...)`), and those they call in turn (pix2tex's `if torch.cuda.is_available():
-    gpu_memory_check(model, args)`, whose body switches CUDA devices)."""
+    gpu_memory_check(model, args)`, whose body switches CUDA devices); a class called is its whole
+    body (MONAI's `if ... torch.cuda.is_available():` wraps a model in `TrtCompiler(model)`,
+    whose methods build and run TensorRT engines)."""
     out: list[Span] = []
     seen: set[int] = set()
     todo = list(guarded)
