@@ -171,14 +171,15 @@ def test_a_name_assigned_several_literals_may_pass_each() -> None:
 
 def test_a_bare_get_call_is_no_environment_read() -> None:
     """vllm's mooncake config: `get(...)` with two arguments, a function of its own and no
-    attribute of anything, once crashed the analysis of the whole file (NM003)."""
+    attribute of anything, once crashed the analysis of the whole file (NM003). Its fallback is a
+    device string like any lookup's."""
     lines = found("""
         from config import get
 
         DEVICE = get("device", "cuda")
         BACKEND = get("backend", 1)
         """)
-    assert [(line, code) for line, code, _ in lines] == [(3, "NM290")]
+    assert [(line, code) for line, code, _ in lines] == [(3, "NM101")]
 
 
 def test_a_switch_not_written_as_a_literal_may_be_on() -> None:
@@ -204,3 +205,21 @@ def test_a_switch_not_written_as_a_literal_may_be_on() -> None:
                 return output
         """)
     assert [(line, code) for line, code, _ in lines if code == "NM710"] == [(9, "NM710"), (9, "NM710")]
+
+
+def test_a_lookups_fallback_is_the_device_it_stands_for() -> None:
+    """open_clip's `device=getattr(args, 'device', 'cuda')`: the fallback of `getattr`, `.get`,
+    `os.getenv` or `.pop` is the device when nothing else is given, a device string like any
+    other (NM101 with its fix); a fallback that names no device stays the CUDA word it is."""
+    lines = found("""
+        import os
+
+        def setup(args, cfg, launch):
+            device = getattr(args, "device", "cuda")
+            launch(device=getattr(args, "device", "cuda"), rank_device=cfg.pop("device", "cuda:0"))
+            local_device = os.getenv("DEVICE", "cuda")
+            kernels = getattr(args, "backend", "cuda_kernels")
+            return device, local_device, kernels
+        """)
+    assert lines == [(4, "NM101", "safe"), (5, "NM101", "safe"), (5, "NM101", "safe"), (6, "NM101", "safe"),
+                     (7, "NM290", "manual")]

@@ -98,6 +98,9 @@ def device_like(expr: ast.AST) -> bool:
     return False
 
 
+_LOOKUPS = frozenset({"get", "getenv", "pop", "setdefault"})
+
+
 def literals(expr: ast.AST | None, out: list[ast.AST]) -> None:
     """Collect the string-literal nodes an expression may evaluate to as a device."""
     if expr is None:
@@ -135,6 +138,11 @@ def literals(expr: ast.AST | None, out: list[ast.AST]) -> None:
             name = func.attr
         else:
             name = func.id if func.__class__ is ast.Name else ""
+        args = expr.args  # type: ignore[attr-defined]
+        # a lookup's fallback (`getattr(args, "device", "cuda")`, `cfg.get("device", "cuda")`,
+        # `os.getenv("DEVICE", "cuda")`): the value when nothing else is given
+        if (name == "getattr" and len(args) == 3) or (name in _LOOKUPS and len(args) == 2):
+            literals(args[-1], out)
         if name in ("field", "Field"):  # dataclasses.field(default=...), pydantic Field(...)
             for kw in expr.keywords:  # type: ignore[attr-defined]
                 if kw.arg == "default":
