@@ -639,6 +639,25 @@ def test_a_guard_stays_when_a_class_it_instantiates_holds_code_that_is_not_rewri
     assert 'self.model = model.to("neuron")' in out
 
 
+def test_a_check_that_picks_a_gpu_request_is_an_unsafe_fix() -> None:
+    """TorchRL's Ray collector: `{"num_gpus": 0.2 if torch.cuda.is_available() else None}`. Flipped,
+    a Trainium run asks Ray for a GPU its node does not have, and the actor is never scheduled;
+    a device count (`n_gpu`) still moves."""
+    src = '''\
+        import torch
+
+
+        def options(remote):
+            config = {"num_cpus": 1, "num_gpus": 0.2 if torch.cuda.is_available() else None}
+            n_gpu = 1 if torch.cuda.is_available() else 0
+            return remote(config, gpus_per_node=1 if torch.cuda.is_available() else 0), n_gpu
+        '''
+    found = {f.span.line: f for f in scan(src) if f.code == "NM201"}
+    assert {line: f.fix_class for line, f in found.items()} == {5: FixClass.UNSAFE, 6: FixClass.SAFE, 7: FixClass.UNSAFE}
+    assert "asks for GPUs (`num_gpus`)" in found[5].fixes[0].title
+    assert "n_gpu = 1 if torch.neuron.is_available() else 0" in fixed(src)
+
+
 def test_a_check_that_picks_map_location_none_is_an_unsafe_fix() -> None:
     """MONAI's `map_location = None if torch.cuda.is_available() else torch.device("cpu")`:
     `None` loads each tensor to the device it was saved from. Flipped to Neuron, a Trainium run

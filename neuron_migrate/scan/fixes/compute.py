@@ -15,6 +15,7 @@ Generic kinds (see `ruleset.model.TargetFix`):
 from __future__ import annotations
 
 import ast
+import re
 from typing import assert_never
 
 from neuron_migrate.findings import Edit, Fix, FixClass, Span, Target
@@ -42,9 +43,9 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
             cls, title = rule.fix.fix_class, result.title
             if cls is FixClass.SAFE and rule.condition and _leaves_file(site, ctx):
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: the value decides code outside this file)"
-            if cls is FixClass.SAFE and rule.condition and _picks_saved_location(site, ctx):
-                cls, title = FixClass.UNSAFE, (f"{title} (unsafe: on Trainium it now picks `map_location=None`, which "
-                                               "loads each tensor to the device it was saved from, CUDA for a GPU checkpoint)")
+            picked = _picked_value(site) if cls is FixClass.SAFE and rule.condition else None
+            if picked is not None:
+                cls, title = FixClass.UNSAFE, f"{title} (unsafe: {picked})"
             if cls is FixClass.SAFE and (result.unsafe or _through_rebound_name(site, ctx)):
                 cls = FixClass.UNSAFE
             out.append(Fix(target, cls, title, result.edits,
@@ -86,10 +87,18 @@ def _leaves_file(site: Site, ctx: FixContext) -> bool:
     return ctx.flow.leaves_file(node)
 
 
-def _picks_saved_location(site: Site, ctx: FixContext) -> bool:
-    """MONAI's `map_location = None if torch.cuda.is_available() else torch.device("cpu")`: the
-    branch the check picks when true is `None`, which `torch.load` reads as "where it was saved";
-    flipped to Neuron, a Trainium run takes it and loads a GPU checkpoint onto CUDA."""
+# A number of GPUs asked for (Ray's `num_gpus`, Lightning's `gpus`, `gpus_per_node`), not a count
+# of the devices there are (`n_gpu`, which names the devices the program then uses).
+_GPU_REQUEST = re.compile(r"(?:^|_)gpus(?:$|_per)", re.IGNORECASE)
+
+
+def _picked_value(site: Site) -> str | None:
+    """Why a check that picks between two values may not move, or None. The branch it picks when
+    true is taken on Trainium once it is flipped to Neuron:
+    - MONAI's `map_location = None if torch.cuda.is_available() else torch.device("cpu")`: `None`
+      makes `torch.load` put each tensor where it was saved, CUDA for a GPU checkpoint;
+    - TorchRL's `{"num_gpus": 0.2 if torch.cuda.is_available() else None}`: a GPU request (a key,
+      keyword or name such as `num_gpus`), which a Trainium host never meets."""
     node: ast.AST | None = site.node
     parent = parent_of(site.stmt, node)  # type: ignore[arg-type]
     if parent.__class__ is ast.Call and parent.func is node:  # type: ignore[union-attr]
@@ -98,15 +107,33 @@ def _picks_saved_location(site: Site, ctx: FixContext) -> bool:
     if negated:
         node, parent = parent, parent_of(site.stmt, parent)  # type: ignore[arg-type]
     if parent.__class__ is not ast.IfExp or parent.test is not node:  # type: ignore[union-attr]
-        return False
+        return None
     taken = parent.orelse if negated else parent.body  # type: ignore[union-attr]
-    if not (taken.__class__ is ast.Constant and taken.value is None):  # type: ignore[attr-defined]
-        return False
-    holder = parent_of(site.stmt, parent)  # type: ignore[arg-type]
+    if taken.__class__ is not ast.Constant:
+        return None
+    name = _holder_name(site.stmt, parent)  # type: ignore[arg-type]
+    if taken.value is None and "map_location" in name:  # type: ignore[attr-defined]
+        return ("on Trainium it now picks `map_location=None`, which loads each tensor to the device it "
+                "was saved from, CUDA for a GPU checkpoint")
+    if taken.value and _GPU_REQUEST.search(name.rpartition(".")[2]):  # type: ignore[attr-defined]
+        return f"on Trainium it now asks for GPUs (`{name}`), which a Trainium host does not have"
+    return None
+
+
+def _holder_name(stmt: ast.AST, value: ast.AST) -> str:
+    """The keyword, dict key or assigned name that `value` is given as ("" when none)."""
+    holder = parent_of(stmt, value)
     if holder.__class__ is ast.keyword:
-        return holder.arg == "map_location"  # type: ignore[union-attr]
-    targets = getattr(holder, "targets", None) or [getattr(holder, "target", None)]
-    return holder is site.stmt and any("map_location" in (dotted(t) or "") for t in targets if t is not None)
+        return holder.arg or ""  # type: ignore[union-attr]
+    if holder.__class__ is ast.Dict:
+        for key, v in zip(holder.keys, holder.values, strict=True):  # type: ignore[union-attr]
+            if v is value and key.__class__ is ast.Constant and isinstance(key.value, str):  # type: ignore[union-attr]
+                return key.value  # type: ignore[union-attr, no-any-return]
+        return ""
+    if holder is stmt and holder.__class__ in (ast.Assign, ast.AnnAssign):
+        targets = getattr(holder, "targets", None) or [holder.target]  # type: ignore[attr-defined]
+        return " ".join(dotted(t) or "" for t in targets).strip()
+    return ""
 
 
 def _compute(tf: TargetFix, site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
