@@ -112,15 +112,15 @@ def test_an_unsafe_fix_left_out_holds_its_guard_at_rewrite_time() -> None:
 
 def test_listed_device_types_get_a_neuron_entry_beside_the_cuda_one() -> None:
     src = 'def f(device):\n    return device.type in ("cuda", "xpu")\n'
-    for target in Target:
-        out = fixed(src, target)
+    for target in Target:  # (unsafe: the comparison's value leaves the file, returned)
+        out = fixed(src, target, unsafe=True)
         assert out == 'def f(device):\n    return device.type in ("cuda", "neuron", "xpu")\n'
-        assert fixed(out, target) == out  # converges: no second entry, no finding left
+        assert fixed(out, target, unsafe=True) == out  # converges: no second entry, no finding left
     assert not scan('def f(device):\n    return device.type in ("cuda", "neuron")\n')
 
 
 def test_accelerator_placement_falls_back_to_cpu_and_comparisons_never_match_without_one() -> None:
-    out = fixed('import torch\nDEVICE = "cuda"\ndef on(x):\n    return x.device.type == "cuda"\n', A)
+    out = fixed('import torch\nDEVICE = "cuda"\ndef on(x):\n    return x.device.type == "cuda"\n', A, unsafe=True)
     assert 'DEVICE = (torch.accelerator.current_accelerator() or torch.device("cpu")).type' in out
     assert 'x.device.type == getattr(torch.accelerator.current_accelerator(), "type", "no accelerator")' in out
     import torch  # the CPU wheel: no accelerator, as on a plain CI machine
@@ -207,7 +207,7 @@ def test_cuda_inside_an_fstring_uses_the_other_quote_for_python_311() -> None:
 def test_a_device_tuple_beside_an_unrecognised_operand_gets_a_neuron_entry() -> None:
     """Found by the property test: the tuple's other operand is not device-like (issue 12 scan side)."""
     src = 'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\nok = device.split(":")[0] in ("cuda", "cpu")\n'
-    assert '("cuda", "neuron", "cpu")' in fixed(src)
+    assert '("cuda", "neuron", "cpu")' in fixed(src, unsafe=True)  # (a module's name: it leaves the file)
 
 
 def test_an_unfixed_info_finding_with_a_fix_holds_its_guard() -> None:
@@ -449,7 +449,7 @@ def test_a_kept_index_is_never_a_safe_fix() -> None:
 
 def test_a_compared_device_string_keeps_its_index() -> None:
     src = 'import torch\ndef first(x):\n    return str(x.device) == "cuda:0"\n'
-    assert fixed(src) == src.replace('"cuda:0"', '"neuron:0"')
+    assert fixed(src, unsafe=True) == src.replace('"cuda:0"', '"neuron:0"')  # (returned: unsafe)
 
 
 def test_a_guard_whose_block_goes_with_an_else_is_inverted_not_left_as_pass() -> None:
@@ -637,6 +637,36 @@ def test_a_guard_stays_when_a_class_it_instantiates_holds_code_that_is_not_rewri
     assert "if ok and torch.cuda.is_available():" in out
     assert "if torch.neuron.is_available():\n        model = Mover(model)" in out
     assert 'self.model = model.to("neuron")' in out
+
+
+def test_a_device_comparison_whose_value_leaves_the_file_is_an_unsafe_fix() -> None:
+    """TorchRL's `is_cuda = device.type == "cuda"`, returned to pick CUDA graphs; LAVIS's
+    `cuda_enabled` property; kornia's `non_blocking = device.type == "cuda" and ...` given to
+    `.to()`: renamed, each turns true on Trainium in code this file does not show, as a flipped
+    `torch.cuda.is_available()` would. A comparison an `if` or a ternary decides here still moves."""
+    src = '''\
+        class Learner:
+            def resolve(self, device):
+                is_cuda = device.type == "cuda"
+                return is_cuda
+
+            @property
+            def cuda_enabled(self):
+                return self.device.type == "cuda"
+
+            def move(self, x, device):
+                non_blocking = device.type == "cuda" and not x.is_pinned()
+                kind = "fast" if device.type == "cuda" else "slow"
+                if device.type == "cuda":
+                    x = x.contiguous()
+                return x.to(device, non_blocking=non_blocking), kind
+        '''
+    found = {f.span.line: f for f in scan(src) if f.code == "NM101"}
+    assert {line: f.fix_class for line, f in found.items()} == {
+        3: FixClass.UNSAFE, 8: FixClass.UNSAFE, 11: FixClass.UNSAFE, 12: FixClass.SAFE, 13: FixClass.SAFE}
+    assert "the comparison's value decides code outside this file" in found[3].fixes[0].title
+    out = fixed(src)
+    assert 'is_cuda = device.type == "cuda"' in out and 'kind = "fast" if device.type == "neuron" else "slow"' in out
 
 
 def test_a_check_that_picks_a_gpu_request_is_an_unsafe_fix() -> None:

@@ -43,6 +43,8 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
             cls, title = rule.fix.fix_class, result.title
             if cls is FixClass.SAFE and rule.condition and _leaves_file(site, ctx):
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: the value decides code outside this file)"
+            if cls is FixClass.SAFE and site.kind == "device_strings" and _comparison_leaves_file(site, ctx):
+                cls, title = FixClass.UNSAFE, f"{title} (unsafe: the comparison's value decides code outside this file)"
             picked = _picked_value(site) if cls is FixClass.SAFE and rule.condition else None
             if picked is not None:
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: {picked})"
@@ -90,6 +92,22 @@ def _leaves_file(site: Site, ctx: FixContext) -> bool:
 # A number of GPUs asked for (Ray's `num_gpus`, Lightning's `gpus`, `gpus_per_node`), not a count
 # of the devices there are (`n_gpu`, which names the devices the program then uses).
 _GPU_REQUEST = re.compile(r"(?:^|_)gpus(?:$|_per)", re.IGNORECASE)
+
+
+def _comparison_leaves_file(site: Site, ctx: FixContext) -> bool:
+    """The device string is compared with (`device.type == "cuda"`, `x.type in ("cpu", "cuda")`)
+    and the comparison's value, a condition, reaches code this file does not show: renamed, it
+    turns true on Trainium there (TorchRL's `is_cuda = device.type == "cuda"` returned to pick
+    CUDA graphs, kornia's `non_blocking=... and device.type == "cuda"`, LAVIS's `cuda_enabled`
+    property), as a flipped `torch.cuda.is_available()` would."""
+    parent = parent_of(site.stmt, site.literal) if site.literal is not None else None
+    if parent.__class__ in (ast.Tuple, ast.List, ast.Set):
+        held, parent = parent, parent_of(site.stmt, parent)  # type: ignore[arg-type]
+        if parent.__class__ is not ast.Compare or held not in parent.comparators:  # type: ignore[union-attr]
+            return False
+    if parent.__class__ is not ast.Compare or decided_here(site.stmt, parent):  # type: ignore[arg-type]
+        return False
+    return ctx.flow.leaves_file(parent)  # type: ignore[arg-type]
 
 
 def _picked_value(site: Site) -> str | None:
