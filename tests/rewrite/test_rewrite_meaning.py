@@ -688,6 +688,33 @@ def test_a_check_that_picks_a_gpu_request_is_an_unsafe_fix() -> None:
     assert "n_gpu = 1 if torch.neuron.is_available() else 0" in fixed(src)
 
 
+def test_a_guard_stays_when_a_function_it_picks_holds_code_that_is_not_rewritten() -> None:
+    """RF-DETR's `measure = _measure_cuda if device == "cuda" else _measure_wall`: the function is
+    picked, not called, inside the guard, and called later; its CUDA-only code (a CUDA graph, not
+    rewritten) runs on Trainium once the comparison is renamed."""
+    src = '''\
+        import torch
+
+
+        def _measure_cuda(fn):
+            graph = torch.cuda.CUDAGraph()
+            return graph, fn()
+
+
+        def _measure_wall(fn):
+            return None, fn()
+
+
+        def measure(fn, device):
+            timer = _measure_cuda if device == "cuda" else _measure_wall
+            return timer(fn)
+        '''
+    out = fixed(src, unsafe=True)
+    assert 'timer = _measure_cuda if device == "cuda" else _measure_wall' in out
+    found = {f.span.line: f for f in scan(src) if f.code == "NM101"}
+    assert "it guards `torch.cuda.CUDAGraph`" in found[14].message
+
+
 def test_a_check_that_picks_map_location_none_is_an_unsafe_fix() -> None:
     """MONAI's `map_location = None if torch.cuda.is_available() else torch.device("cpu")`:
     `None` loads each tensor to the device it was saved from. Flipped to Neuron, a Trainium run

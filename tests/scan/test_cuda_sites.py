@@ -1149,6 +1149,22 @@ def test_device_types_listed_as_data_are_device_string_findings() -> None:
     assert [e.replacement for fix in found[5, 29, "NM101"].fixes for e in fix.edits] == [', "neuron": "neuron"'] * 2
 
 
+def test_a_device_type_or_a_device_getter_compared_with_cuda_is_a_device_string() -> None:
+    """RF-DETR's `target.type == "cuda"` (whatever holds the device), imaginAIry's
+    `get_device() == "cuda"`: device comparisons (NM101, renamed with the code they guard), not
+    the generic CUDA word; a getter given arguments, or another attribute, is not a device."""
+    code = textwrap.dedent("""
+        def pick(target, get_device, cfg, lookup):
+            if target.type == "cuda":
+                pass
+            if get_device() == "cuda" or cfg.get_device() != "cuda:0":
+                pass
+            return cfg.kind == "cuda", lookup("x") == "cuda"
+        """)
+    found = sorted((f.span.line, f.code) for f in analyze_source(code, "case.py", PACK))
+    assert found == [(3, "NM101"), (5, "NM101"), (5, "NM101"), (7, "NM290")]
+
+
 def test_a_dict_with_other_keys_is_no_table_keyed_by_device_type() -> None:
     """anomalib's table of CUDA toolkit versions per torch release keys `"cuda"` beside
     `"torchvision"`: no device type's entry (a `"neuron"` key added there would be nonsense), so the

@@ -164,7 +164,8 @@ _MAX_CALLEES = 32
 def _callees(guarded: list[ast.AST], defs: dict[str, list[ast.AST]], lines: LineIndex) -> tuple[Span, ...]:
     """The spans of the file's functions that `guarded` calls by name (`f(...)`, `self.f(...)`,
     `cls.f(...)`), and those they call in turn (pix2tex's `if torch.cuda.is_available():
-    gpu_memory_check(model, args)`, whose body switches CUDA devices); a class called is its whole
+    gpu_memory_check(model, args)`, whose body switches CUDA devices), or names as a value (RF-DETR's
+    `measure = _measure_cuda if device == "cuda" else _wall_clock`); a class called is its whole
     body (MONAI's `if ... torch.cuda.is_available():` wraps a model in `TrtCompiler(model)`,
     whose methods build and run TensorRT engines)."""
     out: list[Span] = []
@@ -172,13 +173,13 @@ def _callees(guarded: list[ast.AST], defs: dict[str, list[ast.AST]], lines: Line
     todo = list(guarded)
     while todo and len(out) < _MAX_CALLEES:
         for node in walk(todo.pop()):
-            if node.__class__ is not ast.Call:
+            cls = node.__class__
+            if cls is not ast.Name and cls is not ast.Attribute or node.ctx.__class__ is not ast.Load:  # type: ignore[attr-defined]
                 continue
-            func = node.func  # type: ignore[attr-defined]
-            if func.__class__ is ast.Name:
-                name = func.id
-            elif func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id in ("self", "cls"):
-                name = func.attr
+            if cls is ast.Name:  # called, or picked to be called later (`f if ok else g`)
+                name = node.id  # type: ignore[attr-defined]
+            elif node.value.__class__ is ast.Name and node.value.id in ("self", "cls"):  # type: ignore[attr-defined]
+                name = node.attr  # type: ignore[attr-defined]
             else:
                 continue
             for fn in defs.get(name, ()):

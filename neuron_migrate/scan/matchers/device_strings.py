@@ -80,14 +80,13 @@ def device_like_name(name: str) -> bool:
 
 def device_like(expr: ast.AST) -> bool:
     """Whether an expression names a device: `device`, `args.device`, `x.device.type`,
-    `cfg["device"]`, `str(device)`."""
+    `target.type` (a device's type, whatever holds the device), `cfg["device"]`, `str(device)`,
+    `get_device()`."""
     cls = expr.__class__
     if cls is ast.Name:
         return device_like_name(expr.id)  # type: ignore[attr-defined]
     if cls is ast.Attribute:
-        if expr.attr == "type":  # type: ignore[attr-defined]
-            return device_like(expr.value)  # type: ignore[attr-defined]
-        return device_like_name(expr.attr)  # type: ignore[attr-defined]
+        return expr.attr == "type" or device_like_name(expr.attr)  # type: ignore[attr-defined]
     if cls is ast.Subscript:
         key = expr.slice  # type: ignore[attr-defined]
         return key.__class__ is ast.Constant and isinstance(key.value, str) and device_like_name(key.value)
@@ -95,6 +94,9 @@ def device_like(expr: ast.AST) -> bool:
         func = expr.func  # type: ignore[attr-defined]
         if func.__class__ is ast.Name and func.id in ("str", "repr", "getattr") and expr.args:  # type: ignore[attr-defined]
             return device_like(expr.args[0])  # type: ignore[attr-defined]
+        # a function that answers the device (imaginAIry's `get_device() == "cuda"`)
+        leaf = func.id if func.__class__ is ast.Name else func.attr if func.__class__ is ast.Attribute else ""
+        return leaf.lstrip("_").startswith("get_device") and not expr.args and not expr.keywords  # type: ignore[attr-defined]
     return False
 
 
