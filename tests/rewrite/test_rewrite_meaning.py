@@ -715,6 +715,29 @@ def test_a_guard_stays_when_a_function_it_picks_holds_code_that_is_not_rewritten
     assert "it guards `torch.cuda.CUDAGraph`" in found[14].message
 
 
+def test_a_device_string_given_to_lightnings_accelerator_is_not_renamed() -> None:
+    """litgpt's `accelerator = "cuda"` (under `torch.cuda.is_available()`, else "cpu") then
+    `L.Fabric(accelerator=accelerator)`: Lightning has no "neuron" accelerator, so the renamed
+    program raises where a Trainium host used to run on the CPU. The string stays, and so does
+    the check that picks it."""
+    src = '''\
+        import lightning as L
+        import torch
+
+
+        def build(devices):
+            if torch.cuda.is_available():
+                accelerator = "cuda"
+            else:
+                accelerator = "cpu"
+            return L.Fabric(accelerator=accelerator, devices=devices), L.Fabric(accelerator="cuda")
+        '''
+    assert fixed(src, unsafe=True) == textwrap.dedent(src)
+    found = {(f.span.line, f.code): f for f in scan(src)}
+    assert "it reaches `L.Fabric` at line 10" in found[7, "NM101"].message
+    assert {(10, "NM729"), (6, "NM201")} <= set(found) and (10, "NM101") not in found
+
+
 def test_a_check_that_picks_map_location_none_is_an_unsafe_fix() -> None:
     """MONAI's `map_location = None if torch.cuda.is_available() else torch.device("cpu")`:
     `None` loads each tensor to the device it was saved from. Flipped to Neuron, a Trainium run
