@@ -1866,7 +1866,8 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
     if any(f.fixes for f in findings):
         from neuron_migrate.scan.fixes.guards import settle
 
-        findings = settle(findings, tree, lines, Target, {r.code for r in walker.cp.tokens.rules})
+        findings = settle(findings, tree, lines, Target, frozenset(r.code for r in walker.cp.tokens.rules),
+                          frozenset(f.code for f in findings if f.code.startswith(_NOT_CUDA_FAMILY)))
     findings.sort(key=lambda f: (f.span.line, f.span.col, f.code))
     return findings, ctx.looked_up
 

@@ -738,6 +738,38 @@ def test_a_device_string_given_to_lightnings_accelerator_is_not_renamed() -> Non
     assert {(10, "NM729"), (6, "NM201")} <= set(found) and (10, "NM101") not in found
 
 
+def test_what_a_test_that_stays_cuda_guards_stays_too() -> None:
+    """RF-DETR's `torch.device("cuda" if backend == "nccl" else "cpu")`, NeMo's `if self._sync_cuda
+    and torch.cuda.is_initialized(): torch.cuda.synchronize()`: the test is CUDA's and has no fix,
+    so renaming what it guards gives a branch Trainium never takes and a CUDA host breaks in. A
+    test whose only CUDA word is a name (`if use_cuda:`) or a dtype hazard does not hold its block."""
+    src = '''\
+        import torch
+
+
+        def device_for(backend):
+            return torch.device("cuda" if backend == "nccl" else "cpu")
+
+
+        def sync(timer):
+            if timer.sync and torch.cuda.is_initialized():
+                torch.cuda.synchronize()
+
+
+        def move(model, use_cuda):
+            if use_cuda:
+                model = model.cuda()
+            if model.dtype == torch.float64:
+                model = model.cuda()
+            return model
+        '''
+    out = fixed(src, unsafe=True)
+    assert 'torch.device("cuda" if backend == "nccl" else "cpu")' in out and "        torch.cuda.synchronize()" in out
+    assert out.count('model = model.to("neuron")') == 2
+    held = {f.span.line: f.message for f in scan(src) if "stays CUDA's" in f.message}
+    assert sorted(held) == [5, 10] and "the condition at line 9" in held[10]
+
+
 def test_a_check_that_picks_map_location_none_is_an_unsafe_fix() -> None:
     """MONAI's `map_location = None if torch.cuda.is_available() else torch.device("cpu")`:
     `None` loads each tensor to the device it was saved from. Flipped to Neuron, a Trainium run

@@ -973,6 +973,8 @@ SILENT = {
             err_msg += "export NUMBAPRO_LIBDEVICE='/usr/local/cuda/nvvm/libdevice/'"
             return err_msg, "nvidia/mit-b0", "nvidia/segformer-b0-finetuned-ade-512-512"
 
+        PID = dict(source="nvidia/PiD::checkpoints/pid_sdxl.safetensors", config="nvidia/mit-b0/config.json")
+
         INCEPTION = "https://nvlabs-fi-cdn.nvidia.com/stylegan2-ada-pytorch/pretrained/metrics/inception.pt"
         REPO, DOCS = "https://github.com/NVIDIA/BigVGAN", "https://huggingface.co/nvidia/bigvgan_v2_24khz_100band_256x"
 

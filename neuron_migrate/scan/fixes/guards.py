@@ -32,7 +32,7 @@ import bisect
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import cache, partial
 
 from neuron_migrate.findings import Edit, Finding, FixClass, Severity, Span, Target
 from neuron_migrate.scan.fixes.syntax import (
@@ -58,8 +58,9 @@ class Guard:
     message: Span | None = None  # what it says when it fails: an assert's message, an `if`'s lone raise's
     feeds: tuple[Span, ...] = ()  # values assigned to the names the test uses as conditions
     # The functions of this file that what it guards calls (`f(...)`, `self.f(...)`), also through
-    # each other: their code runs when the guard lets it.
-    calls: tuple[Span, ...] = ()
+    # each other: their code runs when the guard lets it. Looked up only when asked: most guards
+    # are decided by what they hold themselves.
+    calls: Callable[[], tuple[Span, ...]] = tuple
 
 
 def _start(s: Span) -> tuple[int, int]:
@@ -149,8 +150,8 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
             if near is not None and not any(_spans_one_of(n, near) for n in (*tests, *feeds)):
                 continue
             guard = make()
-            called = _callees(guarded, defs, lines) if defs else ()
-            if feeds or called:
+            if feeds or defs:
+                called = cache(partial(_callees, guarded, defs, lines)) if defs else tuple
                 guard = replace(guard, feeds=tuple(lines.span(v) for v in feeds), calls=called)
             out.append(guard)
     out.sort(key=lambda g: (g.region.end_line - g.region.line, g.region.end_col - g.region.col))
@@ -499,8 +500,8 @@ def blocked(
                 continue
             test_ids = {id(f) for f in tests}
             reasons = [f for f in region if id(f) not in test_ids and _matters(f, target) and not is_fixed(f)]
-            if not reasons and guard.calls:  # what runs in the functions it calls
-                reasons = [f for span in guard.calls for f in index.within(span)
+            if not reasons:  # what runs in the functions it calls
+                reasons = [f for span in guard.calls() for f in index.within(span)
                            if id(f) not in test_ids and _matters(f, target) and not is_fixed(f)]
             if not reasons:
                 continue
@@ -510,6 +511,26 @@ def blocked(
             out.append(Block(guard, tuple(moving), tuple(taken), why))
             done.add(i)
             changed = True
+    return out
+
+
+def stuck(guards: Sequence[Guard], findings: Sequence[Finding], fixed: Callable[[Finding], bool], target: Target,
+          ignored: Collection[str]) -> list[tuple[Guard, list[Finding]]]:
+    """Guards whose test holds a CUDA finding and no fixed one (`ignored`: the codes that do not
+    hold it, the CUDA-word net's and the dtype hazards'), with the fixed findings of what they
+    guard: the test stays CUDA's, so they stay too (RF-DETR's `torch.device("cuda" if backend ==
+    "nccl" else "cpu")`: renamed alone, the `neuron` branch is never taken on Trainium, and a CUDA
+    host takes it)."""
+    index = _Index(findings)
+    out = []
+    for guard in guards:
+        region = index.within(guard.region)
+        tests = [f for f in region if any(inside(f.span, t) for t in guard.tests)]
+        # (a test that moves in part is `blocked`'s: what it guards decides)
+        if not any(fixed(f) for f in tests) and any(f.code not in ignored and _matters(f, target) for f in tests):
+            taken = [f for f in region if fixed(f)]
+            if taken:
+                out.append((guard, taken))
     return out
 
 
@@ -529,12 +550,14 @@ def reason(block: Block, fed: bool = False) -> str:
 
 
 def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets: Iterable[Target],
-           net: Collection[str] = ()) -> list[Finding]:
+           net: frozenset[str] = frozenset(), hazards: frozenset[str] = frozenset()) -> list[Finding]:
     """Scan-time guard rule: drop each target's fixes inside a guard that cannot move whole, and
-    make the guard's finding say why (`net`: see `blocked`). A finding left with no fix at all
-    becomes manual."""
-    fixed_lines = sorted({n for f in findings if f.fixes for n in range(f.span.line, f.span.end_line + 1)})
-    guards = guards_in(tree, lines, fixed_lines)
+    make the guard's finding say why (`net`: see `blocked`; `hazards`: codes that are not about
+    CUDA, the dtype hazards, which never hold a guard's test to CUDA). A finding left with no fix
+    at all becomes manual."""
+    fixed_lines = {n for f in findings if f.fixes for n in range(f.span.line, f.span.end_line + 1)}
+    staying = {f.span.line for f in findings if not f.fixes and f.code not in net and f.code not in hazards}
+    guards = guards_in(tree, lines, sorted(fixed_lines | staying) if staying and fixed_lines else sorted(fixed_lines))
     if not guards:
         return list(findings)
     dropped: dict[int, set[Target]] = {}
@@ -559,6 +582,12 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
                     note = f"it is guarded by the condition at line {block.guard.tests[0].line}, which stays as it is"
                     if note not in notes.setdefault(id(f), []):
                         notes[id(f)].append(note)
+        for guard, taken in stuck(guards, findings, fixed, target, net | hazards):
+            note = f"it is guarded by the condition at line {guard.tests[0].line}, which stays CUDA's"
+            for f in taken:
+                dropped.setdefault(id(f), set()).add(target)
+                if note not in notes.setdefault(id(f), []):
+                    notes[id(f)].append(note)
     words = _retell_messages(findings, guards, lines)
     if not dropped and not words:
         return list(findings)

@@ -41,9 +41,9 @@ _CODE = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]|\w\(|[A-Za-z0-9]_[A-Za-z0-9]")
 OFF_PREFIX = r"(?:no|disable|without)[-_]"  # a flag name that turns its setting off (`--no-cuda`)
 _OFF_FLAG = re.compile(rf"--?{OFF_PREFIX}\S*|--?\S+=(?:off|false|no|none|0)", re.IGNORECASE)
 _SENTENCE_ENDS = (".", "!", "?", "\u3002", "\uff01", "\uff1f")  # also the full-width marks of CJK text
-# A model of NVIDIA's on the Hugging Face Hub (`"nvidia/mit-b0"`, or its prefix `'nvidia/' + name`):
-# its weights run anywhere.
-_MODEL_ID = re.compile(r"nvidia/[\w.-]*", re.IGNORECASE)
+# A model of NVIDIA's on the Hugging Face Hub (`"nvidia/mit-b0"`, or its prefix `'nvidia/' + name`),
+# also a file in it (InvokeAI's `"nvidia/PiD::checkpoints/model.safetensors"`): its weights run anywhere.
+_MODEL_ID = re.compile(r"nvidia/[\w.-]*(?:(?:::|/)[^\s:]+)?", re.IGNORECASE)
 # An absolute path, spaces and all (`"C:/Program Files/NVIDIA GPU Computing Toolkit/CUDA"`), is a
 # value a program uses, not prose.
 _ABSOLUTE_PATH = re.compile(r"(?:[A-Za-z]:[\\/]|/|~/)[^\n]*[\\/]")
