@@ -205,7 +205,8 @@ def _field_default(value: ast.AST) -> ast.AST:
 
 
 _SCOPE_END = ast.Pass()  # pushed under a function's body: popping it closes the function's scope
-# Calls whose arguments are messages for people (print, logging, warnings, exceptions).
+# Calls whose arguments are messages for people (print, logging, warnings, exceptions), also a
+# module's own private helper of the name (kornia's `_warn("get_cuda_device_if_available", ...)`).
 _MESSAGE_CALLS = frozenset({"print", "exit", "debug", "info", "warning", "warn", "error", "exception",
                             "critical", "fatal", "log", "warning_once", "info_once", "warn_once", "echo", "secho",
                             # a test skipped or expected to fail, and why (`pytest.skip("CUDA not available")`)
@@ -1068,7 +1069,7 @@ class _Walker:
     def _call_messages(self, call: ast.Call, leaf: str | None, qn: str | None) -> None:
         """A message's strings are read by people, not run: print/logging/warnings/exception
         arguments and `help=`-like keywords."""
-        if leaf is not None and (leaf in _MESSAGE_CALLS or leaf.endswith(_EXCEPTION_SUFFIXES)
+        if leaf is not None and (leaf.lstrip("_") in _MESSAGE_CALLS or leaf.endswith(_EXCEPTION_SUFFIXES)
                                  or (qn is not None and qn.startswith(_MESSAGE_MODULES))
                                  or (leaf in _DISPLAY_CALLS and qn is not None and qn.startswith(_DISPLAY_MODULES))
                                  or ("_" in leaf and _MESSAGE_CALL_NAME.fullmatch(leaf))):

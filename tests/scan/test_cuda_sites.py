@@ -975,6 +975,11 @@ SILENT = {
 
         PID = dict(source="nvidia/PiD::checkpoints/pid_sdxl.safetensors", config="nvidia/mit-b0/config.json")
 
+        def _warn(name, replacement):
+            return f"{name} is deprecated, use {replacement}"
+
+        OLD = _warn("get_cuda_device_if_available", "kornia.core.utils.get_cuda_device_if_available")
+
         INCEPTION = "https://nvlabs-fi-cdn.nvidia.com/stylegan2-ada-pytorch/pretrained/metrics/inception.pt"
         REPO, DOCS = "https://github.com/NVIDIA/BigVGAN", "https://huggingface.co/nvidia/bigvgan_v2_24khz_100band_256x"
 
