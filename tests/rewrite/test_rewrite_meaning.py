@@ -300,9 +300,11 @@ def test_the_mnist_style_args_cuda_guard_moves_only_with_what_it_guards() -> Non
         """
     safe = fixed(src)
     assert "torch.cuda.is_available()" in safe and "torch.cuda.manual_seed(args.seed)" in safe
-    assert 'torch.device("neuron" if args.cuda else "cpu")' in safe  # harmless: args.cuda stays False
+    # the device pick stays with the test that feeds it: renamed alone, a CUDA host would pick `neuron`
+    assert 'torch.device("cuda" if args.cuda else "cpu")' in safe
     moved = fixed(src, unsafe=True)
     assert "torch.neuron.is_available()" in moved and "torch.neuron.manual_seed(args.seed)" in moved
+    assert 'torch.device("neuron" if args.cuda else "cpu")' in moved
 
 
 def test_a_variable_compared_with_a_string_holds_a_device_not_a_condition() -> None:
@@ -768,6 +770,38 @@ def test_what_a_test_that_stays_cuda_guards_stays_too() -> None:
     assert out.count('model = model.to("neuron")') == 2
     held = {f.span.line: f.message for f in scan(src) if "stays CUDA's" in f.message}
     assert sorted(held) == [5, 10] and "the condition at line 9" in held[10]
+
+
+def test_what_a_test_left_unfixed_in_this_run_guards_stays_with_it() -> None:
+    """deepchem's `if torch.cuda.is_available(): device = torch.device("cuda")` whose check is an
+    unsafe fix, flair's `if not data.is_cuda and cuda.is_available(): raise ...` with an unsafe
+    `is_cuda`: without --unsafe-fixes the test stays CUDA's, and so does what it guards; with it,
+    both move."""
+    src = '''\
+        import torch
+
+        HAS_GPU = torch.cuda.is_available()
+
+
+        def pick():
+            if HAS_GPU:
+                return torch.device("cuda")
+            return torch.device("cpu")
+
+
+        def check(data):
+            if not data.is_cuda and torch.cuda.is_available():
+                raise RuntimeError("data is not on the GPU")
+        '''
+    safe = fixed(src)
+    assert 'return torch.device("cuda")' in safe and "if not data.is_cuda and torch.cuda.is_available():" in safe
+    moved = fixed(src, unsafe=True)
+    assert 'return torch.device("neuron")' in moved and "torch.neuron.is_available()" in moved
+    from neuron_migrate.rewrite.apply import apply_fixes_to_source
+
+    skipped = apply_fixes_to_source(textwrap.dedent(src), scan(src), N, unsafe=False).skipped
+    reasons = {s.finding.span.line: s.reason for s in skipped if "its test depends on" in s.reason}
+    assert "`torch.cuda.is_available` (NM201, line 3)" in reasons[8] and "`is_cuda` (NM104, line 13)" in reasons[13]
 
 
 def test_a_check_that_picks_map_location_none_is_an_unsafe_fix() -> None:

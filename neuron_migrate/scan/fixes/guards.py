@@ -495,6 +495,19 @@ def blocked(
             if i in done:
                 continue
             tests = [f for f in region if any(inside(f.span, t) for t in (*guard.tests, *guard.feeds))]
+            # A test whose fix this run does not apply (unsafe, withheld) stays CUDA's: what it
+            # guards stays with it (deepchem's `if torch.cuda.is_available(): device =
+            # torch.device("cuda")`, the check unsafe: renamed alone, the string is in a branch
+            # Trainium never takes and a CUDA host breaks in).
+            waiting = next((f for f in tests if not is_fixed(f) and _has_fix(f, target)), None)
+            if waiting is not None:
+                taken = [f for f in region if is_fixed(f)]
+                if taken:
+                    withheld.update(id(f) for f in taken)
+                    out.append(Block(guard, (), tuple(taken), waiting))
+                    changed = True
+                done.add(i)
+                continue
             moving = [f for f in tests if is_fixed(f)]
             if not moving:
                 continue
@@ -534,6 +547,11 @@ def stuck(guards: Sequence[Guard], findings: Sequence[Finding], fixed: Callable[
     return out
 
 
+def _has_fix(f: Finding, target: Target) -> bool:
+    fix = f.fix_for(target)
+    return fix is not None and bool(fix.edits)
+
+
 def _where(f: Finding) -> str:
     return f"line {f.span.line}"
 
@@ -544,6 +562,8 @@ def reason(block: Block, fed: bool = False) -> str:
     why = block.why
     what = f"`{why.symbol}`" if why.symbol else why.code
     said = f"{what} ({why.code}, {_where(why)}), which is not rewritten"
+    if any(inside(why.span, t) for t in (*block.guard.tests, *block.guard.feeds)):
+        return f"its test depends on {said}"
     if fed:
         return f"it feeds the test at line {block.guard.tests[0].line}, and that test guards {said}"
     return f"it guards {said}"
