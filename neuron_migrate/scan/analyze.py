@@ -569,6 +569,12 @@ class _Walker:
             self._spread_assign(target, value)
             if self.devices_on and dev_m.device_like(target):
                 self._device_literals(value)
+            elif (self.devices_on and target.__class__ in (ast.Tuple, ast.List) and value.__class__ in (ast.Tuple, ast.List)
+                  and len(target.elts) == len(value.elts)):  # type: ignore[attr-defined]
+                # `mode, n, device = Mode.DDP, None, "cuda"`: each name its value
+                for name, one in zip(target.elts, value.elts, strict=True):  # type: ignore[attr-defined]
+                    if dev_m.device_like(name):
+                        self._device_literals(one)
             if (target.__class__ is ast.Attribute and target.value.__class__ is ast.Name  # type: ignore[attr-defined]
                     and target.value.id == "self"):  # type: ignore[attr-defined]
                 self._remember(self.fields, target.attr, value)  # type: ignore[attr-defined]
@@ -1241,10 +1247,12 @@ class _Walker:
             pos = dev_m.POSITIONAL.get(qn)
             if pos is not None and pos < len(call.args):
                 self._device_literals(call.args[pos], call, call.args[pos])
+                self._assigned_devices(call.args[pos], call)
         if fcls is ast.Attribute:
             if leaf == "to":
                 for a in call.args:
                     self._device_literals(a, call, a)
+                    self._assigned_devices(a, call)
             elif leaf == "add_argument":
                 for kw in call.keywords:
                     if kw.arg in ("default", "choices"):
@@ -1256,6 +1264,13 @@ class _Walker:
                 self._device_literals(kw.value, call, kw)
             elif kw.arg in _KINDS and kw.value.__class__ in (ast.List, ast.Tuple, ast.Set):
                 self.listed_kinds.update(map(id, kw.value.elts))  # type: ignore[attr-defined]
+
+    def _assigned_devices(self, arg: ast.AST, call: ast.Call) -> None:
+        """A local name given as the device holds the literals the function assigned it (YOLOv5's
+        `arg = "cuda:0"` ... `arg = "cpu"` ... `torch.device(arg)`): each is a device string."""
+        if arg.__class__ is ast.Name and self.scopes:
+            for value in self.scopes[-1].get(arg.id) or ():  # type: ignore[attr-defined]
+                self._device_literals(value, call, arg)
 
     def _argparse_default(self, call: ast.Call) -> None:
         dest = None
@@ -1388,6 +1403,10 @@ class _Walker:
         reported whatever it is compared with (the fix adds a `"neuron"` entry, fixes.data). A
         list that holds other text too lists names or arguments (`["device", "cpu", "cuda"]`,
         options to filter; `["python", "x.py", "--device", "cuda"]`): no device type's entry."""
+        stmt = self.stmt
+        if stmt.__class__ in (ast.Assign, ast.Return) and stmt.value is node and (  # type: ignore[attr-defined]
+                stmt.__class__ is ast.Return or any(t.__class__ in (ast.Tuple, ast.List) for t in stmt.targets)):  # type: ignore[attr-defined]
+            return False  # values unpacked or returned together: one per name, no list of device types
         if self.devices_on:
             elts = node.elts  # type: ignore[attr-defined]
             if all(dev_m.device_value(e.value) for e in elts if e.__class__ is ast.Constant and e.value.__class__ is str):

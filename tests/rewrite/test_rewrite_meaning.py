@@ -804,6 +804,23 @@ def test_what_a_test_left_unfixed_in_this_run_guards_stays_with_it() -> None:
     assert "`torch.cuda.is_available` (NM201, line 3)" in reasons[8] and "`is_cuda` (NM104, line 13)" in reasons[13]
 
 
+def test_values_unpacked_or_returned_together_are_no_list_of_device_types() -> None:
+    """super-gradients' `multi_gpu, num_gpus, device = MultiGPUMode.DDP, None, "cuda"`: an added
+    `"neuron"` entry broke the unpacking (too many values); the name's own value is renamed."""
+    src = '''\
+        def setup(mode):
+            multi_gpu, num_gpus, device = mode.DDP, None, "cuda"
+            return multi_gpu, num_gpus, device
+
+
+        def pick():
+            return "cuda", 0
+        '''
+    out = fixed(src, unsafe=True)
+    assert 'multi_gpu, num_gpus, device = mode.DDP, None, "neuron"' in out and 'return "cuda", 0' in out
+    compile(out, "m.py", "exec")
+
+
 def test_a_check_that_picks_map_location_none_is_an_unsafe_fix() -> None:
     """MONAI's `map_location = None if torch.cuda.is_available() else torch.device("cpu")`:
     `None` loads each tensor to the device it was saved from. Flipped to Neuron, a Trainium run

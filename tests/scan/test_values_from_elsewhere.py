@@ -223,3 +223,23 @@ def test_a_lookups_fallback_is_the_device_it_stands_for() -> None:
         """)
     assert lines == [(4, "NM101", "safe"), (5, "NM101", "safe"), (5, "NM101", "safe"), (6, "NM101", "safe"),
                      (7, "NM290", "manual")]
+
+
+def test_a_local_name_given_as_the_device_holds_the_literals_assigned_it() -> None:
+    """YOLOv5's `select_device`: `arg = "cuda:0"` in one branch, `"mps"` or `"cpu"` in the others,
+    then `torch.device(arg)`: the CUDA one is a device string (NM101 with its fix), though the
+    name says nothing of a device; a name passed to no device call stays the CUDA word it is."""
+    lines = found("""
+        import torch
+
+        def select_device(cpu, mps, x):
+            if not cpu:
+                arg = "cuda:0"
+            elif mps:
+                arg = "mps"
+            else:
+                arg = "cpu"
+            kind = "cuda"
+            return torch.device(arg), x.to(arg), kind
+        """)
+    assert lines == [(5, "NM101", "safe"), (10, "NM290", "manual")]

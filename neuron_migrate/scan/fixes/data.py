@@ -37,9 +37,18 @@ def container_of(site: Site) -> ast.AST | None:
     if literal is None or literal.__class__ is not ast.Constant:
         return None
     parent = parent_of(site.stmt, literal)
-    if parent.__class__ in _CONTAINERS and any(e is literal for e in parent.elts):  # type: ignore[union-attr]
+    if parent.__class__ in _CONTAINERS and any(e is literal for e in parent.elts) and not _unpacked(site.stmt, parent):  # type: ignore[union-attr, arg-type]
         return parent
     return None
+
+
+def _unpacked(stmt: ast.AST, values: ast.AST) -> bool:
+    """`mode, n, device = Mode.DDP, None, "cuda"` (super-gradients): one value per name, no list of
+    device types; another entry would break the unpacking. Also values returned together."""
+    holder = parent_of(stmt, values)
+    if holder.__class__ is ast.Return:
+        return True
+    return holder.__class__ is ast.Assign and any(t.__class__ in (ast.Tuple, ast.List) for t in holder.targets)  # type: ignore[union-attr]
 
 
 # Why a device-type entry has no fix (a table value that is code or CUDA-specific).
