@@ -176,3 +176,12 @@ def test_a_model_placed_on_cuda_by_device_map(tmp_path: Path) -> None:
     """alpaca_eval's model configs pass `device_map: 'cuda'` to `from_pretrained`."""
     write(tmp_path, {"configs.yaml": "model_kwargs:\n  device_map: 'cuda'\n  torch_dtype: bfloat16\nother: {device_map: cpu}\n"})
     assert found(tmp_path) == [("configs.yaml", 2, 14, "device_map: cuda")]
+
+
+def test_lightning_gpus_kept_in_a_trainer_config(tmp_path: Path) -> None:
+    """schnetpack's `configs/trainer/debug_trainer.yaml`: `gpus: 1` for the Lightning Trainer its
+    defaults build; `gpus: 0` asks for none."""
+    write(tmp_path, {"configs/trainer/debug.yaml": "_target_: pytorch_lightning.Trainer\ngpus: 1\nmax_epochs: 3\n",
+                     "configs/trainer/cpu.yaml": "gpus: 0\n", "configs/trainer/all.yaml": "gpus: -1\n"})
+    assert sorted(found(tmp_path)) == [("configs/trainer/all.yaml", 1, 6, "gpus: -1"),
+                                       ("configs/trainer/debug.yaml", 2, 6, "gpus: 1")]
