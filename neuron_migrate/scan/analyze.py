@@ -1338,7 +1338,9 @@ class _Walker:
             ocls = op.__class__
             if ocls is ast.In or ocls is ast.NotIn:
                 if devices:
-                    if dev_m.device_like(b):
+                    # (also one of several devices: skorch's `"cuda" in (device_from, device_to)`)
+                    if dev_m.device_like(b) or (b.__class__ in (ast.Tuple, ast.List, ast.Set)
+                                                and any(dev_m.device_like(e) for e in b.elts)):  # type: ignore[attr-defined]
                         self._device_literals(a)
                     elif dev_m.device_like(a):
                         self._device_literals(b)
@@ -1407,8 +1409,16 @@ class _Walker:
         if stmt.__class__ in (ast.Assign, ast.Return) and stmt.value is node and (  # type: ignore[attr-defined]
                 stmt.__class__ is ast.Return or any(t.__class__ in (ast.Tuple, ast.List) for t in stmt.targets)):  # type: ignore[attr-defined]
             return False  # values unpacked or returned together: one per name, no list of device types
+        elts = node.elts  # type: ignore[attr-defined]
+        if dev_m.rows(node):  # `[("cpu", "cuda"), ("cuda", "cpu")]`: each tuple a row of values (skorch's test parameters)
+            if self.devices_on:
+                for row in elts:
+                    self.listed_kinds.update(map(id, row.elts))  # a row's device is one value, renamed: no entry
+                    for e in row.elts:
+                        if e.__class__ is ast.Constant and e.value.__class__ is str and dev_m.device_value(e.value):
+                            self._device_literals(e)
+            return False
         if self.devices_on:
-            elts = node.elts  # type: ignore[attr-defined]
             if all(dev_m.device_value(e.value) for e in elts if e.__class__ is ast.Constant and e.value.__class__ is str):
                 for elt in elts:
                     self._device_entry(elt)

@@ -821,6 +821,33 @@ def test_values_unpacked_or_returned_together_are_no_list_of_device_types() -> N
     compile(out, "m.py", "exec")
 
 
+def test_a_tests_device_pairs_and_its_skip_conditions_move_together() -> None:
+    """skorch's `parametrize('device_from, device_to', [('cpu', 'cuda'), ('cuda', 'cpu')])`: each
+    tuple is a row of values (an added entry broke pytest's collection), so its device is renamed;
+    so are the skip test beside it (`'cuda' in (device_from, device_to)`) and a `skipif` whose
+    check only decides whether the test runs; optimum's `device.type.lower() == "cuda"` too."""
+    src = '''\
+        import pytest
+        import torch
+
+
+        @pytest.mark.parametrize("device_from, device_to", [("cpu", "cuda"), ("cuda", "cpu"), ("cuda", "cuda")])
+        def test_move(device_from, device_to):
+            if "cuda" in (device_from, device_to) and not torch.cuda.is_available():
+                pytest.skip()
+            return torch.zeros(1, device=device_from).to(device_to)
+
+
+        @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
+        def test_on(device):
+            assert device.type.lower() == "cuda"
+        '''
+    out = fixed(src)
+    assert '[("cpu", "neuron"), ("neuron", "cpu"), ("neuron", "neuron")]' in out
+    assert 'if "neuron" in (device_from, device_to) and not torch.neuron.is_available():' in out
+    assert "@pytest.mark.skipif(not torch.neuron.is_available()" in out and 'device.type.lower() == "neuron"' in out
+
+
 def test_a_check_that_picks_map_location_none_is_an_unsafe_fix() -> None:
     """MONAI's `map_location = None if torch.cuda.is_available() else torch.device("cpu")`:
     `None` loads each tensor to the device it was saved from. Flipped to Neuron, a Trainium run

@@ -26,6 +26,7 @@ from neuron_migrate.findings import Edit, Span
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
 from neuron_migrate.scan.fixes.device import drops_index, index_title
 from neuron_migrate.scan.fixes.syntax import parent_of
+from neuron_migrate.scan.matchers.device_strings import rows
 from neuron_migrate.scan.matchers.site import LineIndex, Site
 
 _CONTAINERS = (ast.Tuple, ast.List, ast.Set)
@@ -44,9 +45,10 @@ def container_of(site: Site) -> ast.AST | None:
 
 def _unpacked(stmt: ast.AST, values: ast.AST) -> bool:
     """`mode, n, device = Mode.DDP, None, "cuda"` (super-gradients): one value per name, no list of
-    device types; another entry would break the unpacking. Also values returned together."""
+    device types; another entry would break the unpacking. Also values returned together, and a
+    row of a table of rows."""
     holder = parent_of(stmt, values)
-    if holder.__class__ is ast.Return:
+    if holder.__class__ is ast.Return or (holder.__class__ in _CONTAINERS and rows(holder)):  # type: ignore[arg-type]
         return True
     return holder.__class__ is ast.Assign and any(t.__class__ in (ast.Tuple, ast.List) for t in holder.targets)  # type: ignore[union-attr]
 

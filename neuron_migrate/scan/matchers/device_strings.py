@@ -94,6 +94,9 @@ def device_like(expr: ast.AST) -> bool:
         func = expr.func  # type: ignore[attr-defined]
         if func.__class__ is ast.Name and func.id in ("str", "repr", "getattr") and expr.args:  # type: ignore[attr-defined]
             return device_like(expr.args[0])  # type: ignore[attr-defined]
+        # a device's text normalised (optimum's `device.type.lower() == "cuda"`)
+        if func.__class__ is ast.Attribute and func.attr in ("lower", "upper", "strip") and not expr.args:  # type: ignore[attr-defined]
+            return device_like(func.value)  # type: ignore[attr-defined]
         # a function that answers the device (imaginAIry's `get_device() == "cuda"`)
         leaf = func.id if func.__class__ is ast.Name else func.attr if func.__class__ is ast.Attribute else ""
         return leaf.lstrip("_").startswith("get_device") and not expr.args and not expr.keywords  # type: ignore[attr-defined]
@@ -151,6 +154,13 @@ def literals(expr: ast.AST | None, out: list[ast.AST]) -> None:
                     literals(kw.value, out)
             if name == "Field" and expr.args:  # type: ignore[attr-defined]
                 literals(expr.args[0], out)  # type: ignore[attr-defined]
+
+
+def rows(node: ast.AST) -> bool:
+    """A list of tuples of one length (`[("cpu", "cuda"), ("cuda", "cpu")]`, a test's parameter
+    pairs): each tuple is a row of values, one per name, not a list of device types."""
+    elts = node.elts  # type: ignore[attr-defined]
+    return len(elts) > 1 and all(e.__class__ is ast.Tuple for e in elts) and len({len(e.elts) for e in elts}) == 1  # type: ignore[attr-defined]
 
 
 class DeviceStringTable:
