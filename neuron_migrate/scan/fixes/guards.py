@@ -10,7 +10,9 @@ CUDA-only, the program that worked now crashes. So a fix inside a guard's test i
 every finding in what it guards is fixed as well; otherwise the guard and its block stay as they
 are and the guard's finding becomes the one manual finding that says why. What it guards includes
 the functions of the file it calls by name (`f(...)`, `self.f(...)`) and those they call: their
-code runs when the guard lets it (`Guard.calls`); functions of other files are not seen.
+code runs when the guard lets it (`Guard.calls`); functions of other files are not seen. The
+rule holds the other way too: a test that stays CUDA's (a CUDA finding in it with no fix, or a fix
+the run does not apply) keeps what it guards as it is.
 
 A guard may be held in a variable: `use_cuda = torch.cuda.is_available()` then `if use_cuda:`,
 or `args.cuda = not args.no_cuda and torch.cuda.is_available()` then `if args.cuda:`. When a test
@@ -175,7 +177,7 @@ def _callees(guarded: list[ast.AST], defs: dict[str, list[ast.AST]], lines: Line
     while todo and len(out) < _MAX_CALLEES:
         for node in walk(todo.pop()):
             cls = node.__class__
-            if cls is not ast.Name and cls is not ast.Attribute or node.ctx.__class__ is not ast.Load:  # type: ignore[attr-defined]
+            if (cls is not ast.Name and cls is not ast.Attribute) or node.ctx.__class__ is not ast.Load:  # type: ignore[attr-defined]
                 continue
             if cls is ast.Name:  # called, or picked to be called later (`f if ok else g`)
                 name = node.id  # type: ignore[attr-defined]
@@ -527,7 +529,7 @@ def blocked(
     return out
 
 
-def stuck(guards: Sequence[Guard], findings: Sequence[Finding], fixed: Callable[[Finding], bool], target: Target,
+def _stuck(guards: Sequence[Guard], findings: Sequence[Finding], fixed: Callable[[Finding], bool], target: Target,
           ignored: Collection[str]) -> list[tuple[Guard, list[Finding]]]:
     """Guards whose test holds a CUDA finding and no fixed one (`ignored`: the codes that do not
     hold it, the CUDA-word net's and the dtype hazards'), with the fixed findings of what they
@@ -577,7 +579,7 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
     at all becomes manual."""
     fixed_lines = {n for f in findings if f.fixes for n in range(f.span.line, f.span.end_line + 1)}
     staying = {f.span.line for f in findings if not f.fixes and f.code not in net and f.code not in hazards}
-    guards = guards_in(tree, lines, sorted(fixed_lines | staying) if staying and fixed_lines else sorted(fixed_lines))
+    guards = guards_in(tree, lines, sorted(fixed_lines | staying))
     if not guards:
         return list(findings)
     dropped: dict[int, set[Target]] = {}
@@ -602,7 +604,7 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
                     note = f"it is guarded by the condition at line {block.guard.tests[0].line}, which stays as it is"
                     if note not in notes.setdefault(id(f), []):
                         notes[id(f)].append(note)
-        for guard, taken in stuck(guards, findings, fixed, target, net | hazards):
+        for guard, taken in _stuck(guards, findings, fixed, target, net | hazards):
             note = f"it is guarded by the condition at line {guard.tests[0].line}, which stays CUDA's"
             for f in taken:
                 dropped.setdefault(id(f), set()).add(target)
