@@ -1405,9 +1405,7 @@ class _Walker:
         reported whatever it is compared with (the fix adds a `"neuron"` entry, fixes.data). A
         list that holds other text too lists names or arguments (`["device", "cpu", "cuda"]`,
         options to filter; `["python", "x.py", "--device", "cuda"]`): no device type's entry."""
-        stmt = self.stmt
-        if stmt.__class__ in (ast.Assign, ast.Return) and stmt.value is node and (  # type: ignore[attr-defined]
-                stmt.__class__ is ast.Return or any(t.__class__ in (ast.Tuple, ast.List) for t in stmt.targets)):  # type: ignore[attr-defined]
+        if getattr(self.stmt, "value", None) is node and dev_m.held_together(self.stmt, node):
             return False  # values unpacked or returned together: one per name, no list of device types
         elts = node.elts  # type: ignore[attr-defined]
         if dev_m.rows(node):  # `[("cpu", "cuda"), ("cuda", "cpu")]`: each tuple a row of values (skorch's test parameters)

@@ -26,7 +26,7 @@ from neuron_migrate.findings import Edit, Span
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
 from neuron_migrate.scan.fixes.device import drops_index, index_title
 from neuron_migrate.scan.fixes.syntax import parent_of
-from neuron_migrate.scan.matchers.device_strings import rows
+from neuron_migrate.scan.matchers.device_strings import held_together
 from neuron_migrate.scan.matchers.site import LineIndex, Site
 
 _CONTAINERS = (ast.Tuple, ast.List, ast.Set)
@@ -38,19 +38,9 @@ def container_of(site: Site) -> ast.AST | None:
     if literal is None or literal.__class__ is not ast.Constant:
         return None
     parent = parent_of(site.stmt, literal)
-    if parent.__class__ in _CONTAINERS and any(e is literal for e in parent.elts) and not _unpacked(site.stmt, parent):  # type: ignore[union-attr, arg-type]
-        return parent
-    return None
-
-
-def _unpacked(stmt: ast.AST, values: ast.AST) -> bool:
-    """`mode, n, device = Mode.DDP, None, "cuda"` (super-gradients): one value per name, no list of
-    device types; another entry would break the unpacking. Also values returned together, and a
-    row of a table of rows."""
-    holder = parent_of(stmt, values)
-    if holder.__class__ is ast.Return or (holder.__class__ in _CONTAINERS and rows(holder)):  # type: ignore[arg-type]
-        return True
-    return holder.__class__ is ast.Assign and any(t.__class__ in (ast.Tuple, ast.List) for t in holder.targets)  # type: ignore[union-attr]
+    if parent.__class__ not in _CONTAINERS or not any(e is literal for e in parent.elts):  # type: ignore[union-attr]
+        return None
+    return None if held_together(parent_of(site.stmt, parent), parent) else parent  # type: ignore[arg-type]
 
 
 # Why a device-type entry has no fix (a table value that is code or CUDA-specific).

@@ -163,6 +163,18 @@ def rows(node: ast.AST) -> bool:
     return len(elts) > 1 and all(e.__class__ is ast.Tuple for e in elts) and len({len(e.elts) for e in elts}) == 1  # type: ignore[attr-defined]
 
 
+def held_together(holder: ast.AST | None, values: ast.AST) -> bool:
+    """`values` (a tuple or list) held by `holder` is one value per name, not a list of device
+    types: unpacked (super-gradients' `mode, n, device = Mode.DDP, None, "cuda"`: another entry
+    would break the unpacking), returned together, or a row of a table of rows."""
+    cls = holder.__class__
+    if cls is ast.Return:
+        return True
+    if cls is ast.Assign:
+        return holder.value is values and any(t.__class__ in (ast.Tuple, ast.List) for t in holder.targets)  # type: ignore[union-attr]
+    return cls in (ast.Tuple, ast.List, ast.Set) and rows(holder)  # type: ignore[arg-type]
+
+
 class DeviceStringTable:
     __slots__ = ("types", "_plain", "_fprefix", "_exact_types")
 
