@@ -97,6 +97,9 @@ class ArgumentPattern:
     `keyword`/`position` and `values` (`fork_rng(devices=[])` touches no device generator; an
     empty list or tuple is written `[]`), or `present: true` and no values: the argument given
     at all (Lightning's `gpus=` chooses the accelerator: another rule's finding).
+
+    `inside`: the argument is an entry of the dict given to the call as this keyword, not an
+    argument of the call itself (Ray Serve's `ray_actor_options={"num_gpus": 1}`).
     """
 
     call: tuple[str, ...]
@@ -112,6 +115,7 @@ class ArgumentPattern:
     # a literal is judged by `values` (or `not_values`: `num_gpus=` asks for GPUs unless 0).
     switch: bool = False
     unless: tuple[ArgumentPattern, ...] = ()
+    inside: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

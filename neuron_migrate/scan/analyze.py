@@ -1491,6 +1491,11 @@ class _Walker:
     def _argument(self, call: ast.Call, rule: Rule, pat: ArgumentPattern, leaf: str | None, qn: str | None,
                   shown: str | None = None) -> None:
         """`shown`: the callee as the message names it, when not `qn` (a subclass of it)."""
+        if pat.inside is not None:
+            entries = self._entries(call, pat.inside)
+            if entries is None:
+                return
+            call = ast.copy_location(ast.Call(func=call.func, args=[], keywords=entries), call)
         if pat.unless and args_m.harmless(call, pat):
             return
         arg = args_m.find_argument(call, pat)
@@ -1537,6 +1542,16 @@ class _Walker:
         if args_m.value_matches(pat, value):
             self._report_argument(call, rule, arg, value_node, value, display,
                                   value_node if value is not args_m.UNKNOWN else None)
+
+    def _entries(self, call: ast.Call, keyword: str) -> list[ast.keyword] | None:
+        """The entries of the dict given as `keyword` (a literal, `dict(k=v)`, or a name this
+        scope assigned one), as keywords; None when it is not given or not such a dict."""
+        value = next((kw.value for kw in call.keywords if kw.arg == keyword), None)
+        if value.__class__ is ast.Name:
+            return self.spreads[-1].get(value.id)  # type: ignore[union-attr]
+        if value.__class__ is ast.Dict:
+            return _dict_keywords(value)
+        return _closed_keywords(value) if value is not None else None
 
     def _dict_argument(self, call: ast.Call, rule: Rule, pat: ArgumentPattern, arg: ast.AST, value_node: ast.AST,
                        display: str) -> None:

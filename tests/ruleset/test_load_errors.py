@@ -106,6 +106,8 @@ def test_yaml_syntax_error_names_the_file_and_line(tmp_path):
          "      arguments: [{call: [f], keyword: load_in_8bit, switch: true}]\n", "match.arguments[0].switch",
          "needs `values`"),
         ("      qualified_names: [ourlib.cuda_helper]\n",
+         "      arguments: [{call: [f], position: 0, inside: options}]\n", "match.arguments[0].inside", "keyword"),
+        ("      qualified_names: [ourlib.cuda_helper]\n",
          "      arguments: [{call: [f], keyword: device_type, missing: true, unless: [{keyword: devices}]}]\n",
          "match.arguments[0].unless[0]", "either `values`"),
         ("      qualified_names: [ourlib.cuda_helper]\n",
