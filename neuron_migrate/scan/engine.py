@@ -183,13 +183,28 @@ def _extensions(files: Sequence[Candidate], rules: tuple[Rule, ...], max_file_si
     if not builders:
         return ()
     sources = []
+    packages = {}
     for c in files:
         if c.kind == "python" and build_script(c.rel):
             try:
                 sources.append((c.rel, decode_source(read_bytes(c.path, c.size, max_file_size))))
             except Diagnosis:  # unreadable or too large: the analysis reports it on the file
                 continue
-    return declared_extensions(sources, builders)
+            package = _package(Path(c.path).parent)
+            if package:
+                packages[c.rel] = package
+    return declared_extensions(sources, builders, packages)
+
+
+def _package(directory: Path) -> str:
+    """`directory` as a dotted module, from the outermost package holding it ("" outside one)."""
+    parts: list[str] = []
+    while (directory / "__init__.py").is_file() and directory.name.isidentifier():
+        parts.append(directory.name)
+        if directory.parent == directory:
+            break
+        directory = directory.parent
+    return ".".join(reversed(parts))
 
 
 def _project_filter(pack: RulePack, root: str, entries: dict[str, Entry]) -> Callable[[str, tuple[Row, ...]], Sequence[Row]]:

@@ -196,6 +196,25 @@ def test_a_nested_build_script_declares_the_module_the_package_imports(tmp_path:
     assert not [f for fr in result.files for f in fr.findings if f.code in ("NM720", "NM730")]
 
 
+def test_an_in_place_build_is_named_from_its_package_wherever_the_scan_starts(tmp_path: Path) -> None:
+    """EasyOCR's `easyocr/DBNet/assets/ops/dcn/setup.py` (only `dcn` is a package): the module is
+    `dcn.deform_conv_cuda` whether the scan's root is the checkout or a directory above it."""
+    _project(tmp_path, {
+        "src/easyocr/easyocr/__init__.py": "",
+        "src/easyocr/easyocr/ops/dcn/__init__.py": "",
+        "src/easyocr/easyocr/ops/dcn/setup.py": "from torch.utils.cpp_extension import CUDAExtension\n"
+                                                "setup(ext_modules=[CUDAExtension('deform_conv_cuda', ['d.cu'])])\n",
+        "src/easyocr/easyocr/ops/dcn/functions/deform_conv.py": "from .. import deform_conv_cuda\n",
+    })
+    inner = tmp_path / "src" / "easyocr"
+    from_above = scan_paths([inner], PACK, jobs=1, use_cache=False, root=tmp_path)
+    from_checkout = scan_paths([inner], PACK, jobs=1, use_cache=False, root=inner)
+    assert [(fr.path, f.symbol) for fr in from_above.files for f in fr.findings if f.code == "NM726"] == [
+        ("src/easyocr/easyocr/ops/dcn/functions/deform_conv.py", "dcn.deform_conv_cuda")]
+    assert [(fr.path, f.symbol) for fr in from_checkout.files for f in fr.findings if f.code == "NM726"] == [
+        ("easyocr/ops/dcn/functions/deform_conv.py", "dcn.deform_conv_cuda")]
+
+
 def test_the_cuda_reference_rule_is_not_repeated_inside_the_import(tmp_path: Path) -> None:
     _project(tmp_path, {
         "setup.py": "from torch.utils.cpp_extension import CUDAExtension\n"

@@ -21,7 +21,7 @@ import ast
 import posixpath
 import re
 import warnings
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 
 from neuron_migrate.findings import Finding, Span
 from neuron_migrate.ruleset.model import Rule
@@ -38,16 +38,19 @@ def build_script(rel: str) -> bool:
     return name == "setup.py" or (name.startswith("setup_") and name.endswith(".py"))
 
 
-def declared_extensions(sources: Iterable[tuple[str, str]], builders: Collection[str]) -> tuple[str, ...]:
+def declared_extensions(sources: Iterable[tuple[str, str]], builders: Collection[str],
+                        packages: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """The module names the build scripts' `sources` ((path, text) pairs) declare with a call of
     one of `builders` (by its last name: `CUDAExtension`, `cpp_extension.CUDAExtension`), sorted.
     A script below the root that builds in place also declares a module of its own directory
     (`ops/dcn/setup.py` declaring `deform_conv_cuda`: `ops.dcn.deform_conv_cuda`, which its
-    package imports as `from .. import deform_conv_cuda`). A script that does not parse declares
-    nothing (the scan reports its syntax error)."""
+    package imports as `from .. import deform_conv_cuda`), spelled from its outermost package
+    when `packages` knows it (a script's path -> its directory as a dotted module), so that the
+    name does not depend on the directory the scan was started from. A script that does not
+    parse declares nothing (the scan reports its syntax error)."""
     names: set[str] = set()
     for rel, source in sources:
-        directory = posixpath.dirname(rel).replace("/", ".")
+        directory = (packages or {}).get(rel) or posixpath.dirname(rel).replace("/", ".")
         declared = _declared(source, builders)
         names |= declared
         if directory and _DOTTED.fullmatch(directory):
