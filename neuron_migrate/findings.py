@@ -53,6 +53,10 @@ class Span:
     end_line: int
     end_col: int
 
+    def contains(self, inner: Span) -> bool:
+        return ((self.line, self.col) <= (inner.line, inner.col)
+                and (inner.end_line, inner.end_col) <= (self.end_line, self.end_col))
+
     def to_dict(self) -> dict[str, int]:
         return {"line": self.line, "col": self.col, "end_line": self.end_line, "end_col": self.end_col}
 

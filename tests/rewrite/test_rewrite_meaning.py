@@ -962,3 +962,74 @@ def test_an_if_not_with_no_else_guards_the_rest_of_its_block() -> None:
             return AutoModelForCausalLM.from_pretrained(name, device_map="auto", **model_kwargs)
         '''
     assert fixed(src) == textwrap.dedent(src)
+
+
+def test_a_skip_condition_guards_the_test_it_skips() -> None:
+    """sentence-transformers, ignite, opacus: `@pytest.mark.skipif(not torch.cuda.is_available())`
+    (also `unittest.skipIf`/`skipUnless` on a function or class, and a `pytest.param`'s marks)
+    decides whether the test runs: renamed while the test keeps CUDA code, the test runs on
+    Trainium and fails. With a test that is all fixable, the condition moves with it."""
+    src = '''\
+        import unittest
+
+        import pytest
+        import torch
+
+        DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU"))]
+
+
+        @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+        def test_moves():
+            x = torch.ones(2, device="cuda")
+            assert x.cuda().is_cuda
+
+
+        @unittest.skipUnless(torch.cuda.is_available(), "needs CUDA")
+        class TestKernels(unittest.TestCase):
+            def test_graph(self):
+                torch.cuda.CUDAGraph()
+
+
+        @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a device")
+        def test_sync():
+            torch.cuda.synchronize()
+        '''
+    out = fixed(src)
+    assert out.count("torch.cuda.is_available()") == 3 and 'device="cuda"' in out
+    assert "@pytest.mark.skipif(not torch.neuron.is_available()" in out and "torch.neuron.synchronize()" in out
+    # what stays CUDA's whatever the run: the listed "cuda", the CUDA graph
+    held = sorted(f.span.line for f in scan(src) if f.code == "NM201" and not f.fixes)
+    assert held == [6, 15]
+    assert '@pytest.mark.skipif(not torch.neuron.is_available(), reason="needs CUDA")' in fixed(src, unsafe=True)
+
+
+def test_an_or_chain_guards_its_later_operands() -> None:
+    """optimum-quanto's `not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 8`:
+    the capability query runs only when the check lets it; renamed alone, it runs on Trainium."""
+    src = "import torch\nold = not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 8\n"
+    for target in Target:
+        assert fixed(src, target, unsafe=True) == src
+
+
+def test_a_cuda_string_in_a_test_holds_what_it_guards() -> None:
+    """pyro's `if "cuda" in example and np > torch.cuda.device_count()`: the example's CUDA run is
+    chosen by name, so the count it is gated by stays CUDA's too (a CUDA name, `use_cuda`, does
+    not hold its test: the flag moves with the code)."""
+    src = '''\
+        import torch
+
+
+        def launch(example, np):
+            if "cuda" in example and np > torch.cuda.device_count():
+                return None
+            return example
+
+
+        def count(use_cuda):
+            if use_cuda and torch.cuda.device_count() > 1:
+                return 2
+            return 1
+        '''
+    out = fixed(src, unsafe=True)
+    assert 'if "cuda" in example and np > torch.cuda.device_count():' in out
+    assert "if use_cuda and torch.neuron.device_count() > 1:" in out

@@ -56,7 +56,9 @@ _BLOCKS = ("body", "orelse", "finalbody")
 class Guard:
     tests: tuple[Span, ...]  # the condition(s) whose rewrite changes which path runs
     region: Span  # everything the guard decides, tests included
-    kind: str  # "if", "while", "ternary", "assert", "and", "exit" (an `if` that guards the rest of its block)
+    # "if", "while", "ternary", "assert", "and" (an `and`/`or` chain), "skip" (a test's skip
+    # decorator), "exit" (an `if` that guards the rest of its block)
+    kind: str
     message: Span | None = None  # what it says when it fails: an assert's message, an `if`'s lone raise's
     feeds: tuple[Span, ...] = ()  # values assigned to the names the test uses as conditions
     # The functions of this file that what it guards calls (`f(...)`, `self.f(...)`), also through
@@ -74,7 +76,7 @@ def _end(s: Span) -> tuple[int, int]:
 
 
 def inside(inner: Span, outer: Span) -> bool:
-    return _start(outer) <= _start(inner) and _end(inner) <= _end(outer)
+    return outer.contains(inner)
 
 
 def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None) -> list[Guard]:
@@ -85,6 +87,7 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
     out: list[Guard] = []
     chains: dict[str, list[ast.AST]] = {}  # `args.cuda = ...`: attribute chains, file-wide
     found: list[tuple[Callable[[], Guard], list[ast.AST], list[ast.AST]]] = []
+    founds: dict[int, list[tuple[Callable[[], Guard], list[ast.AST], list[ast.AST]]]] = {}  # by scope
     # per scope: the names it binds, then those of the functions around it and the module's
     visible: dict[int, list[dict[str, list[ast.AST]]]] = {}
     scoped: list[tuple[list[tuple[Callable[[], Guard], list[ast.AST], list[ast.AST]]], list[dict[str, list[ast.AST]]]]] = []
@@ -97,7 +100,7 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
         if parent is not None and parent.__class__ is ast.ClassDef:
             outer = outer[1:]  # a class body's names are not seen from its methods
         visible[id(scope)] = [names, *outer]
-        found = []
+        found = founds[id(scope)] = []
         scoped.append((found, visible[id(scope)]))
         if parent is not None and scope.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and not has_parameters(scope):
             # `def use_gpu(): return torch.cuda.is_available()`: a condition where `use_gpu()` is one
@@ -114,14 +117,23 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
                 names[name].append(default)
             if scope.__class__ is not ast.Lambda:
                 functions.append((scope, names, bound_method(scope, parent)))
+        skips = _skip_tests(scope.decorator_list) if parent is not None and scope.__class__ is not ast.Lambda else []  # type: ignore[attr-defined]
+        if skips:  # evaluated where the function or class is defined, as its decorators are
+            founds[id(parent)].append((partial(_skipped, scope, skips, lines), skips, [scope]))  # type: ignore[arg-type]
         for node in (scope, *nodes):  # the scope's own body may hold asserts
             cls = node.__class__
             if cls is ast.Call and node.func.__class__ in (ast.Name, ast.Attribute):  # type: ignore[attr-defined]
                 func = node.func  # type: ignore[attr-defined]
-                calls.setdefault(func.id if func.__class__ is ast.Name else func.attr, []).append(node)  # type: ignore[arg-type]
+                called = func.id if func.__class__ is ast.Name else func.attr
+                calls.setdefault(called, []).append(node)  # type: ignore[arg-type]
+                if called == "param":  # `pytest.param("cuda", marks=pytest.mark.skipif(...))`
+                    marks = next((k.value for k in node.keywords if k.arg == "marks"), None)  # type: ignore[attr-defined]
+                    tests = _skip_tests(marks.elts if marks.__class__ in (ast.List, ast.Tuple) else [marks])  # type: ignore[union-attr]
+                    if tests:
+                        found.append((partial(_marked, node, tests, lines), tests, [node]))
             if cls is ast.If or cls is ast.While or cls is ast.IfExp:
                 found.append((partial(_conditional, node, lines), [node.test], [node]))  # type: ignore[attr-defined]
-            elif cls is ast.BoolOp and node.op.__class__ is ast.And:  # type: ignore[attr-defined]
+            elif cls is ast.BoolOp:  # `a and b`, `not a or b`: b runs only as `a` lets it
                 values = node.values[:-1]  # type: ignore[attr-defined]
                 found.append((partial(_and_chain, node, values, lines), values, [node]))
             elif cls is ast.Assign or (cls is ast.AnnAssign and node.value is not None):  # type: ignore[attr-defined]
@@ -208,6 +220,38 @@ def _conditional(node: ast.AST, lines: LineIndex) -> Guard:
 
 def _and_chain(node: ast.AST, values: list[ast.AST], lines: LineIndex) -> Guard:
     return Guard(tuple(lines.span(v) for v in values), lines.span(node), "and")
+
+
+# Test decorators whose condition decides whether the function (or every test of the class) runs.
+_SKIPS = frozenset({"skipif", "skipIf", "skipUnless"})
+
+
+def _skip_tests(marks: Iterable[ast.AST | None]) -> list[ast.AST]:
+    """The conditions of the `pytest.mark.skipif(...)`, `unittest.skipIf(...)`, `skipUnless(...)`
+    among `marks` (a function's decorators, a `pytest.param`'s marks)."""
+    out: list[ast.AST] = []
+    for dec in marks:
+        if dec.__class__ is not ast.Call:
+            continue
+        func = dec.func
+        name = func.attr if func.__class__ is ast.Attribute else func.id if func.__class__ is ast.Name else None
+        if name in _SKIPS:
+            test = dec.args[0] if dec.args else next((k.value for k in dec.keywords if k.arg == "condition"), None)
+            if test is not None:
+                out.append(test)
+    return out
+
+
+def _skipped(scope: ast.AST, tests: list[ast.AST], lines: LineIndex) -> Guard:
+    """A skip decorator's guard: its region runs from the first decorator to the end of the body."""
+    first = lines.span(scope.decorator_list[0])  # type: ignore[attr-defined]
+    end = lines.span(scope)
+    return Guard(tuple(lines.span(t) for t in tests), Span(first.line, first.col, end.end_line, end.end_col), "skip")
+
+
+def _marked(param: ast.AST, tests: list[ast.AST], lines: LineIndex) -> Guard:
+    """A `pytest.param` skipped by its marks: its values are used only when the test runs."""
+    return Guard(tuple(lines.span(t) for t in tests), lines.span(param), "skip")
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -530,19 +574,18 @@ def blocked(
 
 
 def _stuck(guards: Sequence[Guard], findings: Sequence[Finding], fixed: Callable[[Finding], bool], target: Target,
-          ignored: Collection[str]) -> list[tuple[Guard, list[Finding]]]:
-    """Guards whose test holds a CUDA finding and no fixed one (`ignored`: the codes that do not
-    hold it, the CUDA-word net's and the dtype hazards'), with the fixed findings of what they
-    guard: the test stays CUDA's, so they stay too (RF-DETR's `torch.device("cuda" if backend ==
-    "nccl" else "cpu")`: renamed alone, the `neuron` branch is never taken on Trainium, and a CUDA
-    host takes it)."""
+           holds: Callable[[Finding], bool]) -> list[tuple[Guard, list[Finding]]]:
+    """Guards whose test holds a CUDA finding and no fixed one (`holds`: whether a finding keeps
+    its test CUDA's; see `settle`), with the fixed findings of what they guard: the test stays
+    CUDA's, so they stay too (RF-DETR's `torch.device("cuda" if backend == "nccl" else "cpu")`:
+    renamed alone, the `neuron` branch is never taken on Trainium, and a CUDA host takes it)."""
     index = _Index(findings)
     out = []
     for guard in guards:
         region = index.within(guard.region)
         tests = [f for f in region if any(inside(f.span, t) for t in guard.tests)]
         # (a test that moves in part is `blocked`'s: what it guards decides)
-        if not any(fixed(f) for f in tests) and any(f.code not in ignored and _matters(f, target) for f in tests):
+        if not any(fixed(f) for f in tests) and any(holds(f) and _matters(f, target) for f in tests):
             taken = [f for f in region if fixed(f)]
             if taken:
                 out.append((guard, taken))
@@ -578,7 +621,13 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
     CUDA, the dtype hazards, which never hold a guard's test to CUDA). A finding left with no fix
     at all becomes manual."""
     fixed_lines = {n for f in findings if f.fixes for n in range(f.span.line, f.span.end_line + 1)}
-    staying = {f.span.line for f in findings if not f.fixes and f.code not in net and f.code not in hazards}
+
+    def holds(f: Finding) -> bool:
+        """Whether the finding keeps a test it is in CUDA's: not a dtype hazard, and of the
+        CUDA-word net only a string (`"cuda" in example`), not a name (`if use_cuda:` moves)."""
+        return f.code not in hazards and (f.code not in net or f.symbol[:1] in _QUOTES)
+
+    staying = {f.span.line for f in findings if not f.fixes and holds(f)}
     guards = guards_in(tree, lines, sorted(fixed_lines | staying))
     if not guards:
         return list(findings)
@@ -604,7 +653,7 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
                     note = f"it is guarded by the condition at line {block.guard.tests[0].line}, which stays as it is"
                     if note not in notes.setdefault(id(f), []):
                         notes[id(f)].append(note)
-        for guard, taken in _stuck(guards, findings, fixed, target, net | hazards):
+        for guard, taken in _stuck(guards, findings, fixed, target, holds):
             note = f"it is guarded by the condition at line {guard.tests[0].line}, which stays CUDA's"
             for f in taken:
                 dropped.setdefault(id(f), set()).add(target)
@@ -633,6 +682,7 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
     return out
 
 
+_QUOTES = frozenset("\"'")
 _CUDA_WORD = re.compile(r"\bCUDA\b")
 _SAYS = {Target.NEURON: "Neuron", Target.ACCELERATOR: "an accelerator"}
 
