@@ -192,7 +192,7 @@ def _hold_guards(
     """The guard rule for this run: a fix in a guard's test only goes with every fix it guards
     (scan already withheld guards around code with no fix; here an unsafe fix left out, or one
     skipped for an overlap, holds its guard back too)."""
-    from neuron_migrate.scan.fixes.guards import blocked, guards_in, reason
+    from neuron_migrate.scan.fixes.guards import blocked, guards_in, held_note, reason
     from neuron_migrate.scan.matchers.site import LineIndex
 
     try:
@@ -200,16 +200,16 @@ def _hold_guards(
     except (SyntaxError, ValueError, RecursionError):
         return accepted, []  # the result will not parse either: the file is refused later
     guards = guards_in(tree, LineIndex(source))
-    if not guards:
-        return accepted, []
     ids = {id(p.finding) for p in accepted}
     blocks = blocked(guards, findings, lambda f: id(f) in ids, target)
     if not blocks:
         return accepted, []
     held: dict[int, str] = {}
     for block in blocks:
+        note = (held_note(block) if block.guard.kind == "statement"
+                else f"the guard at line {block.guard.tests[0].line} stays: {reason(block)}")
         for f in block.withheld:
-            held.setdefault(id(f), f"the guard at line {block.guard.tests[0].line} stays: {reason(block)}")
+            held.setdefault(id(f), note)
     return [p for p in accepted if id(p.finding) not in held], [
         SkippedFix(p.finding, held[id(p.finding)]) for p in accepted if id(p.finding) in held
     ]

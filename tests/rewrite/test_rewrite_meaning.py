@@ -1033,3 +1033,32 @@ def test_a_cuda_string_in_a_test_holds_what_it_guards() -> None:
     out = fixed(src, unsafe=True)
     assert 'if "cuda" in example and np > torch.cuda.device_count():' in out
     assert "if use_cuda and torch.neuron.device_count() > 1:" in out
+
+
+def test_one_statement_s_cuda_calls_are_rewritten_together() -> None:
+    """gpytorch's `[torch.cuda.max_memory_allocated(i) for i in range(torch.cuda.device_count())]`
+    with the count's fix unsafe, autoawq's counter over `get_device_properties(d).total_memory`
+    (no fix): renamed in part, Neuron's counters are read for CUDA's devices. Separate statements
+    on one line are not held by each other."""
+    src = '''\
+        import torch
+
+
+        def least_used():
+            return torch.tensor([torch.cuda.max_memory_allocated(i) for i in range(torch.cuda.device_count())])
+
+
+        def frac(d):
+            return torch.cuda.max_memory_allocated(d) / torch.cuda.get_device_properties(d).total_memory
+
+
+        def fine():
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+        '''
+    out = fixed(src)
+    assert "torch.cuda.max_memory_allocated(i)" in out and "torch.cuda.max_memory_allocated(d)" in out
+    assert "torch.neuron.synchronize()" in out and "torch.neuron.empty_cache()" in out
+    assert "torch.neuron.max_memory_allocated(i) for i in range(torch.neuron.device_count())" in fixed(src, unsafe=True)
+    held = next(f for f in scan(src) if f.span.line == 9 and f.code == "NM207")
+    assert not held.fixes and "its statement also uses `torch.cuda.get_device_properties` (NM214, line 9)" in held.message

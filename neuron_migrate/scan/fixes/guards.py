@@ -12,7 +12,9 @@ are and the guard's finding becomes the one manual finding that says why. What i
 the functions of the file it calls by name (`f(...)`, `self.f(...)`) and those they call: their
 code runs when the guard lets it (`Guard.calls`); functions of other files are not seen. The
 rule holds the other way too: a test that stays CUDA's (a CUDA finding in it with no fix, or a fix
-the run does not apply) keeps what it guards as it is.
+the run does not apply) keeps what it guards as it is. One statement that uses the `torch.cuda` API
+in several places is rewritten whole or not at all, as a guard is: renamed in part, one expression
+mixes Neuron's counters with CUDA's device indexes.
 
 A guard may be held in a variable: `use_cuda = torch.cuda.is_available()` then `if use_cuda:`,
 or `args.cuda = not args.no_cuda and torch.cuda.is_available()` then `if args.cuda:`. When a test
@@ -533,10 +535,22 @@ def blocked(
                                for at, g in on_line.get(f.span.line, ()))
     regions = [(g, _with_edits(_region(index, g), edits, g.region)) for g in guards]
     regions = [(g, r) for g, r in regions if r]
+    statements = _shared_statements(findings)
     done: set[int] = set()
     changed = True
     while changed:  # an outer guard may be blocked only by what an inner one withheld
         changed = False
+        for key, group in list(statements.items()):
+            why = next((f for f in group if not is_fixed(f) and _matters(f, target)), None)
+            if why is None:
+                continue
+            del statements[key]
+            taken = [f for f in group if is_fixed(f)]
+            if taken:
+                withheld.update(id(f) for f in taken)
+                span = Span(group[0].span.line, group[0].span.col, group[-1].span.end_line, group[-1].span.end_col)
+                out.append(Block(Guard((), span, "statement"), (), tuple(taken), why))
+                changed = True
         for i, (guard, region) in enumerate(regions):
             if i in done:
                 continue
@@ -571,6 +585,28 @@ def blocked(
             done.add(i)
             changed = True
     return out
+
+
+def _shared_statements(findings: Sequence[Finding]) -> dict[tuple[int | None, int], list[Finding]]:
+    """The `torch.cuda` API findings that share a statement, where there are several: renamed in
+    part, one expression mixes the devices (`torch.neuron.max_memory_allocated(i) for i in
+    range(torch.cuda.device_count())`, `torch.neuron.set_device(rank % torch.cuda.device_count())`)."""
+    groups: dict[tuple[int | None, int], list[Finding]] = {}
+    for f in findings:
+        if f.symbol.startswith(_CUDA_API):
+            groups.setdefault((f.cell, f.statement_line), []).append(f)
+    return {key: sorted(group, key=lambda f: _start(f.span)) for key, group in groups.items() if len(group) > 1}
+
+
+_CUDA_API = "torch.cuda."
+
+
+def held_note(block: Block) -> str:
+    """Why a finding whose fix the block withholds stays, said on that finding."""
+    if block.guard.kind == "statement":
+        why = block.why
+        return f"its statement also uses `{why.symbol}` ({why.code}, {_where(why)}), which is not rewritten"
+    return f"it is guarded by the condition at line {block.guard.tests[0].line}, which stays as it is"
 
 
 def _stuck(guards: Sequence[Guard], findings: Sequence[Finding], fixed: Callable[[Finding], bool], target: Target,
@@ -629,7 +665,7 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
 
     staying = {f.span.line for f in findings if not f.fixes and holds(f)}
     guards = guards_in(tree, lines, sorted(fixed_lines | staying))
-    if not guards:
+    if not guards and not _shared_statements(findings):
         return list(findings)
     dropped: dict[int, set[Target]] = {}
     notes: dict[int, list[str]] = {}
@@ -650,7 +686,7 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
                     notes[id(f)].append(text)
             for f in block.withheld:
                 if f not in block.guard_findings:
-                    note = f"it is guarded by the condition at line {block.guard.tests[0].line}, which stays as it is"
+                    note = held_note(block)
                     if note not in notes.setdefault(id(f), []):
                         notes[id(f)].append(note)
         for guard, taken in _stuck(guards, findings, fixed, target, holds):
