@@ -1899,11 +1899,12 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
             fixes = tuple(replace(f, applicability=FixClass.UNSAFE, title=f.title + note) for f in fixes)
         if fixes and fix_class is FixClass.SAFE and all(f.applicability is FixClass.UNSAFE for f in fixes):
             fix_class = FixClass.UNSAFE  # this site's fix relies on what it cannot see (fixes.bindings)
-        elif not fixes and site.data and fix_class in (FixClass.SAFE, FixClass.UNSAFE):
-            from neuron_migrate.scan.fixes.data import NO_ENTRY
+        elif not fixes and fix_class in (FixClass.SAFE, FixClass.UNSAFE):
+            fix_class = FixClass.MANUAL  # no edit for this site (fairscale's `class GradScaler(TorchGradScaler)`)
+            if site.data:
+                from neuron_migrate.scan.fixes.data import NO_ENTRY
 
-            fix_class = FixClass.MANUAL  # a table key whose `neuron` value has no automatic answer
-            message = f"{message}; {NO_ENTRY}"
+                message = f"{message}; {NO_ENTRY}"  # a table key whose `neuron` value has no automatic answer
         findings.append(
             Finding(
                 code=code,

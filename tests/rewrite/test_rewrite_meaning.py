@@ -1062,3 +1062,35 @@ def test_one_statement_s_cuda_calls_are_rewritten_together() -> None:
     assert "torch.neuron.max_memory_allocated(i) for i in range(torch.neuron.device_count())" in fixed(src, unsafe=True)
     held = next(f for f in scan(src) if f.span.line == 9 and f.code == "NM207")
     assert not held.fixes and "its statement also uses `torch.cuda.get_device_properties` (NM214, line 9)" in held.message
+
+
+def test_an_asserted_cuda_device_is_a_precondition_outside_tests() -> None:
+    """optimum-quanto's `assert data.device.type == "cuda"` before packing for a CUDA kernel: the
+    rename is unsafe (CUDA hosts would fail it, and the code after it needs CUDA). In a test
+    function the assert checks the device the test chose, and moves with it."""
+    src = '''\
+        import torch
+
+
+        class Packed:
+            def __init__(self, data):
+                assert data.device.type == "cuda"
+                self.data = data
+
+
+        def test_packed():
+            x = torch.ones(2, device="cuda")
+            assert x.device.type == "cuda"
+        '''
+    out = fixed(src)
+    assert 'assert data.device.type == "cuda"' in out and 'assert x.device.type == "neuron"' in out
+    precondition = next(f for f in scan(src) if f.span.line == 6)
+    assert precondition.fix_class is FixClass.UNSAFE and "asserts a CUDA device" in precondition.fixes[0].title
+
+
+def test_a_finding_whose_rule_has_a_fix_but_not_for_this_site_is_manual() -> None:
+    """fairscale's `class GradScaler(TorchGradScaler)`: NM303's fixer has no edit for a base class;
+    the finding is manual, not an unsafe fix that `--unsafe-fixes` would not apply."""
+    src = "from torch.cuda.amp import GradScaler as TorchGradScaler\n\n\nclass GradScaler(TorchGradScaler):\n    pass\n"
+    base = next(f for f in scan(src) if f.code == "NM303")
+    assert not base.fixes and base.fix_class is FixClass.MANUAL

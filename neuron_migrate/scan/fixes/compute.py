@@ -43,7 +43,10 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
             cls, title = rule.fix.fix_class, result.title
             if cls is FixClass.SAFE and rule.condition and _leaves_file(site, ctx):
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: the value decides code outside this file)"
-            if cls is FixClass.SAFE and site.kind == "device_strings" and _comparison_leaves_file(site, ctx):
+            compared = _comparison(site) if cls is FixClass.SAFE and site.kind == "device_strings" else None
+            if compared is not None and site.stmt.__class__ is ast.Assert and not _in_test(site.stmt, ctx):
+                cls, title = FixClass.UNSAFE, f"{title} (unsafe: it asserts a CUDA device, which the code after it may need)"
+            elif compared is not None and not decided_here(site.stmt, compared) and ctx.flow.leaves_file(compared):
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: the comparison's value decides code outside this file)"
             picked = _picked_value(site) if cls is FixClass.SAFE and rule.condition else None
             if picked is not None:
@@ -94,20 +97,30 @@ def _leaves_file(site: Site, ctx: FixContext) -> bool:
 _GPU_REQUEST = re.compile(r"(?:^|_)gpus(?:$|_per)", re.IGNORECASE)
 
 
-def _comparison_leaves_file(site: Site, ctx: FixContext) -> bool:
-    """The device string is compared with (`device.type == "cuda"`, `x.type in ("cpu", "cuda")`)
-    and the comparison's value, a condition, reaches code this file does not show: renamed, it
-    turns true on Trainium there (TorchRL's `is_cuda = device.type == "cuda"` returned to pick
-    CUDA graphs, kornia's `non_blocking=... and device.type == "cuda"`, LAVIS's `cuda_enabled`
-    property), as a flipped `torch.cuda.is_available()` would."""
+def _in_test(stmt: ast.AST, ctx: FixContext) -> bool:
+    """Whether the statement is in a test function (`test_*`), whose asserts check what the test
+    did on the device it chose, not what the code after them needs."""
+    node: ast.AST | None = stmt
+    while node is not None and node.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
+        node = parent_of(ctx.tree, node)
+    return node is not None and node.name.startswith("test")  # type: ignore[attr-defined]
+
+
+def _comparison(site: Site) -> ast.Compare | None:
+    """The comparison the device string is compared in (`device.type == "cuda"`, `x.type in
+    ("cpu", "cuda")`), if it is. Its fix is unsafe where the comparison's value, a condition,
+    reaches code this file does not show: renamed, it turns true on Trainium there (TorchRL's
+    `is_cuda = device.type == "cuda"` returned to pick CUDA graphs, kornia's `non_blocking=... and
+    device.type == "cuda"`, LAVIS's `cuda_enabled` property), as a flipped
+    `torch.cuda.is_available()` would; and where an `assert` states it (optimum-quanto's `assert
+    data.device.type == "cuda"` before packing for a CUDA kernel): a precondition, not a choice
+    (in a test function it checks what the test did, and moves with the test's device)."""
     parent = parent_of(site.stmt, site.literal) if site.literal is not None else None
     if parent.__class__ in (ast.Tuple, ast.List, ast.Set):
         held, parent = parent, parent_of(site.stmt, parent)  # type: ignore[arg-type]
         if parent.__class__ is not ast.Compare or held not in parent.comparators:  # type: ignore[union-attr]
-            return False
-    if parent.__class__ is not ast.Compare or decided_here(site.stmt, parent):  # type: ignore[arg-type]
-        return False
-    return ctx.flow.leaves_file(parent)  # type: ignore[arg-type]
+            return None
+    return parent if parent.__class__ is ast.Compare else None  # type: ignore[return-value]
 
 
 def _picked_value(site: Site) -> str | None:
