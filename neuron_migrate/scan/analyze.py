@@ -240,6 +240,8 @@ class _Walker:
         self.tree = tree
         # Matchers whose words the file does not contain cannot match: leave them out of the walk.
         self.devices_on = any(t in source for t in cp.device_words)
+        self.source = source
+        self._own_attributes: frozenset[str] | None = None
         # One lowered copy and a test per word, not one per case form of it (a superset: the
         # matchers decide).
         lowered = source.lower()
@@ -860,7 +862,7 @@ class _Walker:
         if attributes:
             for link in links:
                 rules = attributes.get(link.attr)
-                if rules and not self._is_module_expr(link.value):
+                if rules and not self._is_module_expr(link.value) and not self._own_attribute(link):
                     for rule in rules:
                         self._report(rule, "attributes", link, link.attr, pos=_attr_pos(link))
         if cur.__class__ is not ast.Name:
@@ -882,6 +884,16 @@ class _Walker:
         links.reverse()
         self._qualified(cur, root, links)
         return root + "." + ".".join([link.attr for link in links])
+
+    def _own_attribute(self, link: ast.Attribute) -> bool:
+        """`self.is_cuda` where the file assigns `self.is_cuda = ...`: a flag of the class's own
+        (pyro's `self.is_cuda = cuda`), not the tensor's property. Read from the text: the method
+        that assigns it may be one the partial parse skipped."""
+        if link.value.__class__ is not ast.Name or link.value.id != "self":  # type: ignore[attr-defined]
+            return False
+        if self._own_attributes is None:
+            self._own_attributes = frozenset(_SELF_STORE.findall(self.source))
+        return link.attr in self._own_attributes
 
     def _star(self, node: ast.AST) -> None:
         exact = self.cp.qualified.exact
@@ -1686,6 +1698,9 @@ def _dispatch_entry(cls: type) -> _Entry:
     return entry
 
 
+_SELF_STORE = re.compile(r"\bself\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
+
+
 def _dict_keywords(node: ast.AST, only: Collection[str] | None = None) -> list[ast.keyword]:
     """A dict literal's identifier-keyed entries (those in `only`, if given) as keywords, each
     located from key to value."""
@@ -1809,6 +1824,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
     from neuron_migrate.scan.fixes.compute import (  # only files with a match pay for it
         FixContext,
         fixes_for,
+        neuron_branch,
     )
     from neuron_migrate.scan.fixes.data import already_listed
 
@@ -1892,6 +1908,11 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
             fix_class = FixClass.MANUAL
             message = (f"{message}; it is a physics simulator's device (Isaac Sim, Isaac Gym), which knows only `cuda` "
                        "and `cpu`, so it is not renamed")
+        own = neuron_branch(site, ctx) if fix_class in _FIXABLE else None
+        if own is not None:
+            fix_class = FixClass.MANUAL
+            message = (f"{message}; left as is because this function picks Neuron itself (line {own}): "
+                       "renamed, its CUDA branch would be lost to CUDA hosts")
         fixes = fixes_for(rule, site, span, ctx) if fix_class in _FIXABLE else ()
         if checked is not None and site.kind == "device_strings" and fixes:
             note = (f" (unsafe: this file hands data to `{checked[1]}` at line {checked[0]}, "

@@ -500,7 +500,8 @@ def test_an_assigned_is_cuda_attribute_gets_no_comparison_written_into_the_assig
     src = "import torch\nclass L:\n    def __init__(self, device):\n        self.is_cuda = device.type == 'cuda'\n"
     out = fixed(src, A, unsafe=True)
     assert "self.is_cuda = device.type == getattr(torch.accelerator.current_accelerator(), 'type', 'no accelerator')" in out
-    assert fixed(src, N, unsafe=True) == src.replace("self.is_cuda", "self.is_neuron").replace("'cuda'", "'neuron'")
+    # the class's own attribute keeps its name (pyro's readers of `model.is_cuda`); only its value moves
+    assert fixed(src, N, unsafe=True) == src.replace("'cuda'", "'neuron'")
 
 
 def test_a_torch_cuda_value_of_a_device_type_table_stays_and_gains_a_neuron_entry() -> None:
@@ -1094,3 +1095,30 @@ def test_a_finding_whose_rule_has_a_fix_but_not_for_this_site_is_manual() -> Non
     src = "from torch.cuda.amp import GradScaler as TorchGradScaler\n\n\nclass GradScaler(TorchGradScaler):\n    pass\n"
     base = next(f for f in scan(src) if f.code == "NM303")
     assert not base.fixes and base.fix_class is FixClass.MANUAL
+
+
+def test_a_function_that_picks_neuron_itself_keeps_its_cuda_branch() -> None:
+    """sentence-transformers' `get_device_name`: CUDA first, Neuron behind `hasattr(torch,
+    "neuron")`. Renamed, CUDA hosts lose their device and hosts without `torch.neuron` fail on the
+    unguarded check put first. Another function of the file still moves."""
+    src = '''\
+        import torch
+
+
+        def get_device_name():
+            if torch.cuda.is_available():
+                return "cuda"
+            if hasattr(torch, "neuron") and torch.neuron.is_available():
+                return "neuron"
+            return "cpu"
+
+
+        def other():
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        '''
+    out = fixed(src, unsafe=True)
+    assert "    if torch.cuda.is_available():\n        return \"cuda\"" in out
+    assert 'return "neuron" if torch.neuron.is_available() else "cpu"' in out
+    kept = [f for f in scan(src) if f.span.line in (5, 6)]
+    assert len(kept) == 2 and all(f.fix_class is FixClass.MANUAL and "picks Neuron itself (line 7)" in f.message
+                                  for f in kept)

@@ -1301,3 +1301,28 @@ def test_a_diffusers_xformers_processor_only_tested_by_isinstance_runs_no_kernel
             "def set_it(vae):\n    vae.set_attn_processor(LoRAXFormersAttnProcessor())\n")
     assert [(f.span.line, f.code) for f in analyze_source(code, "m.py", PACK)] == [(1, "NM708"), (12, "NM708")]
 
+
+
+def test_a_class_s_own_is_cuda_flag_is_no_tensor_property() -> None:
+    """pyro's `self.is_cuda = cuda` then `if self.is_cuda:`: a flag the class keeps (here set in a
+    method the partial parse may skip), not `Tensor.is_cuda`; a tensor's `is_cuda` stays NM104."""
+    code = textwrap.dedent('''\
+        import torch
+        from torch import nn
+
+
+        class Model(nn.Module):
+            def __init__(self, cuda=False):
+                super().__init__()
+                self.is_cuda = cuda
+
+            def forward(self, x):
+                if self.is_cuda:
+                    return x.cuda()
+                return x
+
+
+        def check(t):
+            return t.is_cuda
+        ''')
+    assert [(f.span.line, f.code) for f in analyze_source(code, "m.py", PACK) if f.code == "NM104"] == [(17, "NM104")]

@@ -25,10 +25,10 @@ from neuron_migrate.scan.fixes.data import table_value_fix
 from neuron_migrate.scan.fixes.device import device_string
 from neuron_migrate.scan.fixes.flow import decided_here
 from neuron_migrate.scan.fixes.registry import FIXERS
-from neuron_migrate.scan.fixes.syntax import block_of, dotted, if_holding, parent_of
+from neuron_migrate.scan.fixes.syntax import block_of, dotted, if_holding, parent_of, walk
 from neuron_migrate.scan.matchers.site import Site
 
-__all__ = ["FixContext", "fixes_for", "remove_statement_edits", "removed_import"]
+__all__ = ["FixContext", "fixes_for", "neuron_branch", "remove_statement_edits", "removed_import"]
 
 
 def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix, ...]:
@@ -56,6 +56,36 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
             out.append(Fix(target, cls, title, result.edits,
                            tuple(dict.fromkeys(result.add_imports)), tuple(dict.fromkeys(result.remove_imports))))
     return tuple(out)
+
+
+def neuron_branch(site: Site, ctx: FixContext) -> int | None:
+    """The line where the function around the site looks for Neuron itself, if it does: it then
+    has a branch for each device (sentence-transformers' `get_device_name`: CUDA first, then
+    `if hasattr(torch, "neuron") and torch.neuron.is_available(): return "neuron"`), and renaming
+    its CUDA branch takes CUDA away and puts an unguarded `torch.neuron` first. Only a test a
+    rewrite never writes counts (`hasattr(torch, "neuron")`, `torch_neuronx`), so the tool's own
+    edits never make a function look like one."""
+    node: ast.AST | None = site.stmt
+    while node is not None and node.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
+        node = parent_of(ctx.tree, node)
+    if node is None:
+        return None
+    key = id(node)
+    if key not in ctx.neuron_tests:
+        ctx.neuron_tests[key] = next((n.lineno for n in walk(node) if _tests_for_neuron(n)), None)  # type: ignore[attr-defined]
+    return ctx.neuron_tests[key]
+
+
+_NEURON_MODULES = frozenset({"torch_neuronx", "torch_neuron", "neuronx_distributed"})
+
+
+def _tests_for_neuron(node: ast.AST) -> bool:
+    cls = node.__class__
+    if cls is ast.Call:
+        func, args = node.func, node.args  # type: ignore[attr-defined]
+        return (func.__class__ is ast.Name and func.id in ("hasattr", "getattr") and len(args) >= 2
+                and args[1].__class__ is ast.Constant and args[1].value == "neuron")
+    return cls is ast.Name and node.id in _NEURON_MODULES  # type: ignore[attr-defined]
 
 
 def _asked(site: Site, queries: tuple[str, ...]) -> bool:

@@ -39,6 +39,8 @@ class FixContext:
     _slices: bool | None = None
     _tests_backend: bool | None = None
     _flow: Flow | None = None
+    # Per function (by id), the line where it looks for Neuron itself, or None (`neuron_branch`).
+    neuron_tests: dict[int, int | None] = field(default_factory=dict)
 
     def rebound(self, name: str) -> bool:
         """Whether module-level code binds `name` more than once (see `bindings`)."""
