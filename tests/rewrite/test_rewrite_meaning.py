@@ -1122,3 +1122,13 @@ def test_a_function_that_picks_neuron_itself_keeps_its_cuda_branch() -> None:
     kept = [f for f in scan(src) if f.span.line in (5, 6)]
     assert len(kept) == 2 and all(f.fix_class is FixClass.MANUAL and "picks Neuron itself (line 7)" in f.message
                                   for f in kept)
+
+
+def test_a_listed_cuda_entry_under_a_guard_holds_it() -> None:
+    """optimum-quanto's conftest: `if torch.cuda.is_available(): devices += ["cuda"]`. The entry
+    keeps its `"cuda"` beside an added `"neuron"`, so a moved guard would make Trainium run every
+    test's `cuda` case: the guard stays, and so does the entry. Outside a guard the entry is added."""
+    src = 'import torch\nDEVICES = ["cpu", "cuda"]\ndevices = ["cpu"]\nif torch.cuda.is_available():\n    devices += ["cuda"]\n'
+    out = fixed(src, unsafe=True)
+    assert out.splitlines()[1:] == ['DEVICES = ["cpu", "cuda", "neuron"]', 'devices = ["cpu"]',
+                                    "if torch.cuda.is_available():", '    devices += ["cuda"]']

@@ -572,7 +572,8 @@ def blocked(
             if not moving:
                 continue
             test_ids = {id(f) for f in tests}
-            reasons = [f for f in region if id(f) not in test_ids and _matters(f, target) and not is_fixed(f)]
+            reasons = [f for f in region if id(f) not in test_ids and _matters(f, target)
+                       and (not is_fixed(f) or _keeps_cuda(f, target))]
             if not reasons:  # what runs in the functions it calls
                 reasons = [f for span in guard.calls() for f in index.within(span)
                            if id(f) not in test_ids and _matters(f, target) and not is_fixed(f)]
@@ -626,6 +627,15 @@ def _stuck(guards: Sequence[Guard], findings: Sequence[Finding], fixed: Callable
             if taken:
                 out.append((guard, taken))
     return out
+
+
+def _keeps_cuda(f: Finding, target: Target) -> bool:
+    """A device string whose fix only adds beside it (a `"neuron"` entry after a listed `"cuda"`):
+    the CUDA value stays, and under a guard that moves, Trainium now reaches it (optimum-quanto's
+    `if torch.cuda.is_available(): devices += ["cuda"]` made every test run a `cuda` case)."""
+    fix = f.fix_for(target)
+    return (f.category == "device" and fix is not None and bool(fix.edits)
+            and all(e.span.line == e.span.end_line and e.span.col == e.span.end_col for e in fix.edits))
 
 
 def _has_fix(f: Finding, target: Target) -> bool:
