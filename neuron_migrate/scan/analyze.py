@@ -242,6 +242,8 @@ class _Walker:
         self.devices_on = any(t in source for t in cp.device_words)
         self.source = source
         self._own_attributes: frozenset[str] | None = None
+        # The attributes `getattr(module, "name")` asks for, by id (kept alive: ids stay theirs); no fix.
+        self.by_name: dict[int, ast.AST] = {}
         # One lowered copy and a test per word, not one per case form of it (a superset: the
         # matchers decide).
         lowered = source.lower()
@@ -885,6 +887,24 @@ class _Walker:
         self._qualified(cur, root, links)
         return root + "." + ".".join([link.attr for link in links])
 
+    def _getattr(self, call: ast.Call) -> None:
+        """`getattr(faiss, "get_num_gpus", lambda: 0)()`: the attribute a module is asked for by
+        name is referenced as if written out (located at the `getattr` call)."""
+        name = call.args[1]
+        if name.__class__ is not ast.Constant or not isinstance(name.value, str) or not name.value.isidentifier():  # type: ignore[attr-defined]
+            return
+        links: list[ast.Attribute] = []
+        cur = call.args[0]
+        while cur.__class__ is ast.Attribute:
+            links.append(cur)  # type: ignore[arg-type]
+            cur = cur.value  # type: ignore[attr-defined]
+        root = self._root(cur.id) if cur.__class__ is ast.Name else None  # type: ignore[attr-defined]
+        if root is not None:
+            asked = ast.copy_location(ast.Attribute(value=call.args[0], attr=name.value, ctx=ast.Load()), call)  # type: ignore[attr-defined]
+            asked.end_lineno, asked.end_col_offset = call.end_lineno, call.end_col_offset
+            self.by_name[id(asked)] = asked
+            self._qualified(cur, root, [*reversed(links), asked])
+
     def _own_attribute(self, link: ast.Attribute) -> bool:
         """`self.is_cuda` where the file assigns `self.is_cuda = ...`: a flag of the class's own
         (pyro's `self.is_cuda = cuda`), not the tensor's property. Read from the text: the method
@@ -936,6 +956,8 @@ class _Walker:
         self.stack.extend(call.keywords)
         if fcls is ast.Name and leaf in _TYPE_TESTS and len(call.args) == 2:
             self.checked.update(map(id, ast.walk(call.args[1])))
+        elif fcls is ast.Name and leaf == "getattr" and len(call.args) >= 2:
+            self._getattr(call)
         cp = self.cp
         if fcls is ast.Attribute and cp.methods:
             rules = cp.methods.get(leaf)  # type: ignore[arg-type]
@@ -1895,6 +1917,8 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
         symbol = site.symbol or _symbol(site, lines)
         fix_class = rule.fix.fix_class
         if site.kind == "assigned":  # the fix belongs where the value is passed, which is elsewhere
+            fix_class = FixClass.MANUAL
+        elif id(site.node) in walker.by_name:  # a rename would drop `getattr`'s default
             fix_class = FixClass.MANUAL
         elif site.data and build_script(path):
             fix_class = FixClass.MANUAL  # a build script's `suffices = ["cpu", "cuda"]` lists build variants, not devices

@@ -1326,3 +1326,21 @@ def test_a_class_s_own_is_cuda_flag_is_no_tensor_property() -> None:
             return t.is_cuda
         ''')
     assert [(f.span.line, f.code) for f in analyze_source(code, "m.py", PACK) if f.code == "NM104"] == [(17, "NM104")]
+
+
+def test_an_attribute_a_module_is_asked_for_by_name_is_referenced() -> None:
+    """sentence-transformers' `getattr(faiss, "get_num_gpus", lambda: 0)()`: the GPU query is a
+    site as if written out. No fix: a rename would drop `getattr`'s fallback."""
+    code = textwrap.dedent('''\
+        import faiss
+        import torch
+
+
+        def gpus():
+            if getattr(faiss, "get_num_gpus", lambda: 0)() > 0:
+                getattr(torch.cuda, "empty_cache", lambda: None)()
+            return getattr(torch, "float16")
+        ''')
+    found = [(f.span.line, f.code, f.symbol, f.fix_class) for f in analyze_source(code, "m.py", PACK)]
+    assert found == [(6, "NM720", "faiss.get_num_gpus", FixClass.MANUAL),
+                     (7, "NM207", "torch.cuda.empty_cache", FixClass.MANUAL)]
