@@ -236,3 +236,13 @@ def test_azure_ml_jobs_and_the_environment_variables_of_any_configuration(tmp_pa
         ("pipeline.yml", 7, 6, "NM217"),
         ("pod.yaml", 6, 16, "NM406"),
     ]
+
+
+def test_a_slurm_gpu_request_on_srun_and_in_a_directive(tmp_path: Path) -> None:
+    """OpenMMLab's slurm_train.sh: `srun --gres=gpu:${GPUS_PER_NODE}`; a batch script's
+    `#SBATCH --gres=gpu:4` is an option of the job, not a comment. Other directives are silent."""
+    (tmp_path / "slurm_train.sh").write_text(
+        "#!/bin/bash\n#SBATCH --gres=gpu:4\n#SBATCH --job-name=train\n# --gres=gpu:2 in prose\n"
+        "srun -p ${PARTITION} --gres=gpu:${GPUS_PER_NODE} --ntasks=8 python -u train.py\n")
+    assert [(f.span.line, f.code, f.symbol) for f in scanned(tmp_path)] == [
+        (2, "NM109", "--gres=gpu:4"), (5, "NM109", "--gres=gpu:${GPUS_PER_NODE}")]

@@ -28,8 +28,9 @@ jobs and the environment variables of YAML configurations (`matchers.task_specs`
   `match.config_values` rules report as in a YAML configuration file (an option without a value
   is `true`; a key is its last dotted part, lower case, with `-` read as `_`).
 
-A comment line is passed over, and text after ` #` on a line too. Script syntax is not checked: a
-script is read line by line, so a heredoc's lines count as commands.
+A comment line is passed over, and text after ` #` on a line too (not a Slurm `#SBATCH` line:
+its options are the job's). Script syntax is not checked: a script is read line by line, so a
+heredoc's lines count as commands.
 """
 
 from __future__ import annotations
@@ -96,6 +97,8 @@ _IPYTHON_PREFIX = re.compile(r"^(\s*)(?:[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*
                              r"(?:!+|%+)?(?:(?:set_env|env|sx|system)\b)?")
 _EXPANSION = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 _COMMENT = re.compile(r"(?:^|\s)#.*")
+# A Slurm batch script's directive (`#SBATCH --gres=gpu:4`): options of the job, not a comment.
+_SBATCH = re.compile(r"[ \t]*#SBATCH[ \t]")
 
 
 def is_shell_script(rel: str) -> bool:
@@ -115,8 +118,11 @@ class ShellRules:
 def shell_findings(text: str, rel: str, rules: ShellRules) -> list[Finding]:
     found: list[Finding] = []
     for number, line in enumerate(text.split("\n"), start=1):
-        found += _line_findings(number, line, line, rel, rules)
+        directive = _SBATCH.match(line)  # read as the options it gives the job, columns kept
+        code = " " * directive.end() + line[directive.end():] if directive else line
+        found += _line_findings(number, code, line, rel, rules)
     return found
+
 
 
 def cog_run_findings(text: str, rel: str, rules: ShellRules) -> list[Finding]:
