@@ -1344,3 +1344,13 @@ def test_an_attribute_a_module_is_asked_for_by_name_is_referenced() -> None:
     found = [(f.span.line, f.code, f.symbol, f.fix_class) for f in analyze_source(code, "m.py", PACK)]
     assert found == [(6, "NM720", "faiss.get_num_gpus", FixClass.MANUAL),
                      (7, "NM207", "torch.cuda.empty_cache", FixClass.MANUAL)]
+
+
+def test_an_import_of_only_the_names_a_rule_excepts_is_no_site() -> None:
+    """mmdet's `from mmcv.ops import point_sample` (PointRend's PyTorch sampling): NM727 leaves the
+    name out (`!mmcv.ops.point_sample`), so the import that brings only such names is no site; one
+    that brings a compiled op too is."""
+    code = ("from mmcv.ops import point_sample, rel_roi_point_to_rel_img_point\n"
+            "from mmcv.ops.merge_cells import GlobalPoolingCell, SumCell\n"
+            "from mmcv.ops import point_sample, nms\n")
+    assert [(f.span.line, f.code) for f in analyze_source(code, "m.py", PACK)] == [(3, "NM727")]

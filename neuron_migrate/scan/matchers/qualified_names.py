@@ -74,7 +74,7 @@ class QualifiedNameTable:
             for lit, regex, _pattern, grules in globs:
                 if name.startswith(lit) and regex.match(name):
                     if self._excepted:
-                        grules = tuple(r for r in grules if not self._excepts(r, name))
+                        grules = tuple(r for r in grules if not self.excepts(r, name))
                         if not grules:
                             continue
                     s = (0, len(lit), i)
@@ -84,5 +84,6 @@ class QualifiedNameTable:
         self._cache[key] = best
         return best
 
-    def _excepts(self, rule: Rule, name: str) -> bool:
+    def excepts(self, rule: Rule, name: str) -> bool:
+        """Whether one of the rule's `!glob` exceptions names `name` (`mmcv.ops.point_sample`)."""
         return any(rx.match(name) for rx in self._excepted.get(rule.code, ()))
