@@ -1132,3 +1132,12 @@ def test_a_listed_cuda_entry_under_a_guard_holds_it() -> None:
     out = fixed(src, unsafe=True)
     assert out.splitlines()[1:] == ['DEVICES = ["cpu", "cuda", "neuron"]', 'devices = ["cpu"]',
                                     "if torch.cuda.is_available():", '    devices += ["cuda"]']
+
+
+def test_cuda_of_a_parameter_that_defaults_to_none_moves_to_the_default_neuron_device() -> None:
+    """gpytorch's and mmdet's `def cuda(self, device=None): ... .cuda(device)`: `f"neuron:{device}"`
+    was `"neuron:None"` for the usual call; `torch.device("neuron", device)` is the default device
+    then, and the numbered one otherwise. An index that has no None default keeps the f-string."""
+    src = "import torch\n\n\ndef move(model, device=None, rank=0):\n    return model.cuda(device), model.cuda(rank)\n"
+    out = fixed(src, unsafe=True)
+    assert 'return model.to(torch.device("neuron", device)), model.to(f"neuron:{rank}")' in out

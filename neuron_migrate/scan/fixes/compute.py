@@ -25,7 +25,7 @@ from neuron_migrate.scan.fixes.data import table_value_fix
 from neuron_migrate.scan.fixes.device import device_string
 from neuron_migrate.scan.fixes.flow import decided_here
 from neuron_migrate.scan.fixes.registry import FIXERS
-from neuron_migrate.scan.fixes.syntax import block_of, dotted, if_holding, parent_of, walk
+from neuron_migrate.scan.fixes.syntax import block_of, dotted, enclosing_function, if_holding, parent_of, walk
 from neuron_migrate.scan.matchers.site import Site
 
 __all__ = ["FixContext", "fixes_for", "neuron_branch", "remove_statement_edits", "removed_import"]
@@ -65,9 +65,7 @@ def neuron_branch(site: Site, ctx: FixContext) -> int | None:
     its CUDA branch takes CUDA away and puts an unguarded `torch.neuron` first. Only a test a
     rewrite never writes counts (`hasattr(torch, "neuron")`, `torch_neuronx`), so the tool's own
     edits never make a function look like one."""
-    node: ast.AST | None = site.stmt
-    while node is not None and node.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
-        node = parent_of(ctx.tree, node)
+    node = enclosing_function(ctx.tree, site.stmt)
     if node is None:
         return None
     key = id(node)
@@ -130,10 +128,8 @@ _GPU_REQUEST = re.compile(r"(?:^|_)gpus(?:$|_per)", re.IGNORECASE)
 def _in_test(stmt: ast.AST, ctx: FixContext) -> bool:
     """Whether the statement is in a test function (`test_*`), whose asserts check what the test
     did on the device it chose, not what the code after them needs."""
-    node: ast.AST | None = stmt
-    while node is not None and node.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
-        node = parent_of(ctx.tree, node)
-    return node is not None and node.name.startswith("test")  # type: ignore[attr-defined]
+    node = enclosing_function(ctx.tree, stmt)
+    return node is not None and node.name.startswith("test")
 
 
 def _comparison(site: Site) -> ast.Compare | None:

@@ -9,7 +9,7 @@ import re
 from neuron_migrate.findings import Edit, Span, Target
 from neuron_migrate.scan.fixes.bindings import evidently_torch
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
-from neuron_migrate.scan.fixes.syntax import comparison_needs_parens, parent_of, walk
+from neuron_migrate.scan.fixes.syntax import comparison_needs_parens, defaults, enclosing_function, parent_of, walk
 from neuron_migrate.scan.matchers.site import Site
 
 ACCELERATOR = "torch.accelerator.current_accelerator"
@@ -307,6 +307,10 @@ def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixR
             dev = f"{q}neuron{q}"
         elif device.__class__ is ast.Constant and device.value.__class__ is int:  # type: ignore[attr-defined]
             dev = f"{q}neuron:{device.value}{q}"  # type: ignore[attr-defined]
+        elif _none_by_default(device, call, ctx):
+            # `def cuda(self, device=None): ... .cuda(device)`: "neuron:None" would not parse as a device
+            torch_device, add = ctx.spelled("torch.device")
+            dev = f"{torch_device}({q}neuron{q}, {ctx.text(device)})"
         else:
             index = _index_text(ctx, device)
             if index is None or "{" in index or "}" in index or "\\" in index:
@@ -338,14 +342,21 @@ def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixR
     return FixResult(title, (edit,), add, unsafe=not evidently_torch(func.value, ctx.aliases))  # type: ignore[attr-defined]
 
 
+def _none_by_default(arg: ast.AST, call: ast.AST, ctx: FixContext) -> bool:
+    """Whether `arg` is a parameter of the function around `call` that defaults to None."""
+    if arg.__class__ is not ast.Name:
+        return False
+    scope = enclosing_function(ctx.tree, call)
+    return scope is not None and any(name == arg.id and d.__class__ is ast.Constant and d.value is None  # type: ignore[attr-defined]
+                                     for name, d in defaults(scope.args))
+
+
 def _device_object(arg: ast.AST, call: ast.AST, ctx: FixContext) -> bool:
     """Whether `arg` is a name the function around `call` binds only to `torch.device(...)` (its
     own local: the region of a function is parsed whole)."""
     if arg.__class__ is not ast.Name:
         return False
-    scope = parent_of(ctx.tree, call)
-    while scope is not None and scope.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
-        scope = parent_of(ctx.tree, scope)
+    scope = enclosing_function(ctx.tree, call)
     if scope is None:
         return False
     values = [n.value for n in walk(scope) if n.__class__ is ast.Assign  # type: ignore[attr-defined]

@@ -94,6 +94,14 @@ def _parents(root: ast.AST) -> dict[int, ast.AST]:
     return out
 
 
+def enclosing_function(root: ast.AST, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function (not a lambda) whose body holds `node` (or `node` itself), if any."""
+    scope: ast.AST | None = node
+    while scope is not None and scope.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
+        scope = parent_of(root, scope)
+    return scope  # type: ignore[return-value]
+
+
 def if_holding(root: ast.AST, block: list[ast.stmt]) -> ast.If | None:
     """The `if` whose body or else block is `block` (through the parent map, built once per tree)."""
     parent = parent_of(root, block[0]) if block else None
