@@ -43,7 +43,7 @@ from neuron_migrate.scan.matchers.env_vars import EnvVarTable
 from neuron_migrate.scan.matchers.extensions import build_script, declared_extensions, extension_findings
 from neuron_migrate.scan.matchers.import_calls import import_call_findings
 from neuron_migrate.scan.matchers.imports import ImportTable
-from neuron_migrate.scan.matchers.project_modules import candidate_findings, top_level
+from neuron_migrate.scan.matchers.project_modules import candidate_findings, targets, top_level
 from neuron_migrate.scan.matchers.requirements import is_cog_config, is_conda_environment, requirement_findings
 from neuron_migrate.scan.matchers.shell import (
     ShellRules,
@@ -216,12 +216,21 @@ def _project_filter(pack: RulePack, root: str, entries: dict[str, Entry]) -> Cal
         return lambda rel, rows: rows
     kernel_codes = frozenset(c for rule in pack.rules.values() for c in rule.match.project_modules)
 
+    importer_codes = frozenset(rule.code for rule in pack.rules.values() if rule.match.project_modules)
+
     def kernel_modules() -> set[str]:
-        """The files where a `project_modules` rule reports (its own project fact holding)."""
-        return {rel for rel, entry in entries.items()
-                if any(row[_CODE_AT] in kernel_codes
-                       and (row[_CODE_AT] not in needs or facts.holds(needs[row[_CODE_AT]], rel, row[_SYMBOL_AT]))
-                       for row in entry[ROWS])}
+        """The files where a `project_modules` rule reports (its own project fact holding), and the
+        packages whose `__init__.py` imports one of them (fairseq's `dynamicconv_layer/__init__.py`:
+        `from .dynamicconv_layer import DynamicconvLayer`), which an import of the package loads.
+        One step only: a package that gathers such packages is not one (most of a project would be)."""
+        found = {rel for rel, entry in entries.items()
+                 if any(row[_CODE_AT] in kernel_codes
+                        and (row[_CODE_AT] not in needs or facts.holds(needs[row[_CODE_AT]], rel, row[_SYMBOL_AT]))
+                        for row in entry[ROWS])}
+        return found | {rel for rel, entry in entries.items() if rel.rpartition("/")[2] == "__init__.py"
+                        and any(row[_CODE_AT] in importer_codes
+                                and any(t != rel and t in found for t in targets(rel, row[_SYMBOL_AT]))
+                                for row in entry[ROWS])}
 
     facts = ProjectFacts(root, kernel_modules)
     has_word, net_codes = cuda_net(pack)

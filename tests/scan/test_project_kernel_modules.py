@@ -176,3 +176,20 @@ def test_crlf_files_give_the_line_without_its_carriage_return(tmp_path: Path) ->
     result = scan_paths([tmp_path], PACK, jobs=1, use_cache=False)
     (found,) = [f for f in result.findings if f.code == "NM725"]
     assert (found.path, found.span.line, found.source_line) == ("pkg/use.py", 2, "from .ops import fused_add")
+
+
+def test_a_package_that_re_exports_its_kernel_module_is_one_a_package_gathering_it_is_not(tmp_path: Path) -> None:
+    """fairseq's `modules/dynamicconv_layer/__init__.py` (`from .dynamicconv_layer import
+    DynamicconvLayer`, a module that loads the CUDA extension): importing the package loads the
+    kernels. One step only: `modules/__init__.py`, which gathers that package with plain ones, is
+    imported all over the project, and is no kernel module."""
+    files = {
+        "lib/__init__.py": "",
+        "lib/modules/__init__.py": "from .dynconv import DynConv  # <-\nfrom .helpers import scale\n",
+        "lib/modules/helpers.py": "def scale(x):\n    return x\n",
+        "lib/modules/dynconv/__init__.py": "from .dynconv_layer import DynConv  # <-\n",
+        "lib/modules/dynconv/dynconv_layer.py": TRITON_OPS,
+        "lib/model.py": "from lib.modules.dynconv import DynConv  # <-\nfrom lib.modules import scale\nfrom .modules import helpers\n",
+    }
+    write(tmp_path, files)
+    assert nm725(tmp_path, use_cache=False) == marked(files)
