@@ -124,6 +124,20 @@ def test_a_nested_build_script_declares_a_module_of_its_directory(tmp_path: Path
     assert _nm726(tmp_path, use_cache=False) == [("ops/dcn/functions/deform_conv.py", 2, "ops.dcn.deform_conv_cuda")]
 
 
+def test_a_cpp_extension_with_cuda_sources_declares_a_cuda_extension() -> None:
+    """fairseq's `cpp_extension.CppExtension("fairseq.libnat_cuda", sources=[... ".cu", ...])`:
+    BuildExtension compiles the `.cu` files with nvcc. One with only C++ sources declares nothing."""
+    source = """\
+from torch.utils import cpp_extension
+setup(ext_modules=[
+    cpp_extension.CppExtension("fairseq.libnat", sources=["edit_dist.cpp"]),
+    cpp_extension.CppExtension("fairseq.libnat_cuda", sources=["edit_dist.cu", "binding.cpp"]),
+    cpp_extension.CppExtension("alignment_train_cuda_binding", ["kernel.cuh", "binding.cpp"]),
+])
+"""
+    assert declared_extensions([("setup.py", source)], BUILDERS) == ("alignment_train_cuda_binding", "fairseq.libnat_cuda")
+
+
 def test_a_build_script_that_does_not_parse_declares_nothing() -> None:
     assert declared_extensions([("setup.py", "CUDAExtension(name='x'\n")], BUILDERS) == ()
     assert declared_extensions([("setup.py", "setup(ext_modules=[CppExtension('x', [])])\n")], BUILDERS) == ()

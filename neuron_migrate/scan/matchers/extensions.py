@@ -1,5 +1,6 @@
 """`match.extensions`: imports of a compiled module that the scanned project's own build script
-declares with one of the rule's builders (`CUDAExtension(name="fused_dense_lib", ...)`): the
+declares with one of the rule's builders (`CUDAExtension(name="fused_dense_lib", ...)`, or a
+`CppExtension` with `.cu` sources, which `BuildExtension` compiles with nvcc all the same): the
 import names no CUDA word (`import fused_dense_lib as fused_dense_cuda`), yet every call through
 it runs the CUDA kernels the build compiled.
 
@@ -60,7 +61,7 @@ def declared_extensions(sources: Iterable[tuple[str, str]], builders: Collection
 
 def _declared(source: str, builders: Collection[str]) -> set[str]:
     """The names one build script declares."""
-    if not any(b in source for b in builders):
+    if not any(b in source for b in builders) and not (_CPP_BUILDER in source and ".cu" in source):
         return set()
     try:
         with warnings.catch_warnings():
@@ -87,7 +88,7 @@ def _declared(source: str, builders: Collection[str]) -> set[str]:
         if not isinstance(node, ast.Call):
             continue
         callee = _callee(node.func)
-        if callee in builders or callee in aliases:
+        if callee in builders or callee in aliases or (callee == _CPP_BUILDER and _cuda_sources(node)):
             name = _name_argument(node, constants)
         elif callee in wrappers:
             name = _argument(node, "name", wrappers[callee], constants)
@@ -99,6 +100,18 @@ def _declared(source: str, builders: Collection[str]) -> set[str]:
         if name is not None and _DOTTED.fullmatch(name) and name.rpartition(".")[2] != "_C":
             names.add(name)
     return names
+
+
+# A C++ extension with CUDA sources: `BuildExtension` compiles its `.cu` files with nvcc (fairseq's
+# `CppExtension("fairseq.libnat_cuda", sources=["edit_dist.cu", "binding.cpp"])`).
+_CPP_BUILDER = "CppExtension"
+
+
+def _cuda_sources(call: ast.Call) -> bool:
+    """Whether the call's sources (second argument or `sources=`) list a `.cu`/`.cuh` file."""
+    sources = next((k.value for k in call.keywords if k.arg == "sources"), call.args[1] if len(call.args) > 1 else None)
+    return isinstance(sources, ast.List | ast.Tuple) and any(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value.endswith((".cu", ".cuh")) for e in sources.elts)
 
 
 def _callee(func: ast.expr) -> str:
