@@ -185,3 +185,9 @@ def test_lightning_gpus_kept_in_a_trainer_config(tmp_path: Path) -> None:
                      "configs/trainer/cpu.yaml": "gpus: 0\n", "configs/trainer/all.yaml": "gpus: -1\n"})
     assert sorted(found(tmp_path)) == [("configs/trainer/all.yaml", 1, 6, "gpus: -1"),
                                        ("configs/trainer/debug.yaml", 2, 6, "gpus: 1")]
+
+
+def test_a_cluster_launcher_s_gpu_request(tmp_path: Path) -> None:
+    """fairseq's Hydra submitit launcher (`gpus_per_node: 8`); a CPU request beside it is none."""
+    write(tmp_path, {"config/run/submitit_reg.yaml": "hydra:\n  launcher:\n    gpus_per_node: 8\n    cpus_per_task: 10\n"})
+    assert found(tmp_path) == [("config/run/submitit_reg.yaml", 3, 19, "gpus_per_node: 8")]

@@ -246,3 +246,9 @@ def test_a_slurm_gpu_request_on_srun_and_in_a_directive(tmp_path: Path) -> None:
         "srun -p ${PARTITION} --gres=gpu:${GPUS_PER_NODE} --ntasks=8 python -u train.py\n")
     assert [(f.span.line, f.code, f.symbol) for f in scanned(tmp_path)] == [
         (2, "NM109", "--gres=gpu:4"), (5, "NM109", "--gres=gpu:${GPUS_PER_NODE}")]
+
+
+def test_docker_s_gpu_request(tmp_path: Path) -> None:
+    """ignite's multinode test runner: `docker run --gpus all` needs the NVIDIA container runtime."""
+    (tmp_path / "run_in_docker.sh").write_text("docker run --gpus all --rm -it img bash\ndocker run --rm -it img bash\n")
+    assert [(f.span.line, f.code, f.symbol) for f in scanned(tmp_path)] == [(1, "NM109", "--gpus all")]
