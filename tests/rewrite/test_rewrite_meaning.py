@@ -1141,3 +1141,15 @@ def test_cuda_of_a_parameter_that_defaults_to_none_moves_to_the_default_neuron_d
     src = "import torch\n\n\ndef move(model, device=None, rank=0):\n    return model.cuda(device), model.cuda(rank)\n"
     out = fixed(src, unsafe=True)
     assert 'return model.to(torch.device("neuron", device)), model.to(f"neuron:{rank}")' in out
+
+
+def test_an_option_not_named_as_a_device_keeps_its_cuda_default_unless_unsafe() -> None:
+    """stanza's `--profile_sort` (`default='cuda', choices=['cpu', 'cuda']`) picks the profiler's
+    sort key: renamed, the default output sorts by CPU time. A `--device` option still moves."""
+    src = ("import argparse\np = argparse.ArgumentParser()\n"
+           "p.add_argument('--profile_sort', default='cuda', choices=['cpu', 'cuda'])\n"
+           "p.add_argument('--device', default='cuda')\n")
+    out = fixed(src)
+    assert "p.add_argument('--profile_sort', default='cuda', choices=['cpu', 'cuda'])" in out
+    assert "p.add_argument('--device', default='neuron')" in out
+    assert all("`--profile_sort` is not named as a device" in f.fixes[0].title for f in scan(src) if f.span.line == 3)

@@ -73,7 +73,8 @@ def test_automagic_lines_are_ipython_not_syntax_errors(tmp_path: Path) -> None:
 
 def test_cuda_tools_run_by_a_script_or_a_notebook(tmp_path: Path) -> None:
     """Colab notebooks start with `!nvidia-smi`; setup scripts check `nvcc --version`. A CUDA word
-    in a command's arguments (`echo`, a container image) is no program run."""
+    in a command's arguments (`echo`, a container image) is no program run; docker's `--gpus all`
+    is a GPU request (NM109)."""
     (tmp_path / "check_gpu.sh").write_text(
         "nvidia-smi\nnvcc --version | grep release\necho nvidia cuda\n"
         "sudo nvidia-smi -pm 1 && python train.py\nout=$(nvidia-smi -L)\n/usr/local/cuda/bin/nvcc -V\n"
@@ -85,6 +86,7 @@ def test_cuda_tools_run_by_a_script_or_a_notebook(tmp_path: Path) -> None:
         ("check_gpu.sh", None, 4, 5, "nvidia-smi"),
         ("check_gpu.sh", None, 5, 6, "nvidia-smi"),
         ("check_gpu.sh", None, 6, 0, "nvcc"),
+        ("check_gpu.sh", None, 7, 11, "--gpus all"),
         ("colab.ipynb", 0, 1, 1, "nvidia-smi"),
     ]
 

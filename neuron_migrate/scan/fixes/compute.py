@@ -26,6 +26,7 @@ from neuron_migrate.scan.fixes.device import device_string
 from neuron_migrate.scan.fixes.flow import decided_here
 from neuron_migrate.scan.fixes.registry import FIXERS
 from neuron_migrate.scan.fixes.syntax import block_of, dotted, enclosing_function, if_holding, parent_of, walk
+from neuron_migrate.scan.matchers.device_strings import device_like_name
 from neuron_migrate.scan.matchers.site import Site
 
 __all__ = ["FixContext", "fixes_for", "neuron_branch", "remove_statement_edits", "removed_import"]
@@ -43,6 +44,9 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
             cls, title = rule.fix.fix_class, result.title
             if cls is FixClass.SAFE and rule.condition and _leaves_file(site, ctx):
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: the value decides code outside this file)"
+            option = _option_named_otherwise(site) if cls is FixClass.SAFE and site.kind == "device_strings" else None
+            if option is not None:
+                cls, title = FixClass.UNSAFE, f"{title} (unsafe: the option `{option}` is not named as a device)"
             compared = _comparison(site) if cls is FixClass.SAFE and site.kind == "device_strings" else None
             if compared is not None and site.stmt.__class__ is ast.Assert and not _in_test(site.stmt, ctx):
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: it asserts a CUDA device, which the code after it may need)"
@@ -123,6 +127,21 @@ def _leaves_file(site: Site, ctx: FixContext) -> bool:
 # A number of GPUs asked for (Ray's `num_gpus`, Lightning's `gpus`, `gpus_per_node`), not a count
 # of the devices there are (`n_gpu`, which names the devices the program then uses).
 _GPU_REQUEST = re.compile(r"(?:^|_)gpus(?:$|_per)", re.IGNORECASE)
+
+
+def _option_named_otherwise(site: Site) -> str | None:
+    """The option an argparse `default=`/`choices=` device string belongs to, when its name says
+    nothing of a device: stanza's `--profile_sort` (`default='cuda'`) picks the profiler's sort
+    key, which a rename would change (`'neuron'` sorts by CPU time)."""
+    call = site.call
+    if call is None or call.func.__class__ is not ast.Attribute or call.func.attr != "add_argument":  # type: ignore[attr-defined]
+        return None
+    dest = next((k.value.value for k in call.keywords if k.arg == "dest" and k.value.__class__ is ast.Constant), None)  # type: ignore[attr-defined]
+    flags = [a.value for a in call.args if a.__class__ is ast.Constant and isinstance(a.value, str)]  # type: ignore[attr-defined]
+    name = dest if isinstance(dest, str) else max(flags, key=lambda f: (f.startswith("--"), len(f)), default=None)
+    if name is None or device_like_name(name.lstrip("-").replace("-", "_")):
+        return None
+    return name
 
 
 def _in_test(stmt: ast.AST, ctx: FixContext) -> bool:
