@@ -1153,3 +1153,24 @@ def test_an_option_not_named_as_a_device_keeps_its_cuda_default_unless_unsafe() 
     assert "p.add_argument('--profile_sort', default='cuda', choices=['cpu', 'cuda'])" in out
     assert "p.add_argument('--device', default='neuron')" in out
     assert all("`--profile_sort` is not named as a device" in f.fixes[0].title for f in scan(src) if f.span.line == 3)
+
+
+def test_a_rocm_test_and_a_server_assigned_gpu_are_unsafe_renames() -> None:
+    """sentence-transformers' `"rocm" if device.type == "cuda" and torch.version.hip`: ROCm devices
+    are `cuda` too, and `neuron` would never be one. A TorchServe handler's `torch.device(loc + ":" +
+    str(properties.get("gpu_id"))) if torch.cuda.is_available() else loc`: a Trainium host is
+    assigned no GPU, and the check would build `"neuron:None"`."""
+    src = '''\
+        import torch
+
+
+        def kind(device):
+            return "rocm" if device.type == "cuda" and torch.version.hip else device.type
+
+
+        def place(properties, loc):
+            return torch.device(loc + ":" + str(properties.get("gpu_id")) if torch.cuda.is_available() else loc)
+        '''
+    assert fixed(src) == textwrap.dedent(src)
+    titles = {f.span.line: f.fixes[0].title for f in scan(src)}
+    assert "tests for ROCm" in titles[5] and "reads `gpu_id`" in titles[9]

@@ -48,7 +48,9 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
             if option is not None:
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: the option `{option}` is not named as a device)"
             compared = _comparison(site) if cls is FixClass.SAFE and site.kind == "device_strings" else None
-            if compared is not None and site.stmt.__class__ is ast.Assert and not _in_test(site.stmt, ctx):
+            if compared is not None and _beside_rocm_test(site.stmt, compared):
+                cls, title = FixClass.UNSAFE, f"{title} (unsafe: it tests for ROCm, whose devices are `cuda` too)"
+            elif compared is not None and site.stmt.__class__ is ast.Assert and not _in_test(site.stmt, ctx):
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: it asserts a CUDA device, which the code after it may need)"
             elif compared is not None and not decided_here(site.stmt, compared) and ctx.flow.leaves_file(compared):
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: the comparison's value decides code outside this file)"
@@ -144,6 +146,16 @@ def _option_named_otherwise(site: Site) -> str | None:
     return name
 
 
+def _beside_rocm_test(stmt: ast.AST, compared: ast.Compare) -> bool:
+    """`device.type == "cuda" and torch.version.hip`: a ROCm device (type `cuda` too), which a
+    rename to `neuron` would never match (sentence-transformers' hub-kernel key `"rocm"`)."""
+    parent = parent_of(stmt, compared)
+    return parent.__class__ is ast.BoolOp and any(
+        n.__class__ is ast.Attribute and n.attr == "hip" and n.value.__class__ is ast.Attribute  # type: ignore[attr-defined]
+        and n.value.attr == "version"  # type: ignore[attr-defined]
+        for operand in parent.values if operand is not compared for n in walk(operand))  # type: ignore[union-attr]
+
+
 def _in_test(stmt: ast.AST, ctx: FixContext) -> bool:
     """Whether the statement is in a test function (`test_*`), whose asserts check what the test
     did on the device it chose, not what the code after them needs."""
@@ -174,7 +186,9 @@ def _picked_value(site: Site) -> str | None:
     - MONAI's `map_location = None if torch.cuda.is_available() else torch.device("cpu")`: `None`
       makes `torch.load` put each tensor where it was saved, CUDA for a GPU checkpoint;
     - TorchRL's `{"num_gpus": 0.2 if torch.cuda.is_available() else None}`: a GPU request (a key,
-      keyword or name such as `num_gpus`), which a Trainium host never meets."""
+      keyword or name such as `num_gpus`), which a Trainium host never meets;
+    - a TorchServe handler's `torch.device(loc + ":" + str(properties.get("gpu_id"))) if
+      torch.cuda.is_available() else ...`: the server assigns no GPU there, `"neuron:None"`."""
     node: ast.AST | None = site.node
     parent = parent_of(site.stmt, node)  # type: ignore[arg-type]
     if parent.__class__ is ast.Call and parent.func is node:  # type: ignore[union-attr]
@@ -185,6 +199,9 @@ def _picked_value(site: Site) -> str | None:
     if parent.__class__ is not ast.IfExp or parent.test is not node:  # type: ignore[union-attr]
         return None
     taken = parent.orelse if negated else parent.body  # type: ignore[union-attr]
+    if any(_assigned_gpu(n) for n in walk(taken)):
+        return ("on Trainium it now takes the branch that reads `gpu_id`, the GPU a model server assigned, "
+                "which a Trainium host does not assign (None)")
     if taken.__class__ is not ast.Constant:
         return None
     name = _holder_name(site.stmt, parent)  # type: ignore[arg-type]
@@ -194,6 +211,16 @@ def _picked_value(site: Site) -> str | None:
     if taken.value and _GPU_REQUEST.search(name.rpartition(".")[2]):  # type: ignore[attr-defined]
         return f"on Trainium it now asks for GPUs (`{name}`), which a Trainium host does not have"
     return None
+
+
+# The GPU a model server hands a worker (TorchServe's `properties.get("gpu_id")`).
+_ASSIGNED_GPU = frozenset({"gpu_id"})
+
+
+def _assigned_gpu(node: ast.AST) -> bool:
+    cls = node.__class__
+    return ((cls is ast.Constant and node.value in _ASSIGNED_GPU)  # type: ignore[attr-defined]
+            or (cls is ast.Attribute and node.attr in _ASSIGNED_GPU))  # type: ignore[attr-defined]
 
 
 def _holder_name(stmt: ast.AST, value: ast.AST) -> str:
