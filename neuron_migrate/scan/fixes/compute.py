@@ -25,7 +25,7 @@ from neuron_migrate.scan.fixes.data import table_value_fix
 from neuron_migrate.scan.fixes.device import device_string
 from neuron_migrate.scan.fixes.flow import decided_here
 from neuron_migrate.scan.fixes.registry import FIXERS
-from neuron_migrate.scan.fixes.syntax import block_of, dotted, enclosing_function, if_holding, parent_of, walk
+from neuron_migrate.scan.fixes.syntax import block_of, dotted, if_holding, parent_of, walk
 from neuron_migrate.scan.matchers.device_strings import device_like_name
 from neuron_migrate.scan.matchers.site import Site
 
@@ -71,7 +71,7 @@ def neuron_branch(site: Site, ctx: FixContext) -> int | None:
     its CUDA branch takes CUDA away and puts an unguarded `torch.neuron` first. Only a test a
     rewrite never writes counts (`hasattr(torch, "neuron")`, `torch_neuronx`), so the tool's own
     edits never make a function look like one."""
-    node = enclosing_function(ctx.tree, site.stmt)
+    node = ctx.function_of(site.stmt)
     if node is None:
         return None
     key = id(node)
@@ -159,7 +159,7 @@ def _beside_rocm_test(stmt: ast.AST, compared: ast.Compare) -> bool:
 def _in_test(stmt: ast.AST, ctx: FixContext) -> bool:
     """Whether the statement is in a test function (`test_*`), whose asserts check what the test
     did on the device it chose, not what the code after them needs."""
-    node = enclosing_function(ctx.tree, stmt)
+    node = ctx.function_of(stmt)
     return node is not None and node.name.startswith("test")
 
 

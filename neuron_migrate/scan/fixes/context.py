@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from neuron_migrate.findings import Edit, Span
 from neuron_migrate.scan.aliases import AliasTable
 from neuron_migrate.scan.fixes.flow import Flow
+from neuron_migrate.scan.fixes.syntax import Function, functions, innermost
 from neuron_migrate.scan.matchers.site import LineIndex
 
 _STRING_START = re.compile(r"([rRuUfFbB]{0,2})('''|\"\"\"|'|\")")
@@ -41,6 +42,7 @@ class FixContext:
     _flow: Flow | None = None
     # Per function (by id), the line where it looks for Neuron itself, or None (`neuron_branch`).
     neuron_tests: dict[int, int | None] = field(default_factory=dict)
+    _functions: tuple[list[Function], list[tuple[int, int]]] | None = None
 
     def rebound(self, name: str) -> bool:
         """Whether module-level code binds `name` more than once (see `bindings`)."""
@@ -97,6 +99,14 @@ class FixContext:
         if self._reads_indices is False:
             names |= INDEX_READS
         return names
+
+    def function_of(self, node: ast.AST) -> Function | None:
+        """The function (not a lambda) whose body holds `node`, if any; its decorators and
+        defaults are the enclosing scope's."""
+        if self._functions is None:
+            found = functions(self.tree)
+            self._functions = (found, [(fn.lineno, fn.col_offset) for fn in found])
+        return innermost(*self._functions, node)
 
     def span(self, node: ast.AST) -> Span:
         return self.lines.span(node)

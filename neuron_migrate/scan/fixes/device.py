@@ -9,7 +9,7 @@ import re
 from neuron_migrate.findings import Edit, Span, Target
 from neuron_migrate.scan.fixes.bindings import evidently_torch
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
-from neuron_migrate.scan.fixes.syntax import comparison_needs_parens, defaults, enclosing_function, parent_of, walk
+from neuron_migrate.scan.fixes.syntax import comparison_needs_parens, defaults, parent_of, walk
 from neuron_migrate.scan.matchers.site import Site
 
 ACCELERATOR = "torch.accelerator.current_accelerator"
@@ -346,7 +346,7 @@ def _none_by_default(arg: ast.AST, call: ast.AST, ctx: FixContext) -> bool:
     """Whether `arg` is a parameter of the function around `call` that defaults to None."""
     if arg.__class__ is not ast.Name:
         return False
-    scope = enclosing_function(ctx.tree, call)
+    scope = ctx.function_of(call)
     return scope is not None and any(name == arg.id and d.__class__ is ast.Constant and d.value is None  # type: ignore[attr-defined]
                                      for name, d in defaults(scope.args))
 
@@ -356,7 +356,7 @@ def _device_object(arg: ast.AST, call: ast.AST, ctx: FixContext) -> bool:
     own local: the region of a function is parsed whole)."""
     if arg.__class__ is not ast.Name:
         return False
-    scope = enclosing_function(ctx.tree, call)
+    scope = ctx.function_of(call)
     if scope is None:
         return False
     values = [n.value for n in walk(scope) if n.__class__ is ast.Assign  # type: ignore[attr-defined]

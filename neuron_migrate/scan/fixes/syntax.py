@@ -4,6 +4,7 @@ source order, and whether an expression needs parentheses where it stands."""
 from __future__ import annotations
 
 import ast
+import bisect
 from collections import OrderedDict
 
 # Per statement asked about (the last few, held so that their ids stay theirs): child id -> parent.
@@ -94,12 +95,40 @@ def _parents(root: ast.AST) -> dict[int, ast.AST]:
     return out
 
 
-def enclosing_function(root: ast.AST, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The function (not a lambda) whose body holds `node` (or `node` itself), if any."""
-    scope: ast.AST | None = node
-    while scope is not None and scope.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
-        scope = parent_of(root, scope)
-    return scope  # type: ignore[return-value]
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def functions(root: ast.AST) -> list[Function]:
+    """Every function (not a lambda) under `root`, by where it starts; only statements are
+    searched (a function is one), as in `block_of`."""
+    out: list[Function] = []
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef):
+            out.append(node)  # type: ignore[arg-type]
+        for f in _BLOCKS:
+            block = getattr(node, f, None)
+            if block.__class__ is list:
+                todo += block
+        for f in _HOLDERS:
+            todo += getattr(node, f, None) or ()
+    out.sort(key=lambda fn: (fn.lineno, fn.col_offset))
+    return out
+
+
+def innermost(found: list[Function], starts: list[tuple[int, int]], node: ast.AST) -> Function | None:
+    """The innermost of `found` (`functions`, with their `starts`) whose span holds `node`."""
+    pos = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+    i = bisect.bisect_right(starts, pos) - 1
+    while i >= 0:
+        fn = found[i]
+        if pos <= (fn.end_lineno or fn.lineno, fn.end_col_offset or 0):
+            return fn
+        if fn.col_offset == 0:  # a module-level function that ended before: none earlier holds it
+            return None
+        i -= 1
+    return None
 
 
 def if_holding(root: ast.AST, block: list[ast.stmt]) -> ast.If | None:

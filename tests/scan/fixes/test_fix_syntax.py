@@ -67,3 +67,17 @@ def test_walk_visits_what_ast_walk_does_in_its_order_less_contexts_and_operators
     expected = [n for n in ast.walk(tree) if not isinstance(n, singletons)]
     found = syntax.walk(tree)
     assert len(found) == len(expected) and all(a is b for a, b in zip(found, expected, strict=True))
+
+
+def test_the_innermost_function_holding_a_node() -> None:
+    """Nested functions, a method, a decorator (the enclosing scope's), module-level code after
+    functions: each node's function is found from the functions' spans."""
+    tree = ast.parse(
+        "def outer():\n    def inner():\n        a = 1\n    b = 2\n\n\n"
+        "class C:\n    @deco(c)\n    def method(self):\n        d = 4\n\n\ne = 5\n")
+    found = syntax.functions(tree)
+    starts = [(fn.lineno, fn.col_offset) for fn in found]
+    names = {n.id: syntax.innermost(found, starts, n) for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    assert [fn.name for fn in found] == ["outer", "inner", "method"]
+    assert {k: v.name if v else None for k, v in names.items() if k in "abcde"} == {
+        "a": "inner", "b": "outer", "c": None, "d": "method", "e": None}
