@@ -39,14 +39,20 @@ class Position:
 
 
 def _tensor_inputs(sig: list[Any]) -> Iterator[tuple[int, int, Any]]:
-    """(input index, index inside a tensor list or -1, [shape, dtype]) of every tensor input."""
+    """(input index, index inside a tensor list or -1, [shape, dtype]) of every tensor input and
+    every tensor of a list input (a list nested deeper, or empty, has none: the record schema
+    allows any nesting)."""
     for i, inp in enumerate(sig):
         if inp is None:
             continue
-        if len(inp) == 2 and isinstance(inp[1], str):
+        if _is_tensor(inp):
             yield i, -1, inp
         else:
-            yield from ((i, j, t) for j, t in enumerate(inp) if t is not None)
+            yield from ((i, j, t) for j, t in enumerate(inp) if _is_tensor(t))
+
+
+def _is_tensor(t: Any) -> bool:
+    return isinstance(t, list) and len(t) == 2 and isinstance(t[1], str)
 
 
 def _dims(sig: list[Any]) -> dict[Position, int]:

@@ -125,6 +125,14 @@ def test_split_variation_separates_calls_on_one_line_from_batch_sizes() -> None:
     assert (v.slots, v.variants, v.recompiles) == (2, 3, 4)
 
 
+def test_split_variation_reads_only_tensors_in_a_list_input() -> None:
+    """The record schema lets a list input nest any way (`[[]]`, found by the report fuzz test):
+    only its `[shape, dtype]` items have sizes; an empty or deeper list has none."""
+    sigs = [[[[[b, 4], "float32"], [], [[[1], "float32"]]]] for b in (2, 6)]
+    v = split_variation(sigs)
+    assert {p.label(): vals for p, vals in v.varied.items()} == {"input 0[0] dim 0": [2, 6]}
+
+
 def test_bucket_advice_fits_observed_sizes() -> None:
     options = {o["strategy"]: (o["buckets"], o["compiles"]) for o in bucket_advice([7, 9, 30, 33, 64, 100, 120])}
     assert options == {"pad": ([120], 1), "powers_of_two": ([8, 16, 32, 64, 128], 5),
