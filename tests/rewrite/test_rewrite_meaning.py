@@ -1174,3 +1174,25 @@ def test_a_rocm_test_and_a_server_assigned_gpu_are_unsafe_renames() -> None:
     assert fixed(src) == textwrap.dedent(src)
     titles = {f.span.line: f.fixes[0].title for f in scan(src)}
     assert "tests for ROCm" in titles[5] and "reads `gpu_id`" in titles[9]
+
+
+def test_a_flag_passed_to_a_function_of_the_file_holds_the_check_it_was_assigned() -> None:
+    """fairseq's `use_cuda = torch.cuda.is_available() and not cfg.cpu` then `optimize_models(cfg,
+    use_cuda, models)`, whose `if use_cuda: model.cuda()` stays (an unsafe fix): renamed, the check
+    sends Trainium into `.cuda()`, where it used to stay on the CPU."""
+    src = '''\
+        import torch
+
+
+        def optimize_models(use_cuda, models):
+            for model in models:
+                if use_cuda:
+                    model.cuda()
+
+
+        def main(models, cpu):
+            use_cuda = torch.cuda.is_available() and not cpu
+            optimize_models(use_cuda, models)
+        '''
+    assert fixed(src) == textwrap.dedent(src)
+    assert "use_cuda = torch.neuron.is_available() and not cpu" in fixed(src, unsafe=True)

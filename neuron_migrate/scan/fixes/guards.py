@@ -93,7 +93,8 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
     # per scope: the names it binds, then those of the functions around it and the module's
     visible: dict[int, list[dict[str, list[ast.AST]]]] = {}
     scoped: list[tuple[list[tuple[Callable[[], Guard], list[ast.AST], list[ast.AST]]], list[dict[str, list[ast.AST]]]]] = []
-    calls: dict[str, list[ast.Call]] = {}  # by the name called: `f(x)`, `obj.f(x)`
+    # by the name called (`f(x)`, `obj.f(x)`): each call with the names its scope binds
+    calls: dict[str, list[tuple[ast.Call, dict[str, list[ast.AST]]]]] = {}
     functions: list[tuple[ast.AST, dict[str, list[ast.AST]], bool]] = []  # (def, its names, a method)
     classes: list[ast.AST] = []
     for scope, nodes, parent in _scopes(tree):
@@ -127,7 +128,7 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
             if cls is ast.Call and node.func.__class__ in (ast.Name, ast.Attribute):  # type: ignore[attr-defined]
                 func = node.func  # type: ignore[attr-defined]
                 called = func.id if func.__class__ is ast.Name else func.attr
-                calls.setdefault(called, []).append(node)  # type: ignore[arg-type]
+                calls.setdefault(called, []).append((node, names))  # type: ignore[arg-type]
                 if called == "param":  # `pytest.param("cuda", marks=pytest.mark.skipif(...))`
                     marks = next((k.value for k in node.keywords if k.arg == "marks"), None)  # type: ignore[attr-defined]
                     tests = _skip_tests(marks.elts if marks.__class__ in (ast.List, ast.Tuple) else [marks])  # type: ignore[union-attr]
@@ -152,11 +153,14 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
                 for holder in getattr(node, holders):
                     _asserts(holder.body, lines, found)
     for fn, names, method in functions:  # `setup(torch.cuda.is_available())` feeds `if use_gpu:` in setup
-        for call in calls.get(fn.name, ()):  # type: ignore[attr-defined]
+        for call, caller in calls.get(fn.name, ()):  # type: ignore[attr-defined]
             for arg in (*call.args, *call.keywords):
                 param = parameter(fn, call, arg, method)
                 if param is not None:
-                    names[param].append(arg.value if arg.__class__ is ast.keyword else arg)  # type: ignore[attr-defined]
+                    value = arg.value if arg.__class__ is ast.keyword else arg  # type: ignore[attr-defined]
+                    names[param].append(value)
+                    if value.__class__ is ast.Name:  # fairseq's `use_cuda = torch.cuda.is_available()` then
+                        names[param] += caller.get(value.id, [])  # `optimize_models(cfg, use_cuda, models)`
     defs: dict[str, list[ast.AST]] = {}
     for fn in (*(fn for fn, _, _ in functions), *classes):
         defs.setdefault(fn.name, []).append(fn)  # type: ignore[attr-defined]
