@@ -1286,6 +1286,10 @@ class _Walker:
             if pos is not None and pos < len(call.args):
                 self._device_literals(call.args[pos], call, call.args[pos])
                 self._assigned_devices(call.args[pos], call)
+            elif qn == "torch.device":  # nnU-Net's `torch.device(type='cuda', index=self.local_rank)`
+                for kw in call.keywords:
+                    if kw.arg == "type":
+                        self._device_literals(kw.value, call, kw)
         if fcls is ast.Attribute:
             if leaf == "to":
                 for a in call.args:

@@ -1354,3 +1354,11 @@ def test_an_import_of_only_the_names_a_rule_excepts_is_no_site() -> None:
             "from mmcv.ops.merge_cells import GlobalPoolingCell, SumCell\n"
             "from mmcv.ops import point_sample, nms\n")
     assert [(f.span.line, f.code) for f in analyze_source(code, "m.py", PACK)] == [(3, "NM727")]
+
+
+def test_torch_device_s_type_keyword_is_a_device_string() -> None:
+    """nnU-Net's `torch.device(type='cuda', index=self.local_rank)`: NM101 with its rename, as
+    the positional form; `type='cpu'` is none."""
+    code = "import torch\n\n\ndef dev(rank):\n    return torch.device(type='cuda', index=rank), torch.device(type='cpu')\n"
+    found = [(f.span.line, f.code, f.fix_class) for f in analyze_source(code, "m.py", PACK)]
+    assert found == [(5, "NM101", FixClass.SAFE)]
