@@ -3,7 +3,9 @@
 A guard is a condition that decides which code runs: the test of an `if`/`while`/ternary, an
 `assert`, an `if` with no else whose body leaves its block (`raise`, `return`) or whose test is a
 negation (`if not torch.cuda.is_available():` readies what follows for the CPU): these guard the
-rest of the block too; or an operand of an `and`-chain (it guards the later operands). Rewriting
+rest of the block too; an operand of an `and`/`or` chain (it guards the later operands); or a
+test's skip condition (`@pytest.mark.skipif`, `unittest.skipIf`/`skipUnless`, a `pytest.param`'s
+marks: it guards the test). Rewriting
 `torch.cuda.is_available()` to `torch.neuron.is_available()` sends the program into the guarded
 code on Trainium, where it used to take its CPU path; if anything in there stays
 CUDA-only, the program that worked now crashes. So a fix inside a guard's test is kept only when
@@ -59,7 +61,8 @@ class Guard:
     tests: tuple[Span, ...]  # the condition(s) whose rewrite changes which path runs
     region: Span  # everything the guard decides, tests included
     # "if", "while", "ternary", "assert", "and" (an `and`/`or` chain), "skip" (a test's skip
-    # decorator), "exit" (an `if` that guards the rest of its block)
+    # decorator), "exit" (an `if` that guards the rest of its block); "statement" for the
+    # `torch.cuda` calls of one statement, which `blocked` holds together (no test)
     kind: str
     message: Span | None = None  # what it says when it fails: an assert's message, an `if`'s lone raise's
     feeds: tuple[Span, ...] = ()  # values assigned to the names the test uses as conditions
