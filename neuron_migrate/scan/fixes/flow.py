@@ -16,13 +16,11 @@ import ast
 from collections import defaultdict
 from functools import cached_property
 
-from neuron_migrate.scan.fixes.syntax import bound_method, defaulted, dotted, parameter, parent_of, walk
+from neuron_migrate.scan.fixes.syntax import SKIPS, bound_method, defaulted, dotted, parameter, parent_of, walk
 
 # Calls that only show a value (as text): it decides nothing there.
 _SHOWN = frozenset({"print", "str", "repr", "format"})
-# ... or that decide with it whether a test runs, and nothing else (`@unittest.skipUnless(
-# torch.cuda.is_available(), ...)`, `@pytest.mark.skipif(not torch.cuda.is_available(), ...)`).
-_SKIPS = frozenset({"skipIf", "skipUnless", "skipif"})
+# ... or that decide with it whether a test runs, and nothing else (`SKIPS`).
 # Calls that convert a value: it goes where their result goes (MONAI's `"n_devices":
 # int(torch.cuda.device_count())` in a settings dict that another module launches with).
 _CONVERTED = frozenset({"bool", "int", "float"})
@@ -116,11 +114,11 @@ class Flow:
 
     def _passed(self, call: ast.Call, arg: ast.AST, depth: int, seen: set[int]) -> bool:
         func = call.func
-        if func.__class__ is ast.Name and (func.id in _SHOWN or func.id in _SKIPS):  # type: ignore[attr-defined]
+        if func.__class__ is ast.Name and (func.id in _SHOWN or func.id in SKIPS):  # type: ignore[attr-defined]
             return False
         if func.__class__ is ast.Name and func.id in _CONVERTED:  # type: ignore[attr-defined]
             return self._leaves(call, depth + 1, seen)
-        if func.__class__ is ast.Attribute and (func.attr in _LOGGED or func.attr in _SKIPS):  # type: ignore[attr-defined]
+        if func.__class__ is ast.Attribute and (func.attr in _LOGGED or func.attr in SKIPS):  # type: ignore[attr-defined]
             return False
         name = _callee(call)
         defs = self._lookup(0, name) if name else []

@@ -43,6 +43,7 @@ from functools import cache, partial
 from neuron_migrate.findings import Edit, Finding, FixClass, Severity, Span, Target
 from neuron_migrate.scan.fixes.syntax import (
     LEAVES,
+    SKIPS,
     ChildFields,
     bound_method,
     defaults,
@@ -231,10 +232,6 @@ def _and_chain(node: ast.AST, values: list[ast.AST], lines: LineIndex) -> Guard:
     return Guard(tuple(lines.span(v) for v in values), lines.span(node), "and")
 
 
-# Test decorators whose condition decides whether the function (or every test of the class) runs.
-_SKIPS = frozenset({"skipif", "skipIf", "skipUnless"})
-
-
 def _skip_tests(marks: Iterable[ast.AST | None]) -> list[ast.AST]:
     """The conditions of the `pytest.mark.skipif(...)`, `unittest.skipIf(...)`, `skipUnless(...)`
     among `marks` (a function's decorators, a `pytest.param`'s marks)."""
@@ -244,7 +241,7 @@ def _skip_tests(marks: Iterable[ast.AST | None]) -> list[ast.AST]:
             continue
         func = dec.func
         name = func.attr if func.__class__ is ast.Attribute else func.id if func.__class__ is ast.Name else None
-        if name in _SKIPS:
+        if name in SKIPS:
             test = dec.args[0] if dec.args else next((k.value for k in dec.keywords if k.arg == "condition"), None)
             if test is not None:
                 out.append(test)

@@ -97,6 +97,10 @@ def _parents(root: ast.AST) -> dict[int, ast.AST]:
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
+# Calls that decide whether a test runs (`@pytest.mark.skipif(...)`, `@unittest.skipIf(...)`,
+# `@unittest.skipUnless(...)`): their condition decides that and nothing else.
+SKIPS = frozenset({"skipif", "skipIf", "skipUnless"})
+
 
 def functions(root: ast.AST) -> list[Function]:
     """Every function (not a lambda) under `root`, by where it starts; only statements are
