@@ -1,5 +1,5 @@
-"""The model panel: real third-party models (HF transformers tiny configs with random init, diffusers'
-UNet2DModel) and torch.nn models train on `neuron` exactly as on the CPU.
+"""The model panel: real third-party models (HF transformers tiny configs with random init, a mixture
+of experts among them; diffusers' UNet2DModel) and torch.nn models train on `neuron` exactly as on the CPU.
 
 Each model: 3 AdamW steps on both devices from one seed (the `neuron` optimizer built before
 ``.to("neuron")``), parameters within 1e-5, eval outputs within 1e-5, tied embeddings still one
@@ -39,6 +39,9 @@ small = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_lay
 configs = {{
     "llama": lambda: tf.LlamaForCausalLM(tf.LlamaConfig(**small)),
     "qwen2": lambda: tf.Qwen2ForCausalLM(tf.Qwen2Config(**small, tie_word_embeddings=True)),
+    # A mixture of experts: routing counts tokens per expert with an int32 histc off the CPU.
+    "mixtral": lambda: tf.MixtralForCausalLM(tf.MixtralConfig(**small, num_local_experts=4, num_experts_per_tok=2,
+                                                              router_aux_loss_coef=0.02, output_router_logits=True)),
     "gpt2": lambda: tf.GPT2LMHeadModel(tf.GPT2Config(vocab_size=64, n_positions=32, n_embd=32, n_layer=2,
                                                      n_head=4, resid_pdrop=0.0, embd_pdrop=0.0,
                                                      attn_pdrop=0.0, eos_token_id=None)),
@@ -120,10 +123,10 @@ check("transformer_encoder", lambda: compare(encoder, {"s": seq}, lambda m, b: m
 """
 
 CODES = {"lm": LM, "seq": SEQ, "vision": VISION}
-MODELS = {"lm": ("llama", "qwen2", "gpt2"), "seq": ("bert", "t5", "whisper"),
+MODELS = {"lm": ("llama", "qwen2", "mixtral", "gpt2"), "seq": ("bert", "t5", "whisper"),
           "vision": ("unet2d", "cnn", "transformer_encoder")}
 TIED = {"qwen2", "gpt2", "bert", "t5", "whisper"}
-GENERATES = {"llama", "qwen2", "gpt2", "t5", "whisper"}
+GENERATES = {"llama", "qwen2", "mixtral", "gpt2", "t5", "whisper"}
 # Models with parameters whose gradient is mathematically zero, which AdamW steps by rounding noise
 # on both devices (see _panel.compare): attention key biases (softmax ignores a per-query shift).
 ZERO_GRADIENT = {"unet2d": "to_k.bias of each attention block",

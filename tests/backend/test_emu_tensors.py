@@ -48,6 +48,12 @@ check("ops", lambda: {
 })
 check("dtypes", lambda: [str(torch.ones(2, dtype=d, device="neuron").dtype) for d in
                          (torch.bfloat16, torch.float16, torch.float64, torch.int64, torch.bool, torch.complex64)])
+def int_histc():  # transformers' MoE routing on any device but the CPU: the CPU kernel is float-only
+    experts = torch.tensor([0, 1, 1, 3, 3, 3], dtype=torch.int32, device="neuron")
+    counts = torch.histc(experts, bins=4, min=0, max=3)
+    return [str(counts.dtype), str(counts.device), counts.tolist(),
+            torch.histc(experts.float(), bins=4, min=0, max=3).tolist()]
+check("int_histc", int_histc)
 check("bf16_math", lambda: (torch.ones(4, dtype=torch.bfloat16, device="neuron") * 3).float().tolist())
 check("deepcopy", lambda: [str(p.device) for p in copy.deepcopy(nn.Linear(2, 2).to("neuron")).parameters()])
 def pin():
@@ -123,6 +129,11 @@ def test_dtypes(r: dict[str, Any]) -> None:
     assert r["dtypes"] == ["torch.bfloat16", "torch.float16", "torch.float64", "torch.int64",
                            "torch.bool", "torch.complex64"]
     assert r["bf16_math"] == [3.0] * 4
+
+
+def test_integer_histc_counts_in_the_input_dtype_as_on_cuda(r: dict[str, Any]) -> None:
+    # CPU's histc takes floating point only; CUDA (and TorchNeuron's MLIR kernel) take integers.
+    assert r["int_histc"] == ["torch.int32", "neuron:0", [1, 2, 0, 3], [1.0, 2.0, 0.0, 3.0]]
 
 
 def test_deepcopy_pin_memory_and_param_data(r: dict[str, Any]) -> None:

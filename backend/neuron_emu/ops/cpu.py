@@ -54,6 +54,11 @@ _CPU_OK_ARGS: dict[str, frozenset[str]] = {
     "aten::_to_copy": frozenset({"self"}),
     "aten::set_.source_Tensor": frozenset({"source"}),
 }
+# Ops the device runs on integer tensors whose CPU kernel takes floating point only ("histogram_cpu"
+# not implemented for 'Int'): transformers' MoE layers count tokens per expert with an int32 histc
+# on every device but the CPU and MPS. They run in float32 (exact below 2**24) and return the
+# input's dtype, as on CUDA.
+_FLOAT_ONLY_ON_CPU = frozenset({"aten::histc"})
 # Ops that C++ reaches with a bare `neuron` already given the device guard's index (see
 # device.guard_resolved); factories get the bare device, so their `neuron:0` is the user's.
 _GUARD_FILLS_INDEX = frozenset({"aten::_to_copy"})
@@ -95,7 +100,7 @@ class OpInfo:
             op = resolve(self.op)
             if op is None:
                 raise RuntimeError(f"neuron emulator: unknown operator {self.op}")
-            self.op = op
+            self.op = op if self.name not in _FLOAT_ONLY_ON_CPU else _InFloat(op)  # type: ignore[assignment]
         schema = self.op._schema
         args = schema.arguments
         self.is_view = self.op.is_view
@@ -113,6 +118,23 @@ class OpInfo:
         self.returns_alias = any(r.alias_info is not None for r in schema.returns)
         self.arg_names = tuple(a.name for a in args)
         return self
+
+
+class _InFloat:
+    """An overload of `_FLOAT_ONLY_ON_CPU` that takes integer input: its CPU kernel gets float32."""
+
+    __slots__ = ("_real",)
+
+    def __init__(self, op: OpOverload) -> None:
+        self._real = op
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def _op(self, x: Tensor, *args: Any, **kwargs: Any) -> Any:
+        if x.is_floating_point() or x.is_complex():
+            return self._real._op(x, *args, **kwargs)
+        return self._real._op(x.float(), *args, **kwargs).to(x.dtype)
 
 
 def _convert(info: OpInfo, name: str, a: Any, state: list[Any]) -> Any:
