@@ -871,7 +871,7 @@ SILENT = {
             st.write("cuda", info)
             gr.Markdown("CUDA graphs")
         """,
-    "Habana's own Transformer Engine, a link a message shows, NVIDIA's hosted API key": """
+    "Habana's own Transformer Engine, links a message shows, NVIDIA's hosted API key": """
         import os
 
         import habana_frameworks.torch.hpex.experimental.transformer_engine as te
@@ -879,9 +879,10 @@ SILENT = {
         KEY = os.environ.get("NVIDIA_API_KEY", "")
 
         DOCS = "https://pytorch.org/docs/stable/notes/cuda.html#cuda-nn-ddp-instead"
+        PAGES = {"setup": ("torch_core.html#setup_cuda", "core.md#cuda"), "smi": "nvidia_smi.html"}
 
         def layer(n):
-            return te.Linear(n, n), DOCS, KEY
+            return te.Linear(n, n), DOCS, KEY, PAGES
         """,
     "NVIDIA as a publisher of models, datasets and licences; CPU and Apple MLX attention": """
         import os

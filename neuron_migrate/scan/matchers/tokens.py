@@ -47,9 +47,10 @@ _MODEL_ID = re.compile(r"nvidia/[\w.-]*(?:(?:::|/)[^\s:]+)?", re.IGNORECASE)
 # An absolute path, spaces and all (`"C:/Program Files/NVIDIA GPU Computing Toolkit/CUDA"`), is a
 # value a program uses, not prose.
 _ABSOLUTE_PATH = re.compile(r"(?:[A-Za-z]:[\\/]|/|~/)[^\n]*[\\/]")
-# A web page for people (`https://pytorch.org/docs/stable/notes/cuda.html#...`): a link a message
-# shows, nothing a program fetches or runs.
-_WEB_PAGE = re.compile(r"https?://\S+?(?:\.html?|\.md)(?:#\S*)?|https?://\S*#\S*", re.IGNORECASE)
+# A web page for people (`https://pytorch.org/docs/stable/notes/cuda.html#...`), also one of the
+# project's own documentation (nbdev's `_modidx.py`: `'data.core.html#dataloaders.cuda'`): a link
+# a message shows, nothing a program fetches or runs.
+_WEB_PAGE = re.compile(r"(?:https?://\S+?|[\w./-]+)(?:\.html?|\.md)(?:#\S*)?|https?://\S*#\S*", re.IGNORECASE)
 # A web address's scheme and host: the host names a server (`nvlabs-fi-cdn.nvidia.com` serves
 # weights), the path what is fetched (`.../compute/cuda/redist/cuda_nvcc/...`); on a code or
 # model hub the owner too (`github.com/NVIDIA/BigVGAN`, `huggingface.co/datasets/nvidia/...`), the
