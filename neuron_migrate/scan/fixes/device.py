@@ -334,12 +334,37 @@ def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixR
             dev = f"{torch_device}({kind}, {index})"
         title = "Use .to(<current accelerator>)"
     func = call.func
+    if _may_be_storage(func.value, site):  # type: ignore[attr-defined]
+        # A storage's `.to` takes its device by keyword only (`storage.to("neuron")` raises a
+        # TypeError); a tensor's and a module's take it so too.
+        dev, title = f"device={dev}", title.replace(".to(", ".to(device=", 1)
     end_line = func.end_lineno or func.lineno
     name_start = ctx.lines.col(end_line, (func.end_col_offset or 0) - len(func.attr.encode("utf-8")))  # type: ignore[attr-defined]
     whole = ctx.span(call)
     edit = Edit(Span(end_line, name_start, whole.end_line, whole.end_col), f"to({', '.join([dev, *rest])})")
     # `.to(...)` means the same only on a tensor or module; any other object's `.cuda()` is its own.
     return FixResult(title, (edit,), add, unsafe=not evidently_torch(func.value, ctx.aliases))  # type: ignore[attr-defined]
+
+
+_STORAGE_GETTERS = frozenset({"untyped_storage", "storage", "_typed_storage"})
+
+
+def _may_be_storage(receiver: ast.AST, site: Site) -> bool:
+    """Whether `.cuda()` may be called on a storage: one a tensor gives (`t.untyped_storage()`),
+    one constructed (`torch.UntypedStorage(n)`), a name that says so, or the first parameter of a
+    lambda (`torch.load`'s `map_location=lambda storage, loc: storage.cuda()`)."""
+    if receiver.__class__ is ast.Call:
+        func = receiver.func  # type: ignore[attr-defined]
+        name = func.attr if func.__class__ is ast.Attribute else func.id if func.__class__ is ast.Name else ""
+        return name in _STORAGE_GETTERS or name.endswith("Storage")
+    if receiver.__class__ is not ast.Name:
+        return False
+    ident = receiver.id  # type: ignore[attr-defined]
+    if "storage" in ident.lower():
+        return True
+    return any(node.__class__ is ast.Lambda and node.args.args and node.args.args[0].arg == ident  # type: ignore[attr-defined]
+               and site.call is not None and any(n is site.call for n in ast.walk(node.body))  # type: ignore[attr-defined]
+               for node in ast.walk(site.stmt))
 
 
 def _none_by_default(arg: ast.AST, call: ast.AST, ctx: FixContext) -> bool:
