@@ -275,7 +275,7 @@ def _rename(value: str, site: Site, span: Span, ctx: FixContext) -> FixResult | 
     leaf = (site.qualified or site.symbol).rsplit(".", 1)[-1]
     new = value.replace("{name}", leaf)
     if site.kind == "qualified_names":
-        text, add = ctx.spelled(new)
+        text, add = ctx.spelled(new, site.node)
         return FixResult(f"Use `{new}`", (Edit(span, text),), add, removed_import(site))
     if site.kind in ("methods", "attributes"):
         node = site.call.func if site.call is not None else site.node  # type: ignore[attr-defined]

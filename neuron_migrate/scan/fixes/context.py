@@ -114,8 +114,16 @@ class FixContext:
     def text(self, node: ast.AST) -> str:
         return self.lines.node_text(node)
 
-    def spelled(self, qualified: str) -> tuple[str, tuple[str, ...]]:
-        """`qualified` as this file can write it, and the import that makes it work, if any."""
+    def spelled(self, qualified: str, at: ast.AST | None = None) -> tuple[str, tuple[str, ...]]:
+        """`qualified` as this file can write it, and the import that makes it work, if any.
+        `at`: the expression replaced; the name its chain starts from, where it stands for the
+        same top-level module, is the one bound there (a function's own `import torch as _torch`,
+        which the file-wide table may know under another name)."""
+        top, dot, rest = qualified.partition(".")
+        while at.__class__ is ast.Attribute:
+            at = at.value  # type: ignore[union-attr]
+        if at.__class__ is ast.Name and self.aliases.names.get(at.id) == top:  # type: ignore[union-attr]
+            return at.id + dot + rest, ()  # type: ignore[union-attr]
         text, needs_import = self.aliases.spelling(qualified)
         return text, ((f"import {qualified.partition('.')[0]}",) if needs_import else ())
 
