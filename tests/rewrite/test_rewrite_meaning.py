@@ -1012,6 +1012,24 @@ def test_an_or_chain_guards_its_later_operands() -> None:
         assert fixed(src, target, unsafe=True) == src
 
 
+def test_each_operand_of_a_longer_chain_is_guarded_by_those_before_it() -> None:
+    """liger-kernel's `mm_ok and x.device.type == "cuda" and torch.cuda.get_device_capability(x.device)[0] >= 8
+    and ...`: the capability query in the middle runs only on CUDA; renaming the device test alone
+    sends a `neuron` tensor to it."""
+    src = """\
+        import torch
+
+
+        def project(x, w, mm_ok):
+            if (mm_ok and x.device.type == "cuda"
+                    and torch.cuda.get_device_capability(x.device)[0] >= 8 and x.dtype is torch.float16):
+                return torch.mm(x, w.t(), out_dtype=torch.float32)
+            return (x @ w.t()).float()
+        """
+    for target in Target:
+        assert fixed(src, target, unsafe=True) == textwrap.dedent(src)
+
+
 def test_a_cuda_string_in_a_test_holds_what_it_guards() -> None:
     """pyro's `if "cuda" in example and np > torch.cuda.device_count()`: the example's CUDA run is
     chosen by name, so the count it is gated by stays CUDA's too (a CUDA name, `use_cuda`, does

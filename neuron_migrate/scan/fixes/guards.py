@@ -140,9 +140,10 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
                         found.append((partial(_marked, node, tests, lines), tests, [node]))
             if cls is ast.If or cls is ast.While or cls is ast.IfExp:
                 found.append((partial(_conditional, node, lines), [node.test], [node]))  # type: ignore[attr-defined]
-            elif cls is ast.BoolOp:  # `a and b`, `not a or b`: b runs only as `a` lets it
-                values = node.values[:-1]  # type: ignore[attr-defined]
-                found.append((partial(_and_chain, node, values, lines), values, [node]))
+            elif cls is ast.BoolOp:  # `a and b and c`, `not a or b`: b runs only as `a` lets it, c as both do
+                operands = node.values  # type: ignore[attr-defined]
+                for k in range(1, len(operands)):
+                    found.append((partial(_and_chain, node, operands[:k], operands[k], lines), operands[:k], [operands[k]]))
             elif cls is ast.Assign or (cls is ast.AnnAssign and node.value is not None):  # type: ignore[attr-defined]
                 for target in node.targets if cls is ast.Assign else [node.target]:  # type: ignore[attr-defined]
                     key = dotted(target)
@@ -228,8 +229,10 @@ def _conditional(node: ast.AST, lines: LineIndex) -> Guard:
     return Guard((lines.span(node.test),), lines.span(node), "if" if cls is ast.If else "while", message)  # type: ignore[attr-defined]
 
 
-def _and_chain(node: ast.AST, values: list[ast.AST], lines: LineIndex) -> Guard:
-    return Guard(tuple(lines.span(v) for v in values), lines.span(node), "and")
+def _and_chain(node: ast.AST, values: list[ast.AST], operand: ast.AST, lines: LineIndex) -> Guard:
+    """The operands before `operand` guard it: the chain up to its end is their region."""
+    whole, last = lines.span(node), lines.span(operand)
+    return Guard(tuple(lines.span(v) for v in values), Span(whole.line, whole.col, last.end_line, last.end_col), "and")
 
 
 def _skip_tests(marks: Iterable[ast.AST | None]) -> list[ast.AST]:
