@@ -1004,6 +1004,32 @@ def test_a_skip_condition_guards_the_test_it_skips() -> None:
     assert '@pytest.mark.skipif(not torch.neuron.is_available(), reason="needs CUDA")' in fixed(src, unsafe=True)
 
 
+def test_a_module_or_class_pytestmark_and_a_named_skip_mark_guard_their_tests() -> None:
+    """liger-kernel's `pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), ...)` over
+    CUDA graph tests, and its `cuda_required = pytest.mark.skipif(...)` used as `@cuda_required`:
+    renamed alone, the skip lets the CUDA-only tests run on Trainium."""
+    graph = """
+        def test_graph():
+            x = torch.randn(4, device="cuda")
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                y = x * 2
+            g.replay()
+        """
+    module = "import pytest\nimport torch\n\npytestmark = [pytest.mark.slow, pytest.mark.skipif(not torch.cuda.is_available(), reason='CUDA')]\n"
+    named = "import pytest\nimport torch\n\ncuda_required = pytest.mark.skipif(not torch.cuda.is_available(), reason='CUDA')\n\n@cuda_required"
+    in_class = "import pytest\nimport torch\n\nclass TestGraph:\n    pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason='CUDA')\n"
+    cases = [module + textwrap.dedent(graph), named + textwrap.dedent(graph),
+             in_class + textwrap.indent(textwrap.dedent(graph).replace("test_graph()", "test_graph(self)"), "    ")]
+    for src in cases:
+        for target in Target:
+            assert fixed(src, target, unsafe=True) == src, src
+    # with nothing CUDA-only under it, the mark moves with the tests
+    plain = named + '\ndef test_add():\n    assert (torch.ones(2, device="cuda") + 1).sum() == 4\n'
+    out = fixed(plain)
+    assert "skipif(not torch.neuron.is_available()" in out and 'device="neuron"' in out
+
+
 def test_an_or_chain_guards_its_later_operands() -> None:
     """optimum-quanto's `not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 8`:
     the capability query runs only when the check lets it; renamed alone, it runs on Trainium."""

@@ -101,6 +101,7 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
     calls: dict[str, list[tuple[ast.Call, dict[str, list[ast.AST]]]]] = {}
     functions: list[tuple[ast.AST, dict[str, list[ast.AST]], bool]] = []  # (def, its names, a method)
     classes: list[ast.AST] = []
+    named = _named_marks(tree)
     for scope, nodes, parent in _scopes(tree):
         names: dict[str, list[ast.AST]] = {}
         outer = visible.get(id(parent), []) if parent is not None else []
@@ -124,9 +125,12 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
                 names[name].append(default)
             if scope.__class__ is not ast.Lambda:
                 functions.append((scope, names, bound_method(scope, parent)))
-        skips = _skip_tests(scope.decorator_list) if parent is not None and scope.__class__ is not ast.Lambda else []  # type: ignore[attr-defined]
+        skips = _skip_tests(scope.decorator_list, named) if parent is not None and scope.__class__ is not ast.Lambda else []  # type: ignore[attr-defined]
         if skips:  # evaluated where the function or class is defined, as its decorators are
-            founds[id(parent)].append((partial(_skipped, scope, skips, lines), skips, [scope]))  # type: ignore[arg-type]
+            founds[id(parent)].append((partial(_skipped, scope, skips, named, lines), skips, [scope]))  # type: ignore[arg-type]
+        marked = _pytestmark(scope, named) if scope.__class__ in (ast.Module, ast.ClassDef) else []
+        if marked:  # `pytestmark = pytest.mark.skipif(...)`: every test of the module or class
+            found.append((partial(_module_skipped, scope, marked, lines), marked, [scope]))
         for node in (scope, *nodes):  # the scope's own body may hold asserts
             cls = node.__class__
             if cls is ast.Call and node.func.__class__ in (ast.Name, ast.Attribute):  # type: ignore[attr-defined]
@@ -135,7 +139,7 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
                 calls.setdefault(called, []).append((node, names))  # type: ignore[arg-type]
                 if called == "param":  # `pytest.param("cuda", marks=pytest.mark.skipif(...))`
                     marks = next((k.value for k in node.keywords if k.arg == "marks"), None)  # type: ignore[attr-defined]
-                    tests = _skip_tests(marks.elts if marks.__class__ in (ast.List, ast.Tuple) else [marks])  # type: ignore[union-attr]
+                    tests = _skip_tests(marks.elts if marks.__class__ in (ast.List, ast.Tuple) else [marks], named)  # type: ignore[union-attr]
                     if tests:
                         found.append((partial(_marked, node, tests, lines), tests, [node]))
             if cls is ast.If or cls is ast.While or cls is ast.IfExp:
@@ -235,11 +239,43 @@ def _and_chain(node: ast.AST, values: list[ast.AST], operand: ast.AST, lines: Li
     return Guard(tuple(lines.span(v) for v in values), Span(whole.line, whole.col, last.end_line, last.end_col), "and")
 
 
-def _skip_tests(marks: Iterable[ast.AST | None]) -> list[ast.AST]:
+def _named_marks(tree: ast.AST) -> dict[str, ast.AST]:
+    """The module's skip marks bound to a name (`cuda_required = pytest.mark.skipif(...)`, then
+    `@cuda_required`)."""
+    out: dict[str, ast.AST] = {}
+    for stmt in getattr(tree, "body", ()):
+        if (stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name
+                and _skip_tests([stmt.value], {})):
+            out[stmt.targets[0].id] = stmt.value
+    return out
+
+
+def _pytestmark(scope: ast.AST, named: dict[str, ast.AST]) -> list[ast.AST]:
+    """The skip conditions a module's or class's `pytestmark = ...` (a mark or a list of them) applies."""
+    for stmt in scope.body:  # type: ignore[attr-defined]
+        if (stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name
+                and stmt.targets[0].id == "pytestmark"):
+            value = stmt.value
+            return _skip_tests(value.elts if value.__class__ in (ast.List, ast.Tuple) else [value], named)
+    return []
+
+
+def _module_skipped(scope: ast.AST, tests: list[ast.AST], lines: LineIndex) -> Guard:
+    """`pytestmark`'s guard: the whole module (or class) it marks."""
+    if scope.__class__ is ast.ClassDef:
+        return Guard(tuple(lines.span(t) for t in tests), lines.span(scope), "skip")
+    body = scope.body  # type: ignore[attr-defined]
+    first, last = lines.span(body[0]), lines.span(body[-1])
+    return Guard(tuple(lines.span(t) for t in tests), Span(first.line, first.col, last.end_line, last.end_col), "skip")
+
+
+def _skip_tests(marks: Iterable[ast.AST | None], named: dict[str, ast.AST]) -> list[ast.AST]:
     """The conditions of the `pytest.mark.skipif(...)`, `unittest.skipIf(...)`, `skipUnless(...)`
-    among `marks` (a function's decorators, a `pytest.param`'s marks)."""
+    among `marks` (a function's decorators, a `pytest.param`'s marks), also of a mark `named`."""
     out: list[ast.AST] = []
     for dec in marks:
+        if dec.__class__ is ast.Name:
+            dec = named.get(dec.id)  # type: ignore[attr-defined]
         if dec.__class__ is not ast.Call:
             continue
         func = dec.func
@@ -251,11 +287,20 @@ def _skip_tests(marks: Iterable[ast.AST | None]) -> list[ast.AST]:
     return out
 
 
-def _skipped(scope: ast.AST, tests: list[ast.AST], lines: LineIndex) -> Guard:
-    """A skip decorator's guard: its region runs from the first decorator to the end of the body."""
-    first = lines.span(scope.decorator_list[0])  # type: ignore[attr-defined]
+def _skipped(scope: ast.AST, tests: list[ast.AST], named: dict[str, ast.AST], lines: LineIndex) -> Guard:
+    """A skip decorator's guard: its region runs from the first decorator to the end of the body,
+    less the named marks at its head (`@cuda_required` is the test itself, stated elsewhere)."""
+    decorators = scope.decorator_list  # type: ignore[attr-defined]
+    head = next((d for d in decorators if d.__class__ is not ast.Name or d.id not in named), None)  # type: ignore[attr-defined]
+    first = lines.span(head) if head is not None else _def_start(scope, lines)
     end = lines.span(scope)
     return Guard(tuple(lines.span(t) for t in tests), Span(first.line, first.col, end.end_line, end.end_col), "skip")
+
+
+def _def_start(scope: ast.AST, lines: LineIndex) -> Span:
+    """Where the `def` or `class` line of a decorated function or class starts (its node starts
+    at the first decorator in no Python this project runs on, but at the keyword)."""
+    return Span(scope.lineno, scope.col_offset, scope.lineno, scope.col_offset)  # type: ignore[attr-defined]
 
 
 def _marked(param: ast.AST, tests: list[ast.AST], lines: LineIndex) -> Guard:
@@ -490,12 +535,14 @@ def _with_edits(region: list[Finding], edits: list[tuple[Span, Finding]], span: 
 
 
 def _region(index: _Index, guard: Guard) -> list[Finding]:
-    """The findings the guard decides, and those in the values that feed its test."""
+    """The findings the guard decides, those of its test where it stands elsewhere (a named skip
+    mark, `cuda_required = pytest.mark.skipif(...)`), and those in the values that feed its test."""
     region = index.within(guard.region)
-    if not guard.feeds:
+    apart = [t for t in guard.tests if not inside(t, guard.region)]
+    if not guard.feeds and not apart:
         return region
     ids = {id(f) for f in region}
-    for span in guard.feeds:
+    for span in (*apart, *guard.feeds):
         for f in index.within(span):
             if id(f) not in ids:
                 ids.add(id(f))
