@@ -1217,7 +1217,45 @@ def test_a_rocm_test_and_a_server_assigned_gpu_are_unsafe_renames() -> None:
         '''
     assert fixed(src) == textwrap.dedent(src)
     titles = {f.span.line: f.fixes[0].title for f in scan(src)}
-    assert "tests for ROCm" in titles[5] and "reads `gpu_id`" in titles[9]
+    assert "runs for ROCm" in titles[5] and "reads `gpu_id`" in titles[9]
+
+
+def test_code_that_runs_only_for_rocm_is_no_safe_rename() -> None:
+    """unsloth's `if DEVICE_TYPE_TORCH == "hip": DEVICE_TYPE_TORCH = "cuda"`, its `if
+    torch.version.hip:` wavefront query, liger-kernel's `torch.cuda.is_available() and
+    torch.version.hip`: AMD GPUs are `cuda` devices too, so renamed these stop working there and
+    claim Neuron is one. The CUDA side of the same tests (`else "cuda"`, `and not is_rocm`) moves."""
+    src = """\
+        import torch
+
+        DEVICE_TYPE = "hip" if torch.version.hip else "cuda"
+        if DEVICE_TYPE == "hip":
+            DEVICE_TYPE = "cuda"
+        if torch.cuda.is_available() and torch.version.hip:
+            torch.cuda.empty_cache()
+        if torch.cuda.is_available() and not is_rocm():
+            torch.cuda.empty_cache()
+
+
+        def wavefront(index):
+            if torch.version.hip:
+                return torch.device("cuda", index)
+            return torch.device("cuda", index)
+
+
+        def probe(is_rocm):
+            if not is_rocm or not torch.cuda.is_available():
+                return None
+            return torch.cuda.current_device()
+        """
+    out = fixed(src)
+    assert out.splitlines()[2:9] == [
+        'DEVICE_TYPE = "hip" if torch.version.hip else "neuron"', 'if DEVICE_TYPE == "hip":',
+        '    DEVICE_TYPE = "cuda"', "if torch.cuda.is_available() and torch.version.hip:",
+        "    torch.cuda.empty_cache()", "if torch.neuron.is_available() and not is_rocm():",
+        "    torch.neuron.empty_cache()"]
+    assert 'return torch.device("cuda", index)\n    return torch.device("neuron", index)' in out
+    assert "if not is_rocm or not torch.cuda.is_available():" in out and "torch.cuda.current_device()" in out
 
 
 def test_a_flag_passed_to_a_function_of_the_file_holds_the_check_it_was_assigned() -> None:
