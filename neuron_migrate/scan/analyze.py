@@ -1663,7 +1663,7 @@ class _Walker:
                 continue
             self.stmt, self.stmt_line = stmt, stmt_line
             for i, a in enumerate(call.args):
-                if (a.__class__ is ast.Constant and all(i < len(params) and dev_m.device_like_name(params[i]) for params in defs)):
+                if a.__class__ is ast.Constant and all(i < len(ps) and dev_m.device_like_name(ps[i]) for ps in defs):
                     self._device_literals(a, call=call, arg=a)
         if self.named:
             # A value this file passes to a matched call is reported there; the others go elsewhere.
