@@ -1030,6 +1030,35 @@ def test_a_module_or_class_pytestmark_and_a_named_skip_mark_guard_their_tests() 
     assert "skipif(not torch.neuron.is_available()" in out and 'device="neuron"' in out
 
 
+def test_the_same_test_twice_in_one_function_stays_or_moves_together() -> None:
+    """ColossalAI's Gemini optimizer: two loops test `chunk.device_type == "cuda" or ... == "npu"`;
+    the first guards CUDA-only code and stays, so the second, renamed alone, would disagree with
+    it. In another function the same test is decided on its own."""
+    src = """\
+        import torch
+
+
+        def step(chunks, state):
+            for chunk in chunks:
+                if chunk.device_type == "cuda" or chunk.device_type == "npu":
+                    continue
+                torch.cuda.set_stream(chunk.stream)
+            for chunk in chunks:
+                if chunk.device_type == "cuda" or chunk.device_type == "npu":
+                    state[chunk] = state[chunk].to("cuda")
+
+
+        def other(chunk, state):
+            if chunk.device_type == "cuda" or chunk.device_type == "npu":
+                state[chunk] = state[chunk].to("cuda")
+        """
+    out = fixed(src).splitlines()
+    assert out[5] == out[9] == '        if chunk.device_type == "cuda" or chunk.device_type == "npu":'
+    assert out[10] == '            state[chunk] = state[chunk].to("cuda")'
+    assert out[14:16] == ['    if chunk.device_type == "neuron" or chunk.device_type == "npu":',
+                          '        state[chunk] = state[chunk].to("neuron")']
+
+
 def test_an_or_chain_guards_its_later_operands() -> None:
     """optimum-quanto's `not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 8`:
     the capability query runs only when the check lets it; renamed alone, it runs on Trainium."""

@@ -71,6 +71,9 @@ class Guard:
     # each other: their code runs when the guard lets it. Looked up only when asked: most guards
     # are decided by what they hold themselves.
     calls: Callable[[], tuple[Span, ...]] = tuple
+    # The function around it and its tests' syntax: guards that test the same thing in one function
+    # (two loops' `if chunk.device_type == "cuda" or ...`) stay or move together.
+    condition: str = ""
 
 
 def _start(s: Span) -> tuple[int, int]:
@@ -85,6 +88,10 @@ def inside(inner: Span, outer: Span) -> bool:
     return outer.contains(inner)
 
 
+# A guard to build (when its test or feeds are near a finding), its tests, the nodes it guards.
+_Found = tuple[Callable[[], Guard], list[ast.AST], list[ast.AST]]
+
+
 def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None) -> list[Guard]:
     """Every guard of the tree, innermost (smallest region) first. With `near` (sorted line
     numbers: where the findings with a fix are), only the guards whose test or feeds span one of
@@ -92,11 +99,11 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
     file cost more than the rest of its analysis."""
     out: list[Guard] = []
     chains: dict[str, list[ast.AST]] = {}  # `args.cuda = ...`: attribute chains, file-wide
-    found: list[tuple[Callable[[], Guard], list[ast.AST], list[ast.AST]]] = []
-    founds: dict[int, list[tuple[Callable[[], Guard], list[ast.AST], list[ast.AST]]]] = {}  # by scope
+    found: list[_Found] = []
+    founds: dict[int, list[_Found]] = {}  # by scope
     # per scope: the names it binds, then those of the functions around it and the module's
     visible: dict[int, list[dict[str, list[ast.AST]]]] = {}
-    scoped: list[tuple[list[tuple[Callable[[], Guard], list[ast.AST], list[ast.AST]]], list[dict[str, list[ast.AST]]]]] = []
+    scoped: list[tuple[ast.AST, list[_Found], list[dict[str, list[ast.AST]]]]] = []
     # by the name called (`f(x)`, `obj.f(x)`): each call with the names its scope binds
     calls: dict[str, list[tuple[ast.Call, dict[str, list[ast.AST]]]]] = {}
     functions: list[tuple[ast.AST, dict[str, list[ast.AST]], bool]] = []  # (def, its names, a method)
@@ -109,7 +116,7 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
             outer = outer[1:]  # a class body's names are not seen from its methods
         visible[id(scope)] = [names, *outer]
         found = founds[id(scope)] = []
-        scoped.append((found, visible[id(scope)]))
+        scoped.append((scope, found, visible[id(scope)]))
         if parent is not None and scope.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and not has_parameters(scope):
             # `def use_gpu(): return torch.cuda.is_available()`: a condition where `use_gpu()` is one
             returns = [n.value for n in nodes if n.__class__ is ast.Return and n.value is not None]  # type: ignore[attr-defined]
@@ -173,12 +180,14 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
     defs: dict[str, list[ast.AST]] = {}
     for fn in (*(fn for fn, _, _ in functions), *classes):
         defs.setdefault(fn.name, []).append(fn)  # type: ignore[attr-defined]
-    for found, scopes in scoped:  # every assignment is known: feed each guard its conditions' values
+    for scope, found, scopes in scoped:  # every assignment is known: feed each guard its conditions' values
         for make, tests, guarded in found:
             feeds = _feeds(tests, scopes, chains)
             if near is not None and not any(_spans_one_of(n, near) for n in (*tests, *feeds)):
                 continue
             guard = make()
+            if guard.kind in _CONDITIONS:
+                guard = replace(guard, condition=f"{id(scope)}:" + ";".join(ast.dump(t) for t in tests))
             if feeds or defs:
                 called = cache(partial(_callees, guarded, defs, lines)) if defs else tuple
                 guard = replace(guard, feeds=tuple(lines.span(v) for v in feeds), calls=called)
@@ -187,6 +196,7 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
     return out
 
 
+_CONDITIONS = frozenset({"if", "while", "ternary", "and", "exit"})
 # Functions followed from one guard: deeper call chains than this are left to the person.
 _MAX_CALLEES = 32
 
@@ -591,6 +601,7 @@ def blocked(
     regions = [(g, r) for g, r in regions if r]
     statements = _shared_statements(findings)
     done: set[int] = set()
+    held: dict[str, Finding] = {}  # a blocked guard's condition -> why
     changed = True
     while changed:  # an outer guard may be blocked only by what an inner one withheld
         changed = False
@@ -631,12 +642,16 @@ def blocked(
             if not reasons:  # what runs in the functions it calls
                 reasons = [f for span in guard.calls() for f in index.within(span)
                            if id(f) not in test_ids and _matters(f, target) and not is_fixed(f)]
+            if not reasons and guard.condition in held:  # the same test, held elsewhere in the function
+                reasons = [held[guard.condition]]
             if not reasons:
                 continue
             why = min(reasons, key=lambda f: f.code in net)  # the first, a specific one if any
             taken = [f for f in region if is_fixed(f)]
             withheld.update(id(f) for f in taken)
             out.append(Block(guard, tuple(moving), tuple(taken), why))
+            if guard.condition:
+                held.setdefault(guard.condition, why)
             done.add(i)
             changed = True
     return out
