@@ -735,7 +735,8 @@ class _Walker:
         if self.func_names and node.value is not None and self.func_names[-1] in _DESCRIBERS:  # type: ignore[attr-defined]
             self._silence(node.value)  # type: ignore[attr-defined]
         elif self.func_names and node.value is not None and self.devices_on:  # type: ignore[attr-defined]
-            if dev_m.device_like_name(self.func_names[-1]):
+            # (a list or set returned is a list of device types: its entries are `_container`'s)
+            if dev_m.device_like_name(self.func_names[-1]) and node.value.__class__ not in (ast.List, ast.Set):  # type: ignore[attr-defined]
                 self._device_literals(node.value)  # type: ignore[attr-defined]
 
     def _match(self, node: ast.AST) -> None:

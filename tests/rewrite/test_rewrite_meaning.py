@@ -816,9 +816,15 @@ def test_values_unpacked_or_returned_together_are_no_list_of_device_types() -> N
 
         def pick():
             return "cuda", 0
+
+
+        def supported_devices():
+            return ["cuda", "npu"]
         '''
     out = fixed(src, unsafe=True)
     assert 'multi_gpu, num_gpus, device = mode.DDP, None, "neuron"' in out and 'return "cuda", 0' in out
+    # a list returned is the list of devices a plugin supports (ColossalAI): CUDA stays in it
+    assert 'return ["cuda", "neuron", "npu"]' in out
     compile(out, "m.py", "exec")
 
 

@@ -166,10 +166,11 @@ def rows(node: ast.AST) -> bool:
 def held_together(holder: ast.AST | None, values: ast.AST) -> bool:
     """`values` (a tuple or list) held by `holder` is one value per name, not a list of device
     types: unpacked (super-gradients' `mode, n, device = Mode.DDP, None, "cuda"`: another entry
-    would break the unpacking), returned together, or a row of a table of rows."""
+    would break the unpacking), returned together as a tuple (a list returned is one value, the
+    devices a plugin supports: `return ["cuda", "npu"]`), or a row of a table of rows."""
     cls = holder.__class__
     if cls is ast.Return:
-        return True
+        return values.__class__ is ast.Tuple
     if cls is ast.Assign:
         return holder.value is values and any(t.__class__ in (ast.Tuple, ast.List) for t in holder.targets)  # type: ignore[union-attr]
     return cls in (ast.Tuple, ast.List, ast.Set) and rows(holder)  # type: ignore[arg-type]
