@@ -1252,10 +1252,10 @@ def test_a_rocm_test_and_a_server_assigned_gpu_are_unsafe_renames() -> None:
         '''
     assert fixed(src) == textwrap.dedent(src)
     titles = {f.span.line: f.fixes[0].title for f in scan(src)}
-    assert "runs for ROCm" in titles[5] and "reads `gpu_id`" in titles[9]
+    assert "runs only for another device" in titles[5] and "reads `gpu_id`" in titles[9]
 
 
-def test_code_that_runs_only_for_rocm_is_no_safe_rename() -> None:
+def test_code_that_runs_only_for_rocm_or_another_vendors_device_is_no_safe_rename() -> None:
     """unsloth's `if DEVICE_TYPE_TORCH == "hip": DEVICE_TYPE_TORCH = "cuda"`, its `if
     torch.version.hip:` wavefront query, liger-kernel's `torch.cuda.is_available() and
     torch.version.hip`: AMD GPUs are `cuda` devices too, so renamed these stop working there and
@@ -1282,6 +1282,13 @@ def test_code_that_runs_only_for_rocm_is_no_safe_rename() -> None:
             if not is_rocm or not torch.cuda.is_available():
                 return None
             return torch.cuda.current_device()
+
+
+        def bucket(tensor):
+            device_type = tensor.device.type
+            if device_type == "npu":
+                device_type = "cuda"
+            return device_type
         """
     out = fixed(src)
     assert out.splitlines()[2:9] == [
@@ -1291,6 +1298,10 @@ def test_code_that_runs_only_for_rocm_is_no_safe_rename() -> None:
         "    torch.neuron.empty_cache()"]
     assert 'return torch.device("cuda", index)\n    return torch.device("neuron", index)' in out
     assert "if not is_rocm or not torch.cuda.is_available():" in out and "torch.cuda.current_device()" in out
+    # ColossalAI counts an NPU's memory under "cuda": a label of the NPU branch, not a device it picks
+    assert 'if device_type == "npu":\n        device_type = "cuda"' in out
+    label = textwrap.dedent(src).splitlines().index('        device_type = "cuda"') + 1
+    assert "runs only for another device" in next(f.fixes[0].title for f in scan(src) if f.span.line == label)
 
 
 def test_a_flag_passed_to_a_function_of_the_file_holds_the_check_it_was_assigned() -> None:

@@ -48,8 +48,8 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
             if option is not None:
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: the option `{option}` is not named as a device)"
             compared = _comparison(site) if cls is FixClass.SAFE and site.kind == "device_strings" else None
-            if cls is FixClass.SAFE and ctx.mentions_rocm and _for_rocm(site, ctx):
-                cls, title = FixClass.UNSAFE, f"{title} (unsafe: it runs for ROCm, whose devices are `cuda` too)"
+            if cls is FixClass.SAFE and ctx.mentions_other_devices and _for_other_device(site, ctx):
+                cls, title = FixClass.UNSAFE, f"{title} (unsafe: it runs only for another device, ROCm's or another vendor's, whose code names `cuda` for its own)"
             elif compared is not None and site.stmt.__class__ is ast.Assert and not _in_test(site.stmt, ctx):
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: it asserts a CUDA device, which the code after it may need)"
             elif compared is not None and not decided_here(site.stmt, compared) and ctx.flow.leaves_file(compared):
@@ -146,23 +146,24 @@ def _option_named_otherwise(site: Site) -> str | None:
     return name
 
 
-def _for_rocm(site: Site, ctx: FixContext) -> bool:
-    """Whether the site runs only for ROCm, whose devices PyTorch also calls `cuda`: in the branch
-    a ROCm test opens (`if torch.version.hip:`, `if device_type == "hip":`, the `x if is_rocm
-    else y` ternary's first value), or beside one in a chain (`torch.cuda.is_available() and
-    torch.version.hip`, `not is_rocm or not torch.cuda.is_available()`). Renamed, it stops
-    matching AMD GPUs and claims Neuron is one; the CUDA branch beside (`else`, `and not is_rocm`)
-    is an ordinary site."""
+def _for_other_device(site: Site, ctx: FixContext) -> bool:
+    """Whether the site runs only for another vendor's device: in the branch a test for one opens
+    (`if torch.version.hip:`, `if device_type == "npu":`, the `x if is_rocm else y` ternary's
+    first value), or beside one in a chain (`torch.cuda.is_available() and torch.version.hip`,
+    `not is_rocm or not torch.cuda.is_available()`). ROCm's devices are `cuda` too, and an NPU
+    branch's `"cuda"` is a label of its own (ColossalAI counts NPU memory under it): renamed, they
+    stop working there. The CUDA side of the same test (`else`, `and not is_rocm`) is an
+    ordinary site."""
     node: ast.AST = site.node
     parent = parent_of(ctx.tree, node)
     while parent is not None and parent.__class__ not in _SCOPE_NODES:
         cls = parent.__class__
         if cls is ast.BoolOp:
             wanted = 1 if parent.op.__class__ is ast.And else -1  # type: ignore[attr-defined]
-            if any(_rocm_test(v) == wanted for v in parent.values if v is not node):  # type: ignore[attr-defined]
+            if any(_other_device_test(v) == wanted for v in parent.values if v is not node):  # type: ignore[attr-defined]
                 return True
         elif cls in (ast.If, ast.IfExp, ast.While) and node is not parent.test:  # type: ignore[attr-defined]
-            sign = _rocm_test(parent.test)  # type: ignore[attr-defined]
+            sign = _other_device_test(parent.test)  # type: ignore[attr-defined]
             body = parent.body  # type: ignore[attr-defined]
             in_body = node is body or (body.__class__ is list and any(node is b for b in body))
             if sign and (sign > 0) == in_body:
@@ -172,30 +173,47 @@ def _for_rocm(site: Site, ctx: FixContext) -> bool:
 
 
 _SCOPE_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module})
-_ROCM_WORD = re.compile(r"(?:^|_)(?:hip|rocm|mi[23]\d\d)(?:$|_)", re.IGNORECASE)
+# Other vendors' devices and ROCm (HIP, AMD's Instinct MI200/MI300 parts), as words of a name
+# (`torch.version.hip`, `is_rocm`, `is_npu_available()`, `torch.backends.mps`) or device types.
+_OTHER_WORD = re.compile(r"(?:^|_)(?:hip|rocm|mi[23]\d\d|npu|xpu|mlu|hpu|musa|mps)(?:$|_)", re.IGNORECASE)
+_OTHER_TYPES = frozenset({"hip", "rocm", "npu", "xpu", "mlu", "hpu", "musa", "mps"})
+_CUDA_TYPES = frozenset({"cuda", "gpu", "nccl"})
+_NEGATIVE = (ast.NotEq, ast.IsNot, ast.NotIn)
 
 
-def _rocm_test(test: ast.AST) -> int:
-    """1 for a test true on ROCm (`torch.version.hip`, `is_rocm`, `is_MI300()`, `x == "hip"`),
-    -1 for its negation, else 0."""
-    if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:  # type: ignore[attr-defined]
-        return -_rocm_test(test.operand)  # type: ignore[attr-defined]
-    if test.__class__ is ast.BoolOp:  # `x and is_rocm`: true only on ROCm; `not is_rocm or x`: false only there
-        signs = [_rocm_test(v) for v in test.values]  # type: ignore[attr-defined]
+def _other_device_test(test: ast.AST) -> int:
+    """1 for a test true only on another vendor's device (`torch.version.hip`, `is_rocm`,
+    `is_MI300()`, `x == "npu"`, `torch.version.hip is not None`), -1 for its negation, else 0.
+    A comparison that also names CUDA (`x in ("cuda", "npu")`) is none."""
+    cls = test.__class__
+    if cls is ast.UnaryOp and test.op.__class__ is ast.Not:  # type: ignore[attr-defined]
+        return -_other_device_test(test.operand)  # type: ignore[attr-defined]
+    if cls is ast.BoolOp:  # `x and is_rocm`: true only there; `not is_rocm or x`: false only there
+        signs = [_other_device_test(v) for v in test.values]  # type: ignore[attr-defined]
         wanted = 1 if test.op.__class__ is ast.And else -1  # type: ignore[attr-defined]
         return wanted if wanted in signs else 0
-    if test.__class__ is ast.Compare and any(op.__class__ in (ast.NotEq, ast.IsNot, ast.NotIn) for op in test.ops):  # type: ignore[attr-defined]
-        return -1 if any(_names_rocm(n) for n in walk(test)) else 0
-    return 1 if any(_names_rocm(n) for n in walk(test)) else 0
+    if cls is ast.Compare and len(test.ops) == 1:  # type: ignore[attr-defined]
+        right = test.comparators[0]  # type: ignore[attr-defined]
+        negative = test.ops[0].__class__ in _NEGATIVE  # type: ignore[attr-defined]
+        values = [test.left, right, *(getattr(right, "elts", ()))]  # type: ignore[attr-defined]
+        texts = {v.value.split(":")[0].lower() for v in values if v.__class__ is ast.Constant and isinstance(v.value, str)}  # type: ignore[attr-defined]
+        if texts:
+            if texts & _CUDA_TYPES or not texts & _OTHER_TYPES:
+                return 0
+            return -1 if negative else 1
+        if any(v.__class__ is ast.Constant and v.value is None for v in values):  # type: ignore[attr-defined]
+            negative = not negative  # `torch.version.hip is not None`: true on ROCm
+        return (-1 if negative else 1) if any(_names_other(n) for n in walk(test)) else 0
+    return 1 if any(_names_other(n) for n in walk(test)) else 0
 
 
-def _names_rocm(n: ast.AST) -> bool:
+def _names_other(n: ast.AST) -> bool:
     cls = n.__class__
     if cls is ast.Attribute:
-        return n.attr == "hip" or _ROCM_WORD.search(n.attr) is not None  # type: ignore[attr-defined]
+        return _OTHER_WORD.search(n.attr) is not None  # type: ignore[attr-defined]
     if cls is ast.Name:
-        return _ROCM_WORD.search(n.id) is not None  # type: ignore[attr-defined]
-    return cls is ast.Constant and n.value in ("hip", "rocm")  # type: ignore[attr-defined]
+        return _OTHER_WORD.search(n.id) is not None  # type: ignore[attr-defined]
+    return cls is ast.Constant and n.value in _OTHER_TYPES  # type: ignore[attr-defined]
 
 
 def _in_test(stmt: ast.AST, ctx: FixContext) -> bool:

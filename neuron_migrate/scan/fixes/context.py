@@ -17,7 +17,7 @@ from neuron_migrate.scan.matchers.site import LineIndex
 _STRING_START = re.compile(r"([rRuUfFbB]{0,2})('''|\"\"\"|'|\")")
 
 
-_ROCM_TEXT = re.compile(r"hip|rocm|mi[23]\d\d", re.IGNORECASE)
+_OTHER_DEVICES_TEXT = re.compile(r"hip|rocm|mi[23]\d\d|npu|xpu|mlu|hpu|musa|mps", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,14 +46,15 @@ class FixContext:
     # Per function (by id), the line where it looks for Neuron itself, or None (`neuron_branch`).
     neuron_tests: dict[int, int | None] = field(default_factory=dict)
     _functions: tuple[list[Function], list[tuple[int, int]]] | None = None
-    _mentions_rocm: bool | None = None
+    _mentions_others: bool | None = None
 
     @property
-    def mentions_rocm(self) -> bool:
-        """Whether the file's text names ROCm at all (`torch.version.hip`, `is_rocm`, `"hip"`), asked once."""
-        if self._mentions_rocm is None:
-            self._mentions_rocm = _ROCM_TEXT.search(self.source) is not None
-        return self._mentions_rocm
+    def mentions_other_devices(self) -> bool:
+        """Whether the file's text names ROCm or another vendor's device at all (`torch.version.hip`,
+        `is_rocm`, `"npu"`), asked once."""
+        if self._mentions_others is None:
+            self._mentions_others = _OTHER_DEVICES_TEXT.search(self.source) is not None
+        return self._mentions_others
 
     def rebound(self, name: str) -> bool:
         """Whether module-level code binds `name` more than once (see `bindings`)."""
