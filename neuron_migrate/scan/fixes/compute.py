@@ -49,7 +49,7 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: the option `{option}` is not named as a device)"
             compared = _comparison(site) if cls is FixClass.SAFE and site.kind == "device_strings" else None
             if cls is FixClass.SAFE and ctx.mentions_other_devices and _for_other_device(site, ctx):
-                cls, title = FixClass.UNSAFE, f"{title} (unsafe: it runs only for another device, ROCm's or another vendor's, whose code names `cuda` for its own)"
+                cls, title = FixClass.UNSAFE, f"{title} (unsafe: {_OTHER_DEVICE_NOTE})"
             elif compared is not None and site.stmt.__class__ is ast.Assert and not _in_test(site.stmt, ctx):
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: it asserts a CUDA device, which the code after it may need)"
             elif compared is not None and not decided_here(site.stmt, compared) and ctx.flow.leaves_file(compared):
@@ -172,6 +172,7 @@ def _for_other_device(site: Site, ctx: FixContext) -> bool:
     return False
 
 
+_OTHER_DEVICE_NOTE = "it runs only for another device, ROCm's or another vendor's, whose code names `cuda` for its own"
 _SCOPE_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module})
 # Other vendors' devices and ROCm (HIP, AMD's Instinct MI200/MI300 parts), as words of a name
 # (`torch.version.hip`, `is_rocm`, `is_npu_available()`, `torch.backends.mps`) or device types.
