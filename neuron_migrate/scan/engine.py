@@ -120,7 +120,10 @@ def scan_paths(
                      scripts=bool(env_rules or requirement_rules or token_rules or config_rules))
 
     project_modules = tuple(r for r in pack.rules.values() if r.match.project_modules)
-    top = top_level(root_dir) if project_modules else ()
+    # What a script imports by bare name: the packages at the root, and at each directory scanned
+    # (`scan proj` from its parent shows paths from the working directory, the root there).
+    top = tuple(sorted({name for d in {root_dir, *(str(p) for p in paths if os.path.isdir(p))}
+                        for name in top_level(d)})) if project_modules else ()
     extension_rules = tuple(r for r in pack.rules.values() if r.match.extensions)
     extensions = _extensions(found.files, extension_rules, max_file_size)
     cache = None
@@ -223,13 +226,14 @@ def _project_filter(pack: RulePack, root: str, entries: dict[str, Entry]) -> Cal
         packages whose `__init__.py` imports one of them (fairseq's `dynamicconv_layer/__init__.py`:
         `from .dynamicconv_layer import DynamicconvLayer`), which an import of the package loads.
         One step only: a package that gathers such packages is not one (most of a project would be)."""
+        packages = {rel.rpartition("/")[0] for rel in entries if rel.rpartition("/")[2] == "__init__.py"}.__contains__
         found = {rel for rel, entry in entries.items()
                  if any(row[_CODE_AT] in kernel_codes
                         and (row[_CODE_AT] not in needs or facts.holds(needs[row[_CODE_AT]], rel, row[_SYMBOL_AT]))
                         for row in entry[ROWS])}
         return found | {rel for rel, entry in entries.items() if rel.rpartition("/")[2] == "__init__.py"
                         and any(row[_CODE_AT] in importer_codes
-                                and any(t != rel and t in found for t in targets(rel, row[_SYMBOL_AT]))
+                                and any(t != rel and t in found for t in targets(rel, row[_SYMBOL_AT], packages))
                                 for row in entry[ROWS])}
 
     facts = ProjectFacts(root, kernel_modules)

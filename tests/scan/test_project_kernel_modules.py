@@ -151,6 +151,14 @@ def test_import_sites_and_their_target_files() -> None:
     # Any other name is the project's only if such a file is in it (never an installed package's).
     assert targets("pkg/model.py", "from os import path")[:2] == ["os.py", "os/__init__.py"]
     assert targets("pkg/model.py", "not an import") == []
+    # Knowing the packages: a subpackage is on no import path (`import triton` in `pkg/kernel/triton/`
+    # is the library), a directory above the file that is no package is (a project scanned from its parent).
+    packages = {"proj/pkg", "proj/pkg/kernel", "proj/pkg/kernel/triton"}.__contains__
+    assert targets("proj/pkg/kernel/triton/rms.py", "import triton", packages) == [
+        "proj/triton.py", "proj/triton/__init__.py", "triton.py", "triton/__init__.py", "src/triton.py", "src/triton/__init__.py"]
+    assert targets("proj/tests/test_rms.py", "from pkg.kernel import triton", packages)[:2] == [
+        "proj/tests/pkg/kernel.py", "proj/tests/pkg/kernel/__init__.py"]
+    assert "proj/pkg/kernel/triton/__init__.py" in targets("proj/tests/test_rms.py", "from pkg.kernel import triton", packages)
 
 
 def test_a_package_whose_init_defines_the_kernels_is_reached_by_name_and_by_dots(tmp_path: Path) -> None:
@@ -162,6 +170,24 @@ def test_a_package_whose_init_defines_the_kernels_is_reached_by_name_and_by_dots
     }
     write(tmp_path, files)
     assert nm725(tmp_path, use_cache=False) == marked(files)
+
+
+def test_a_project_scanned_from_its_parent_and_a_subpackage_named_like_a_library(tmp_path: Path) -> None:
+    """ColossalAI's `colossalai/kernel/triton/*.py` import the library (`import triton`), not their
+    own package; and the results of `scan proj` from the parent (the root there, as the CLI shows
+    paths) are those of `scan .` inside it."""
+    files = {
+        "proj/mypkg/__init__.py": "",
+        "proj/mypkg/kernel/__init__.py": "",
+        "proj/mypkg/kernel/triton/__init__.py": "from .rms import rms_norm  # <-\n",
+        "proj/mypkg/kernel/triton/rms.py": TRITON_OPS.replace("def fused_add", "def rms_norm"),
+        "proj/tests/test_rms.py": "from mypkg.kernel.triton import rms_norm  # <-\n",
+    }
+    write(tmp_path, files)
+    from_parent = scan_paths([tmp_path / "proj"], PACK, jobs=1, use_cache=False, root=tmp_path)
+    assert {(f.path, f.span.line) for f in from_parent.findings if f.code == "NM725"} == marked(files)
+    inside = nm725(tmp_path / "proj", use_cache=False)
+    assert inside == {(path.removeprefix("proj/"), line) for path, line in marked(files)}
 
 
 def test_top_level_names_are_the_roots_and_srcs_packages_and_modules(tmp_path: Path) -> None:

@@ -99,9 +99,11 @@ def parsed(statement: str) -> ast.Import | ast.ImportFrom | None:
     return node if isinstance(node, (ast.Import, ast.ImportFrom)) else None
 
 
-def targets(rel: str, statement: str) -> list[str]:
+def targets(rel: str, statement: str, is_package: Callable[[str], bool] | None = None) -> list[str]:
     """The files of the project (relative to the scan root, like `rel`) the import may load: each
-    module it names as a file or a package, and each imported name as a submodule."""
+    module it names as a file or a package, and each imported name as a submodule. `is_package`:
+    whether a directory (relative to the root) holds an `__init__.py`; without it, a top-level
+    name is looked for at the root and in its `src/` only."""
     node = parsed(statement)
     if node is None:
         return []
@@ -116,22 +118,30 @@ def targets(rel: str, statement: str) -> list[str]:
                 base = posixpath.dirname(base)
             modules.append((posixpath.join(base, *dotted), names))
         else:
-            modules += [(posixpath.join(b, *dotted), names) for b in _bases(here, dotted[0])]
+            modules += [(posixpath.join(b, *dotted), names) for b in _bases(here, dotted[0], is_package)]
     else:
         for a in node.names:
-            modules += [(posixpath.join(b, *a.name.split(".")), []) for b in _bases(here, a.name.partition(".")[0])]
+            modules += [(posixpath.join(b, *a.name.split(".")), []) for b in _bases(here, a.name.partition(".")[0], is_package)]
     stems = [s for module, names in modules for s in (module, *(posixpath.join(module, n) for n in names))]
     return [f for s in stems for f in (f"{s}.py", f"{s}/__init__.py")]
 
 
-def _bases(here: str, top: str) -> list[str]:
-    """Where package `top` may sit: the nearest of the file's directories named so, else the
-    project's root or its `src/` (a top-level package)."""
+def _bases(here: str, top: str, is_package: Callable[[str], bool] | None) -> list[str]:
+    """Where package `top` may sit: the nearest of the file's directories named so, unless it is a
+    subpackage (`import triton` in `pkg/kernel/triton/` is the library: a package's directory is on
+    no import path); else a directory above the file that is no package (a script's own, the root
+    of a project scanned from its parent), the project's root or its `src/`."""
     parts = here.split("/") if here else []
     for i in range(len(parts) - 1, -1, -1):
         if parts[i] == top:
-            return ["/".join(parts[:i])]
-    return ["", "src"]
+            parent = "/".join(parts[:i])
+            if parent and is_package is not None and is_package(parent):
+                continue
+            return [parent]
+    if is_package is None:
+        return ["", "src"]
+    above = ["/".join(parts[:i]) for i in range(len(parts), 0, -1)]
+    return list(dict.fromkeys([*(d for d in above if not is_package(d)), "", "src"]))
 
 
 def candidate_findings(text: str, rel: str, rules: Iterable[Rule], top: Iterable[str] = ()) -> list[Finding]:
