@@ -120,10 +120,7 @@ def scan_paths(
                      scripts=bool(env_rules or requirement_rules or token_rules or config_rules))
 
     project_modules = tuple(r for r in pack.rules.values() if r.match.project_modules)
-    # What a script imports by bare name: the packages at the root, and at each directory scanned
-    # (`scan proj` from its parent shows paths from the working directory, the root there).
-    top = tuple(sorted({name for d in {root_dir, *(str(p) for p in paths if os.path.isdir(p))}
-                        for name in top_level(d)})) if project_modules else ()
+    top = top_level(root_dir) if project_modules else ()
     extension_rules = tuple(r for r in pack.rules.values() if r.match.extensions)
     extensions = _extensions(found.files, extension_rules, max_file_size)
     cache = None
