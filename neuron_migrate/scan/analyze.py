@@ -1471,10 +1471,12 @@ class _Walker:
                         if e.__class__ is ast.Constant and e.value.__class__ is str and dev_m.device_value(e.value):
                             self._device_literals(e)
             return False
-        if self.devices_on:
-            if all(dev_m.device_value(e.value) for e in elts if e.__class__ is ast.Constant and e.value.__class__ is str):
-                for elt in elts:
-                    self._device_entry(elt)
+        # Every entry a device type: `(fwd_wait, "cuda")` is an op's arguments, where an added
+        # entry lands in the next parameter (torchtitan's `call_function(op, args=(x, "cuda"))`).
+        if self.devices_on and all(e.__class__ is ast.Constant and e.value.__class__ is str and dev_m.device_value(e.value)
+                                   for e in elts):
+            for elt in elts:
+                self._device_entry(elt)
         return False
 
     def _device_entry(self, node: ast.AST) -> None:

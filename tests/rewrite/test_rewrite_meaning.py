@@ -820,11 +820,17 @@ def test_values_unpacked_or_returned_together_are_no_list_of_device_types() -> N
 
         def supported_devices():
             return ["cuda", "npu"]
+
+
+        def reload(graph, op, x):
+            return graph.call_function(op, args=(x, "cuda"))
         '''
     out = fixed(src, unsafe=True)
     assert 'multi_gpu, num_gpus, device = mode.DDP, None, "neuron"' in out and 'return "cuda", 0' in out
     # a list returned is the list of devices a plugin supports (ColossalAI): CUDA stays in it
     assert 'return ["cuda", "neuron", "npu"]' in out
+    # an op's arguments are no list of device types: an added entry would land in its next parameter
+    assert 'args=(x, "cuda")' in out
     compile(out, "m.py", "exec")
 
 
