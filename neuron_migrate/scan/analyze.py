@@ -1802,6 +1802,21 @@ def _message_target(target: ast.AST) -> bool:
     return name is not None and _MESSAGE_NAME.fullmatch(name) is not None
 
 
+# Lines where a name is no value: imported, a context manager, a decorator, a definition. Elsewhere
+# a CUDA word only in the name of a value (`used_cuda_margin += n`) is a finding's `variable`
+# detail: what the value is does not depend on CUDA, so it holds no guard (`fixes.guards.blocked`).
+_NOT_A_VALUE = ("import ", "from ", "@", "with ", "async with ", "def ", "async def ", "class ")
+
+
+def _variable_name(node: ast.AST, span: Span, line: str) -> bool:
+    """Whether the CUDA word is a variable's or an attribute's name, read or assigned, not called,
+    indexed or used as an object (`cuda_kernel(x)`, `cuda_ext.run`, `with cuda_ctx:`)."""
+    if node.__class__ not in (ast.Name, ast.Attribute) or span.line != span.end_line:
+        return False
+    rest = line[span.end_col:].lstrip()
+    return not rest.startswith(("(", ".", "[")) and not line.lstrip().startswith(_NOT_A_VALUE)
+
+
 def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
     """Byte position of the attribute name in `x.name` (the name always ends the node)."""
     end_line = node.end_lineno or node.lineno
@@ -1984,6 +1999,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
                 from neuron_migrate.scan.fixes.data import NO_ENTRY
 
                 message = f"{message}; {NO_ENTRY}"  # a table key whose `neuron` value has no automatic answer
+        source_line = lines.line(span.line)
         findings.append(
             Finding(
                 code=code,
@@ -1993,11 +2009,12 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
                 path=path,
                 span=span,
                 message=message,
-                source_line=lines.line(span.line),
+                source_line=source_line,
                 symbol=symbol,
                 fixes=fixes,
                 cell=cell,
                 statement_line=site.stmt_line,
+                details={"variable": True} if site.kind == "tokens" and _variable_name(site.node, span, source_line) else {},
             )
         )
         if held_only:

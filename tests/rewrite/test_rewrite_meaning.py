@@ -1071,6 +1071,43 @@ def test_the_same_test_twice_in_one_function_stays_or_moves_together() -> None:
                           '        state[chunk] = state[chunk].to("neuron")']
 
 
+def test_a_cuda_word_in_a_variables_name_holds_no_guard_a_called_one_does() -> None:
+    """torch-audiomentations' `cuda_device = torch.device("cuda")` under a CUDA skip, ColossalAI's
+    `used_cuda_margin += chunk.mem`: the value does not depend on CUDA, so the guard moves with the
+    code; a function or object whose name says CUDA (`cuda_kernel(x)`, `cuda_ext.run()`) is CUDA
+    code, and holds it."""
+    src = """\
+        import torch
+
+
+        def place(x):
+            if torch.cuda.is_available():
+                cuda_device = torch.device("cuda")
+                used_cuda_margin = x.numel()
+                return x.to(cuda_device), used_cuda_margin
+            return x, 0
+
+
+        def run(x):
+            if torch.cuda.is_available():
+                x = x.to("cuda")
+                return cuda_kernel(x)
+            return x
+
+
+        def ext(x):
+            if torch.cuda.is_available():
+                x = x.to("cuda")
+                return cuda_ext.run(x)
+            return x
+        """
+    out = fixed(src)
+    assert 'if torch.neuron.is_available():\n        cuda_device = torch.device("neuron")' in out
+    assert out.count("if torch.cuda.is_available():") == 2 and out.count('x.to("cuda")') == 2
+    finding = next(f for f in scan(src) if f.symbol == "used_cuda_margin")
+    assert finding.details == {"variable": True} and finding.fix_class is FixClass.MANUAL
+
+
 def test_an_or_chain_guards_its_later_operands() -> None:
     """optimum-quanto's `not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 8`:
     the capability query runs only when the check lets it; renamed alone, it runs on Trainium."""

@@ -638,10 +638,11 @@ def blocked(
                 continue
             test_ids = {id(f) for f in tests}
             reasons = [f for f in region if id(f) not in test_ids and _matters(f, target)
-                       and (not is_fixed(f) or _keeps_cuda(f, target))]
+                       and (not is_fixed(f) or _keeps_cuda(f, target)) and not f.details.get("variable")]
             if not reasons:  # what runs in the functions it calls
                 reasons = [f for span in guard.calls() for f in index.within(span)
-                           if id(f) not in test_ids and _matters(f, target) and not is_fixed(f)]
+                           if id(f) not in test_ids and _matters(f, target) and not is_fixed(f)
+                           and not f.details.get("variable")]
             if not reasons and guard.condition in held:  # the same test, held elsewhere in the function
                 reasons = [held[guard.condition]]
             if not reasons:
