@@ -1108,6 +1108,27 @@ def test_a_cuda_word_in_a_variables_name_holds_no_guard_a_called_one_does() -> N
     assert finding.details == {"variable": True} and finding.fix_class is FixClass.MANUAL
 
 
+def test_a_params_marks_chosen_by_a_condition_guard_its_values() -> None:
+    """torch-audiomentations' `pytest.param("cuda", marks=pytest.mark.skip("Requires CUDA") if not
+    torch.cuda.is_available() else [])`: the condition decides whether the `cuda` case runs, as a
+    `skipif` mark's would."""
+    src = """\
+        import pytest
+        import torch
+
+
+        @pytest.mark.parametrize("device_name", [
+            pytest.param("cpu"),
+            pytest.param("cuda", marks=pytest.mark.skip("Requires CUDA") if not torch.cuda.is_available() else []),
+            pytest.param("cuda", marks=() if torch.cuda.is_available() else pytest.mark.skip("no")),
+        ])
+        def test_ones(device_name):
+            assert torch.ones(2, device=torch.device(device_name)).sum().item() == 2
+        """
+    for target in Target:
+        assert fixed(src, target, unsafe=True) == textwrap.dedent(src)
+
+
 def test_an_or_chain_guards_its_later_operands() -> None:
     """optimum-quanto's `not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 8`:
     the capability query runs only when the check lets it; renamed alone, it runs on Trainium."""

@@ -286,6 +286,9 @@ def _skip_tests(marks: Iterable[ast.AST | None], named: dict[str, ast.AST]) -> l
     for dec in marks:
         if dec.__class__ is ast.Name:
             dec = named.get(dec.id)  # type: ignore[attr-defined]
+        if dec.__class__ is ast.IfExp and any(_skips(n) for n in walk(dec) if n is not dec.test):  # type: ignore[attr-defined]
+            out.append(dec.test)  # type: ignore[attr-defined]  # `marks=pytest.mark.skip(...) if not ok else []`
+            continue
         if dec.__class__ is not ast.Call:
             continue
         func = dec.func
@@ -295,6 +298,12 @@ def _skip_tests(marks: Iterable[ast.AST | None], named: dict[str, ast.AST]) -> l
             if test is not None:
                 out.append(test)
     return out
+
+
+def _skips(node: ast.AST) -> bool:
+    """A skip mark (`pytest.mark.skip`, `skipif`, `unittest.skip...`), called or not."""
+    name = node.attr if node.__class__ is ast.Attribute else None  # type: ignore[attr-defined]
+    return name == "skip" or name in SKIPS
 
 
 def _skipped(scope: ast.AST, tests: list[ast.AST], named: dict[str, ast.AST], lines: LineIndex) -> Guard:
