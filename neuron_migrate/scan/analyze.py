@@ -307,6 +307,9 @@ class _Walker:
         # device string in a position: (callee, a method's, call, statement, its line), decided once
         # every function of the file is known (`local_defs`: name -> each def's positional parameters).
         self.local_calls: list[tuple[str, bool, ast.Call, ast.AST, int]] = []
+        # Per function scope (by id, with the scope kept alive): its names assigned a device string
+        # built from a format (yolox's `loc = "cuda:{}".format(rank)` ... `map_location=loc`).
+        self.formatted: dict[int, tuple[dict[str, tuple[ast.AST, ...] | None], dict[str, list[ast.AST]]]] = {}
         self.local_defs: dict[str, list[list[str]]] = {}
         self.stack: list[ast.AST] = []
         self.fallbacks: set[int] = set()  # ids of module-level imports that are fallbacks (`_prepass`)
@@ -607,8 +610,20 @@ class _Walker:
                                           or target.id in scope or target.id in self.consts
                                           or (value.__class__ is ast.Call and _field_default(value) is not value)):
                     self._remember(scope, target.id, value)
+                if scope is not None and self._formatted_device(value):
+                    # (the scope holds static values only; a format is kept beside it, by the scope)
+                    self.formatted.setdefault(id(scope), (scope, {}))[1].setdefault(target.id, []).append(value)
                 if self.env_on and value.__class__ is ast.Dict and env_m.env_like_name(target.id):
                     self._env_dict(value)
+
+    def _formatted_device(self, value: ast.AST) -> bool:
+        """A device string built from a format (`f"cuda:{rank}"`, `"cuda:{}".format(rank)`,
+        `"cuda:" + str(rank)`), which a name may hold until it is given as the device."""
+        if not self.devices_on or value.__class__ not in (ast.JoinedStr, ast.Call, ast.BinOp):
+            return False
+        found: list[ast.AST] = []
+        dev_m.literals(value, found)
+        return any(self.cp.devices.match(lit) is not None for lit in found)
 
     def _named(self, name: str, node: ast.AST, value: ast.AST) -> None:
         """`node` gives `name` the value `value`; a `named` pattern's value there is a candidate."""
@@ -1317,6 +1332,7 @@ class _Walker:
         for kw in call.keywords:
             if kw.arg is not None and dev_m.device_like_name(kw.arg):
                 self._device_literals(kw.value, call, kw)
+                self._assigned_devices(kw.value, call)  # yolox's `loc = "cuda:{}".format(rank)` ... `map_location=loc`
             elif kw.arg in _KINDS and kw.value.__class__ in (ast.List, ast.Tuple, ast.Set):
                 self.listed_kinds.update(map(id, kw.value.elts))  # type: ignore[attr-defined]
 
@@ -1324,7 +1340,9 @@ class _Walker:
         """A local name given as the device holds the literals the function assigned it (YOLOv5's
         `arg = "cuda:0"` ... `arg = "cpu"` ... `torch.device(arg)`): each is a device string."""
         if arg.__class__ is ast.Name and self.scopes:
-            for value in self.scopes[-1].get(arg.id) or ():  # type: ignore[attr-defined]
+            scope = self.scopes[-1]
+            formats = self.formatted.get(id(scope), (None, {}))[1].get(arg.id, [])  # type: ignore[attr-defined]
+            for value in (*(scope.get(arg.id) or ()), *formats):  # type: ignore[attr-defined]
                 self._device_literals(value, call, arg)
 
     def _argparse_default(self, call: ast.Call) -> None:

@@ -1212,6 +1212,27 @@ def test_a_device_string_passed_to_a_device_parameter_of_the_files_own_function(
     assert fixes[5] is FixClass.SAFE and fixes[31] is FixClass.SAFE
 
 
+def test_a_formatted_device_string_a_local_name_holds_until_it_is_given_as_the_device() -> None:
+    """yolox's `loc = "cuda:{}".format(rank)` then `torch.load(ckpt, map_location=loc)`: the name is
+    no device's by its name, but it is given as one, so its format is a device string."""
+    code = """
+        import torch
+
+        def load(ckpt_file, rank):
+            loc = "cuda:{}".format(rank)
+            ckpt = torch.load(ckpt_file, map_location=loc)
+            where = f"cuda:{rank}"
+            here = "cuda:" + str(rank)
+            label = f"cuda:{rank}"
+            print(label)
+            return ckpt, torch.zeros(2, device=where), torch.ones(1).to(here)
+        """
+    found = flagged(code)
+    assert found[5] == found[7] == found[8] == {"NM101"} and found[9] == {"NM290"}
+    fixes = {f.span.line: f.fix_class for f in analyze_source(source(code), "case.py", PACK)}
+    assert fixes[5] is fixes[7] is fixes[8] is FixClass.SAFE
+
+
 def test_a_dict_with_other_keys_is_no_table_keyed_by_device_type() -> None:
     """anomalib's table of CUDA toolkit versions per torch release keys `"cuda"` beside
     `"torchvision"`: no device type's entry (a `"neuron"` key added there would be nonsense), so the
