@@ -52,6 +52,23 @@ CASES = {
         from .utils import helpers
         import numpy as np
         """,
+    "CUDA-only kernel libraries and PyTorch features (HQQ's back ends, GFPGAN's BasicSR ops, torchao, torchtitan)": """
+        import marlin  # <-
+        from gemlite.core import GemLiteLinear  # <-
+        import lpmm  # <-
+        from basicsr.ops.fused_act import FusedLeakyReLU, fused_leaky_relu  # <-
+        from basicsr.ops.upfirdn2d import upfirdn2d  # <-
+        import torch
+        import torch.distributed._symmetric_memory as symm_mem
+        from mmcv.ops import CrissCrossAttention
+
+        def layer(x, w, bias, tiles, group):
+            act = FusedLeakyReLU(8)  # <-
+            y = fused_leaky_relu(x, bias)  # <-
+            packed = torch.ops.aten._convert_weight_to_int4pack(w, tiles)  # <-
+            symm_mem.enable_symm_mem_for_group(group)  # <-
+            return act, y, packed, CrissCrossAttention(8), GemLiteLinear(8, 8), marlin.mul(x, w)  # <-
+        """,
     "absolute paths to CUDA's install, spaces and all (RealtimeTTS's DLL search)": """
         from pathlib import Path
 
