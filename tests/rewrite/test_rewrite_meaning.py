@@ -1208,7 +1208,7 @@ def test_one_statement_s_cuda_calls_are_rewritten_together() -> None:
     assert not held.fixes and "its statement also uses `torch.cuda.get_device_properties` (NM214, line 9)" in held.message
 
 
-def test_an_asserted_cuda_device_is_a_precondition_outside_tests() -> None:
+def test_an_asserted_or_raised_cuda_device_is_a_precondition_outside_tests() -> None:
     """optimum-quanto's `assert data.device.type == "cuda"` before packing for a CUDA kernel: the
     rename is unsafe (CUDA hosts would fail it, and the code after it needs CUDA). In a test
     function the assert checks the device the test chose, and moves with it."""
@@ -1225,11 +1225,19 @@ def test_an_asserted_cuda_device_is_a_precondition_outside_tests() -> None:
         def test_packed():
             x = torch.ones(2, device="cuda")
             assert x.device.type == "cuda"
+
+
+        def check(x):
+            if x.device.type != "cuda":
+                raise ValueError("x must be a CUDA tensor")
+            return x
         '''
     out = fixed(src)
     assert 'assert data.device.type == "cuda"' in out and 'assert x.device.type == "neuron"' in out
     precondition = next(f for f in scan(src) if f.span.line == 6)
     assert precondition.fix_class is FixClass.UNSAFE and "asserts a CUDA device" in precondition.fixes[0].title
+    # liger-kernel's `if x.device.type != "cuda": raise ...`: the same requirement, stated by a raise
+    assert 'if x.device.type != "cuda":' in out
 
 
 def test_a_finding_whose_rule_has_a_fix_but_not_for_this_site_is_manual() -> None:

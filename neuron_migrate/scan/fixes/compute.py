@@ -50,7 +50,7 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
             compared = _comparison(site) if cls is FixClass.SAFE and site.kind == "device_strings" else None
             if cls is FixClass.SAFE and ctx.mentions_other_devices and _for_other_device(site, ctx):
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: {_OTHER_DEVICE_NOTE})"
-            elif compared is not None and site.stmt.__class__ is ast.Assert and not _in_test(site.stmt, ctx):
+            elif compared is not None and _states(site.stmt) and not _in_test(site.stmt, ctx):
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: it asserts a CUDA device, which the code after it may need)"
             elif compared is not None and not decided_here(site.stmt, compared) and ctx.flow.leaves_file(compared):
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: the comparison's value decides code outside this file)"
@@ -215,6 +215,14 @@ def _names_other(n: ast.AST) -> bool:
     if cls is ast.Name:
         return _OTHER_WORD.search(n.id) is not None  # type: ignore[attr-defined]
     return cls is ast.Constant and n.value in _OTHER_TYPES  # type: ignore[attr-defined]
+
+
+def _states(stmt: ast.AST) -> bool:
+    """An assert, or an `if` whose only statement raises (liger-kernel's `if x.device.type !=
+    "cuda": raise ValueError("x must be a CUDA tensor")`): a requirement the code after it relies on."""
+    if stmt.__class__ is ast.Assert:
+        return True
+    return stmt.__class__ is ast.If and len(stmt.body) == 1 and stmt.body[0].__class__ is ast.Raise and not stmt.orelse  # type: ignore[attr-defined]
 
 
 def _in_test(stmt: ast.AST, ctx: FixContext) -> bool:
