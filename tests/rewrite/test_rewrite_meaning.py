@@ -1129,6 +1129,22 @@ def test_a_params_marks_chosen_by_a_condition_guard_its_values() -> None:
         assert fixed(src, target, unsafe=True) == textwrap.dedent(src)
 
 
+def test_a_cuda_call_with_a_cuda_argument_is_not_fixed_by_the_arguments_rename() -> None:
+    """ColossalAI's `if model_device.type == "cuda": model.cuda(torch.cuda.current_device())`:
+    the `.cuda(...)` finding stands at its argument, whose own rename edits nearly the same text;
+    it is still unfixed (its fix is unsafe), so the guard stays in a safe run."""
+    src = """\
+        import torch
+
+
+        def move(model, dev):
+            if dev.type == "cuda":
+                model.cuda(torch.cuda.current_device())
+            return model
+        """
+    assert fixed(src) == textwrap.dedent(src)
+
+
 def test_an_or_chain_guards_its_later_operands() -> None:
     """optimum-quanto's `not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 8`:
     the capability query runs only when the check lets it; renamed alone, it runs on Trainium."""

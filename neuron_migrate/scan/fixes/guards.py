@@ -604,8 +604,10 @@ def blocked(
     def is_fixed(f: Finding) -> bool:
         if id(f) in withheld:
             return False
-        return fixed(f) or any(g is not f and id(g) not in withheld and _rewrites(at, f.span)
-                               for at, g in on_line.get(f.span.line, ()))
+        # (a finding with a fix of its own is fixed by it only: `.cuda(torch.cuda.current_device())`,
+        # located at its argument, is not fixed by the argument's rename)
+        return fixed(f) or (not _has_fix(f, target) and any(
+            g is not f and id(g) not in withheld and _rewrites(at, f.span) for at, g in on_line.get(f.span.line, ())))
     regions = [(g, _with_edits(_region(index, g), edits, g.region)) for g in guards]
     regions = [(g, r) for g, r in regions if r]
     statements = _shared_statements(findings)
