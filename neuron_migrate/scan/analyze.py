@@ -242,6 +242,7 @@ class _Walker:
         self.devices_on = any(t in source for t in cp.device_words)
         self.source = source
         self._own_attributes: frozenset[str] | None = None
+        self._own_methods: tuple[frozenset[str], frozenset[str]] | None = None
         # The attributes `getattr(module, "name")` asks for, by id (kept alive: ids stay theirs); no fix.
         self.by_name: dict[int, ast.AST] = {}
         # One lowered copy and a test per word, not one per case form of it (a superset: the
@@ -941,6 +942,18 @@ class _Walker:
             self._own_attributes = frozenset(_SELF_STORE.findall(self.source))
         return link.attr in self._own_attributes
 
+    def _own_method(self, func: ast.Attribute) -> bool:
+        """`self.cuda(device)`, `Quantizer.cuda(W_q, meta, device)` where a class of this file
+        defines `cuda` itself (HQQ's `HQQLinear.cuda`): the class's own method, not a tensor's or a
+        module's. Read from the text: the definition may be in a function the partial parse skipped."""
+        receiver = func.value
+        if receiver.__class__ is not ast.Name:
+            return False
+        if self._own_methods is None:
+            self._own_methods = (frozenset(_METHOD_DEF.findall(self.source)), frozenset(_CLASS_DEF.findall(self.source)))
+        methods, classes = self._own_methods
+        return func.attr in methods and (receiver.id in ("self", "cls") or receiver.id in classes)  # type: ignore[attr-defined]
+
     def _star(self, node: ast.AST) -> None:
         exact = self.cp.qualified.exact
         for module in self.aliases.stars:
@@ -987,7 +1000,7 @@ class _Walker:
         cp = self.cp
         if fcls is ast.Attribute and cp.methods:
             rules = cp.methods.get(leaf)  # type: ignore[arg-type]
-            if rules and not self._is_module_expr(func.value):  # type: ignore[attr-defined]
+            if rules and not self._is_module_expr(func.value) and not self._own_method(func):  # type: ignore[attr-defined, arg-type]
                 a = _attr_pos(func)  # type: ignore[arg-type]
                 pos = (a[0], a[1], call.end_lineno or call.lineno, call.end_col_offset or 0)
                 for rule in rules:
@@ -1029,7 +1042,7 @@ class _Walker:
         if cp.arguments:
             target = self._spread(call)
             # A `.name` pattern is a method: `cuda(v, *args)` calls a function of the project's own.
-            method = leaf if fcls is ast.Attribute else None
+            method = leaf if fcls is ast.Attribute and not self._own_method(func) else None  # type: ignore[arg-type]
             for rule, pat in cp.arguments.candidates(method, qn, target.keywords):
                 self._argument(target, rule, pat, leaf, qn)
             base = self.subclassed.get(leaf) if fcls is ast.Name and qn is None and self.subclassed else None  # type: ignore[arg-type]
@@ -1771,6 +1784,9 @@ def _dispatch_entry(cls: type) -> _Entry:
     return entry
 
 
+# A method (an indented `def`) and a class defined in the file, by name.
+_METHOD_DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
+_CLASS_DEF = re.compile(r"^[ \t]*class[ \t]+(\w+)", re.MULTILINE)
 _SELF_STORE = re.compile(r"\bself\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
 
 

@@ -1250,6 +1250,33 @@ def test_a_formatted_device_string_a_local_name_holds_until_it_is_given_as_the_d
     assert fixes[5] is fixes[7] is fixes[8] is FixClass.SAFE
 
 
+def test_a_classs_own_cuda_method_is_no_tensors() -> None:
+    """HQQ's `HQQLinear.cuda(self, device)` and `Quantizer.cuda(cls, W_q, meta, device)`: calls of
+    them are the project's methods (a CUDA word, manual), not `Tensor.cuda`, whose rewrite to
+    `.to(...)` would skip what they do; `super().cuda()` and another object's `.cuda()` stay NM102/NM103."""
+    code = """
+        import torch
+
+        class Quantizer:
+            @classmethod
+            def cuda(cls, W_q, meta, device):
+                return W_q.cuda(device), meta
+
+        class HQQLinear(torch.nn.Module):
+            def cuda(self, device=None):
+                self.W_q, self.meta = Quantizer.cuda(self.W_q, self.meta, device)
+                return super().cuda(device)
+
+            def load(self, device):
+                return self.cuda(device)
+
+        def other(model):
+            return model.cuda()
+        """
+    found = flagged(code)
+    assert found == {7: {"NM103"}, 11: {"NM290"}, 12: {"NM103"}, 15: {"NM290"}, 18: {"NM102"}}
+
+
 def test_a_dict_with_other_keys_is_no_table_keyed_by_device_type() -> None:
     """anomalib's table of CUDA toolkit versions per torch release keys `"cuda"` beside
     `"torchvision"`: no device type's entry (a `"neuron"` key added there would be nonsense), so the
