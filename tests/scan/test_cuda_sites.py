@@ -1277,6 +1277,25 @@ def test_a_classs_own_cuda_method_is_no_tensors() -> None:
     assert found == {7: {"NM103"}, 11: {"NM290"}, 12: {"NM103"}, 15: {"NM290"}, 18: {"NM102"}}
 
 
+def test_a_device_kept_under_a_key_named_so_is_compared_as_a_device() -> None:
+    """fairchem's `os.environ[CURRENT_DEVICE_TYPE_STR] = f"cuda:{i}" if ... else "cpu"`, then
+    `if "cuda" in os.environ[CURRENT_DEVICE_TYPE_STR]:`: both sides move together (renamed
+    apart, every later call raised)."""
+    code = """
+        import os
+
+        KEY = "X"
+
+        def local_device(DEVICE_KEY):
+            if "cuda" in os.environ[DEVICE_KEY]:
+                return "cpu"
+            if "cuda" in os.environ[KEY]:
+                return "cpu"
+        """
+    found = flagged(code)
+    assert found[7] == {"NM101"} and found[9] == {"NM290"}
+
+
 def test_a_dict_with_other_keys_is_no_table_keyed_by_device_type() -> None:
     """anomalib's table of CUDA toolkit versions per torch release keys `"cuda"` beside
     `"torchvision"`: no device type's entry (a `"neuron"` key added there would be nonsense), so the

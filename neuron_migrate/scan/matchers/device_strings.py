@@ -80,15 +80,17 @@ def device_like_name(name: str) -> bool:
 
 def device_like(expr: ast.AST) -> bool:
     """Whether an expression names a device: `device`, `args.device`, `x.device.type`,
-    `target.type` (a device's type, whatever holds the device), `cfg["device"]`, `str(device)`,
-    `get_device()`."""
+    `target.type` (a device's type, whatever holds the device), `cfg["device"]`, `env[DEVICE_KEY]`,
+    `str(device)`, `get_device()`."""
     cls = expr.__class__
     if cls is ast.Name:
         return device_like_name(expr.id)  # type: ignore[attr-defined]
     if cls is ast.Attribute:
         return expr.attr == "type" or device_like_name(expr.attr)  # type: ignore[attr-defined]
-    if cls is ast.Subscript:
+    if cls is ast.Subscript:  # `cfg["device"]`, `os.environ[CURRENT_DEVICE_TYPE_STR]` (fairchem's)
         key = expr.slice  # type: ignore[attr-defined]
+        if key.__class__ is ast.Name:
+            return device_like_name(key.id)  # type: ignore[attr-defined]
         return key.__class__ is ast.Constant and isinstance(key.value, str) and device_like_name(key.value)
     if cls is ast.Call:
         func = expr.func  # type: ignore[attr-defined]
