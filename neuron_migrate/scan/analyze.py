@@ -2048,7 +2048,8 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
                 fixes=fixes,
                 cell=cell,
                 statement_line=site.stmt_line,
-                details={"variable": True} if site.kind == "tokens" and _variable_name(site.node, span, source_line) else {},
+                details=({"variable": True} if site.kind == "tokens" and _variable_name(site.node, span, source_line)
+                         else {"unreported": True} if held_only else {}),
             )
         )
         if held_only:

@@ -733,7 +733,8 @@ def reason(block: Block, fed: bool = False) -> str:
     a call's argument), not in the test itself."""
     why = block.why
     what = f"`{why.symbol}`" if why.symbol else why.code
-    said = f"{what} ({why.code}, {_where(why)}), which is not rewritten"
+    # (a CUDA word the report leaves out, another finding being on its line, is cited by its line only)
+    said = f"{what} ({_where(why) if why.details.get('unreported') else f'{why.code}, {_where(why)}'}), which is not rewritten"
     if any(inside(why.span, t) for t in (*block.guard.tests, *block.guard.feeds)):
         return f"its test depends on {said}"
     if fed:
