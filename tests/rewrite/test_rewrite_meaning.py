@@ -1145,6 +1145,14 @@ def test_a_cuda_call_with_a_cuda_argument_is_not_fixed_by_the_arguments_rename()
     assert fixed(src) == textwrap.dedent(src)
 
 
+def test_a_held_guard_cites_a_cuda_word_left_out_of_the_report_by_its_line() -> None:
+    """torch-fidelity's `if torch.cuda.is_available() and not args["cuda"]:`: the `"cuda"` key holds
+    the check but is no finding of its own (another is on its line), so no code is cited for it."""
+    src = 'import torch\n\n\ndef a(args):\n    if torch.cuda.is_available() and not args["cuda"]:\n        print("x")\n'
+    (check,) = scan(src)
+    assert check.code == "NM201" and check.message.endswith('it guards `"cuda"` (line 5), which is not rewritten')
+
+
 def test_an_or_chain_guards_its_later_operands() -> None:
     """optimum-quanto's `not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 8`:
     the capability query runs only when the check lets it; renamed alone, it runs on Trainium."""
