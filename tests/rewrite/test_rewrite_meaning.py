@@ -162,6 +162,9 @@ def test_a_name_bound_more_than_once_is_not_safely_the_import() -> None:
     assert fixed(optional) == optional
     plain = "import torch\ndef _f():\n    return torch.cuda.is_available()\n"
     assert "torch.neuron" in fixed(plain)
+    # `import torch.distributed` binds `torch` to the same package again (espnet's trainers)
+    submodules = "import torch\nimport torch.distributed\nimport torch.nn\ndef _f():\n    return torch.cuda.is_available()\n"
+    assert "torch.neuron" in fixed(submodules)
 
 
 def test_a_parameter_sharing_the_alias_name_is_not_rewritten() -> None:

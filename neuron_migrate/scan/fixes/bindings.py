@@ -22,13 +22,19 @@ def module_bindings(tree: ast.Module) -> Counter[str]:
     """How many statements bind each name at module level (nested blocks included, function and
     class bodies not)."""
     counts: Counter[str] = Counter()
+    plain: set[str] = set()  # names bound by `import a`, `import a.b`: all the same package `a`
     todo: list[ast.AST] = list(tree.body)
     while todo:
         node = todo.pop()
         cls = node.__class__
         if cls in (ast.Import, ast.ImportFrom):
             for alias in node.names:  # type: ignore[attr-defined]
-                counts[(alias.asname or alias.name).partition(".")[0]] += 1
+                name = (alias.asname or alias.name).partition(".")[0]
+                if cls is ast.Import and alias.asname is None:
+                    if name in plain:
+                        continue  # `import torch` then `import torch.distributed`: `torch` is still torch
+                    plain.add(name)
+                counts[name] += 1
         elif cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
             counts[node.name] += 1  # type: ignore[attr-defined]
             continue
