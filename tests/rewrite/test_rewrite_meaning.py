@@ -1156,6 +1156,23 @@ def test_a_held_guard_cites_a_cuda_word_left_out_of_the_report_by_its_line() -> 
     assert check.code == "NM201" and check.message.endswith('it guards `"cuda"` (line 5), which is not rewritten')
 
 
+def test_a_device_string_that_holds_a_cuda_call_moves_with_it() -> None:
+    """espnet's `map_location=f"cuda:{torch.cuda.current_device()}"`: where the call's rename is
+    unsafe (`torch` may be None here), the f-string is not renamed around it either."""
+    src = """\
+        try:
+            import torch
+        except ImportError:
+            torch = None
+
+
+        def load(ngpu):
+            return f"cuda:{torch.cuda.current_device()}" if ngpu > 0 else "cpu"
+        """
+    assert fixed(src) == textwrap.dedent(src)
+    assert 'f"neuron:{torch.neuron.current_device()}"' in fixed(src, unsafe=True)
+
+
 def test_an_or_chain_guards_its_later_operands() -> None:
     """optimum-quanto's `not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 8`:
     the capability query runs only when the check lets it; renamed alone, it runs on Trainium."""

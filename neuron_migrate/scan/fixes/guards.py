@@ -677,6 +677,12 @@ def _shared_statements(findings: Sequence[Finding]) -> dict[tuple[int | None, in
     for f in findings:
         if f.symbol.startswith(_CUDA_API):
             groups.setdefault((f.cell, f.statement_line), []).append(f)
+    # ... with the findings whose text holds one of them (espnet's `f"cuda:{torch.cuda.current_device()}"`,
+    # renamed alone, names a `neuron` device by a CUDA index)
+    for f in findings:
+        group = groups.get((f.cell, f.statement_line))
+        if group is not None and f not in group and any(f.span.contains(g.span) and f.span != g.span for g in group):
+            group.append(f)
     return {key: sorted(group, key=lambda f: _start(f.span)) for key, group in groups.items() if len(group) > 1}
 
 
