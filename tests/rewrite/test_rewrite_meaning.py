@@ -1173,6 +1173,17 @@ def test_a_device_string_that_holds_a_cuda_call_moves_with_it() -> None:
     assert 'f"neuron:{torch.neuron.current_device()}"' in fixed(src, unsafe=True)
 
 
+def test_a_removed_setting_goes_only_where_it_is_set_not_where_it_is_read() -> None:
+    """espnet's `add_argument("--cudnn_enabled", default=torch.backends.cudnn.enabled)`: removing
+    the statement would take the option with it (configurations that set it would fail to load)."""
+    src = ("import argparse\nimport torch\n\ntorch.backends.cudnn.benchmark = True\np = argparse.ArgumentParser()\n"
+           'p.add_argument("--cudnn_enabled", default=torch.backends.cudnn.enabled)\n')
+    out = fixed(src, unsafe=True)
+    assert "torch.backends.cudnn.benchmark" not in out and 'p.add_argument("--cudnn_enabled", default=torch.backends.cudnn.enabled)' in out
+    read = next(f for f in scan(src) if f.span.line == 6)
+    assert read.fix_class is FixClass.MANUAL and not read.fixes
+
+
 def test_an_or_chain_guards_its_later_operands() -> None:
     """optimum-quanto's `not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 8`:
     the capability query runs only when the check lets it; renamed alone, it runs on Trainium."""

@@ -384,8 +384,23 @@ def remove_argument_edit(call: ast.Call, arg: ast.AST, ctx: FixContext) -> Edit:
 
 
 def remove_statement_edits(site: Site, ctx: FixContext, target: Target) -> tuple[Edit, ...] | None:
+    """The edits removing the statement that sets or calls what matched; none where it is only
+    read (espnet's `add_argument("--cudnn_enabled", default=torch.backends.cudnn.enabled)`: the
+    option would go with it, and the configurations that set it would no longer load)."""
     stmt = site.stmt
-    return _remove_edits(stmt, ctx, target) if isinstance(stmt, ast.stmt) else None
+    if not isinstance(stmt, ast.stmt) or not _sets_or_calls(stmt, site.node):
+        return None
+    return _remove_edits(stmt, ctx, target)
+
+
+def _sets_or_calls(stmt: ast.stmt, node: ast.AST) -> bool:
+    if stmt.__class__ in (ast.Assign, ast.AugAssign, ast.AnnAssign):
+        targets = stmt.targets if stmt.__class__ is ast.Assign else [stmt.target]  # type: ignore[attr-defined]
+        return any(n is node for t in targets for n in ast.walk(t))
+    if stmt.__class__ is ast.Expr:
+        value = stmt.value  # type: ignore[attr-defined]
+        return value is node or (value.__class__ is ast.Call and value.func is node)
+    return stmt.__class__ not in (ast.If, ast.While, ast.Return, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
 
 
 def _emptied_guard(ctx: FixContext, block: list[ast.stmt]) -> ast.If | None:
