@@ -1168,6 +1168,9 @@ class _Walker:
                 self._silence(kw.value)
         if leaf == "parametrize" and call.args:  # `("cuda", "mps", "expected")`: the test's parameter names
             self._silence(call.args[0])
+        elif leaf == "add_argument_group":  # its title and description: `--help` text (espnet's "cudnn mode related")
+            for a in call.args:
+                self._silence(a)
 
     # -- CUDA-indicative words (`match.tokens`) --
 

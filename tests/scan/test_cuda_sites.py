@@ -874,6 +874,13 @@ CASES = {
 }
 
 SILENT = {
+    "an argparse group's title (espnet's options)": """
+        import argparse
+
+        parser = argparse.ArgumentParser()
+        group = parser.add_argument_group("cudnn mode related", "CUDA settings")
+        group.add_argument("--seed", type=int, default=0)
+        """,
     "ATen's CPU flash attention by name": """
         import torch
 
