@@ -1445,6 +1445,17 @@ class _Walker:
                     self._device_literals(a)
         return False
 
+    def _lambda(self, node: ast.AST) -> bool:
+        """A lambda's parameter default, as a function's (HQQ's `lambda model, device="cuda": ...`)."""
+        if self.devices_on:
+            a = node.args  # type: ignore[attr-defined]
+            positional = [*a.posonlyargs, *a.args]
+            for param, default in (*zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True),
+                                   *zip(a.kwonlyargs, a.kw_defaults, strict=True)):
+                if default is not None and dev_m.device_like_name(param.arg):
+                    self._device_literals(default)
+        return False
+
     def _ifexp(self, node: ast.AST) -> bool:
         if not self.devices_on:
             return False
@@ -1747,6 +1758,7 @@ _EXPR_HANDLERS: dict[type, Callable[[_Walker, ast.AST], bool]] = {
     ast.List: _Walker._container,
     ast.Set: _Walker._container,
     ast.Subscript: _Walker._subscript,
+    ast.Lambda: _Walker._lambda,
 }
 _STMT_HANDLERS: dict[type, Callable[[_Walker, ast.AST], None]] = {
     ast.Import: _Walker._import,

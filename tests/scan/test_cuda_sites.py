@@ -1303,6 +1303,12 @@ def test_a_device_kept_under_a_key_named_so_is_compared_as_a_device() -> None:
     assert found[7] == {"NM101"} and found[9] == {"NM290"}
 
 
+def test_a_lambdas_device_parameter_default_is_a_device_string() -> None:
+    """HQQ's `lambda model, device="cuda": ...`, as a function's default is (NM101, renamed)."""
+    code = 'load = lambda model, device="cuda": model.to(device)\nkw = lambda *, dev="cuda:0": dev\nname = lambda text="cuda": text\n'
+    assert flagged(code) == {1: {"NM101"}, 2: {"NM101"}, 3: {"NM290"}}
+
+
 def test_a_dict_with_other_keys_is_no_table_keyed_by_device_type() -> None:
     """anomalib's table of CUDA toolkit versions per torch release keys `"cuda"` beside
     `"torchvision"`: no device type's entry (a `"neuron"` key added there would be nonsense), so the
