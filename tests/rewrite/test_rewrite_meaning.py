@@ -1184,6 +1184,14 @@ def test_a_removed_setting_goes_only_where_it_is_set_not_where_it_is_read() -> N
     assert read.fix_class is FixClass.MANUAL and not read.fixes
 
 
+def test_a_device_index_stays_where_the_other_choice_names_one_too() -> None:
+    """d3rlpy's `"cuda:0" if value else "cpu:0"`, taken apart as `cuda:<i>` in another file: the
+    index stays (an unsafe fix, as for a kept index); beside a bare `"cpu"` it goes."""
+    src = 'def pick(gpu):\n    return "cuda:0" if gpu else "cpu:0"\n\n\nDEVICE = "cuda:0" if True else "cpu"\n'
+    assert fixed(src) == 'def pick(gpu):\n    return "cuda:0" if gpu else "cpu:0"\n\n\nDEVICE = "neuron" if True else "cpu"\n'
+    assert '"neuron:0" if gpu else "cpu:0"' in fixed(src, unsafe=True)
+
+
 def test_an_or_chain_guards_its_later_operands() -> None:
     """optimum-quanto's `not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 8`:
     the capability query runs only when the check lets it; renamed alone, it runs on Trainium."""

@@ -200,12 +200,26 @@ def _indexed(site: Site, ctx: FixContext) -> tuple[str | None, bool, tuple[Edit,
     argument = index_argument(site, ctx) if index is None else None
     if argument is not None:
         index = str(argument.value)
-    drop = drops_index(index, ctx)
+    drop = drops_index(index, ctx) and not _indexed_alternative(site)
     if argument is None or not drop:
         return index, drop, ()
     end = ctx.span(site.literal)  # type: ignore[arg-type]
     stop = ctx.span(argument)
     return index, drop, (Edit(Span(end.end_line, end.end_col, stop.end_line, stop.end_col), ""),)
+
+
+_INDEXED = re.compile(r"[a-z]+:\d+")
+
+
+def _indexed_alternative(site: Site) -> bool:
+    """`"cuda:0" if gpu else "cpu:0"`: the other choice names its index too, so the code reading
+    the result expects one (d3rlpy takes `cuda:<i>` apart in another file)."""
+    literal = site.literal
+    parent = parent_of(site.stmt, literal) if literal is not None else None
+    if parent.__class__ is not ast.IfExp:
+        return False
+    other = parent.orelse if parent.body is literal else parent.body  # type: ignore[union-attr]
+    return other.__class__ is ast.Constant and isinstance(other.value, str) and _INDEXED.fullmatch(other.value) is not None  # type: ignore[attr-defined]
 
 
 def device_string(site: Site, ctx: FixContext, new: str) -> FixResult | None:
