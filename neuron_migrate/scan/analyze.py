@@ -308,10 +308,10 @@ class _Walker:
         # device string in a position: (callee, a method's, call, statement, its line), decided once
         # every function of the file is known (`local_defs`: name -> each def's positional parameters).
         self.local_calls: list[tuple[str, bool, ast.Call, ast.AST, int]] = []
+        self.local_defs: dict[str, list[list[str]]] = {}
         # Per function scope (by id, with the scope kept alive): its names assigned a device string
         # built from a format (yolox's `loc = "cuda:{}".format(rank)` ... `map_location=loc`).
         self.formatted: dict[int, tuple[dict[str, tuple[ast.AST, ...] | None], dict[str, list[ast.AST]]]] = {}
-        self.local_defs: dict[str, list[list[str]]] = {}
         self.stack: list[ast.AST] = []
         self.fallbacks: set[int] = set()  # ids of module-level imports that are fallbacks (`_prepass`)
         self.conditional: dict[int, tuple[int, int]] = {}  # ids of module-level imports in an if/try body -> its lines

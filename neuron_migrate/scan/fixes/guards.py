@@ -196,6 +196,7 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
     return out
 
 
+# The guards whose tests are conditions (`Guard.condition`): not a skip mark, not a statement.
 _CONDITIONS = frozenset({"if", "while", "ternary", "and", "exit"})
 # Functions followed from one guard: deeper call chains than this are left to the person.
 _MAX_CALLEES = 32
@@ -311,14 +312,14 @@ def _skipped(scope: ast.AST, tests: list[ast.AST], named: dict[str, ast.AST], li
     less the named marks at its head (`@cuda_required` is the test itself, stated elsewhere)."""
     decorators = scope.decorator_list  # type: ignore[attr-defined]
     head = next((d for d in decorators if d.__class__ is not ast.Name or d.id not in named), None)  # type: ignore[attr-defined]
-    first = lines.span(head) if head is not None else _def_start(scope, lines)
+    first = lines.span(head) if head is not None else _def_start(scope)
     end = lines.span(scope)
     return Guard(tuple(lines.span(t) for t in tests), Span(first.line, first.col, end.end_line, end.end_col), "skip")
 
 
-def _def_start(scope: ast.AST, lines: LineIndex) -> Span:
-    """Where the `def` or `class` line of a decorated function or class starts (its node starts
-    at the first decorator in no Python this project runs on, but at the keyword)."""
+def _def_start(scope: ast.AST) -> Span:
+    """Where a decorated function's or class's `def`/`class` keyword stands (the node's own
+    position; its decorators come before it)."""
     return Span(scope.lineno, scope.col_offset, scope.lineno, scope.col_offset)  # type: ignore[attr-defined]
 
 
@@ -681,7 +682,8 @@ def _shared_statements(findings: Sequence[Finding]) -> dict[tuple[int | None, in
     # renamed alone, names a `neuron` device by a CUDA index)
     for f in findings:
         group = groups.get((f.cell, f.statement_line))
-        if group is not None and f not in group and any(f.span.contains(g.span) and f.span != g.span for g in group):
+        if group is not None and all(f is not g for g in group) and any(
+                f.span.contains(g.span) and f.span != g.span for g in group):
             group.append(f)
     return {key: sorted(group, key=lambda f: _start(f.span)) for key, group in groups.items() if len(group) > 1}
 
