@@ -223,14 +223,13 @@ def _project_filter(pack: RulePack, root: str, entries: dict[str, Entry]) -> Cal
         packages whose `__init__.py` imports one of them (fairseq's `dynamicconv_layer/__init__.py`:
         `from .dynamicconv_layer import DynamicconvLayer`), which an import of the package loads.
         One step only: a package that gathers such packages is not one (most of a project would be)."""
-        packages = {rel.rpartition("/")[0] for rel in entries if rel.rpartition("/")[2] == "__init__.py"}.__contains__
         found = {rel for rel, entry in entries.items()
                  if any(row[_CODE_AT] in kernel_codes
                         and (row[_CODE_AT] not in needs or facts.holds(needs[row[_CODE_AT]], rel, row[_SYMBOL_AT]))
                         for row in entry[ROWS])}
         return found | {rel for rel, entry in entries.items() if rel.rpartition("/")[2] == "__init__.py"
                         and any(row[_CODE_AT] in importer_codes
-                                and any(t != rel and t in found for t in targets(rel, row[_SYMBOL_AT], packages))
+                                and any(t != rel and t in found for t in targets(rel, row[_SYMBOL_AT], facts.is_package))
                                 for row in entry[ROWS])}
 
     facts = ProjectFacts(root, kernel_modules)

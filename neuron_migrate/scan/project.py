@@ -28,7 +28,6 @@ inside mmcv).
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -68,10 +67,14 @@ class ProjectFacts:
         self._kernel_names: frozenset[str] = frozenset()  # their module (or package) names
         self._foreign: dict[tuple[str, str], bool] = {}  # (directory, top-level name) -> `foreign`
         self._own: dict[tuple[str, str], bool] = {}  # (build directory, top-level name) -> its own package
+        self._packages: dict[str, bool] = {}  # directory -> whether it is a package (`is_package`)
 
-    @functools.cache  # noqa: B019 - one ProjectFacts per scan; the directories of one project
-    def _is_package(self, directory: str) -> bool:
-        return os.path.isfile(os.path.join(self.root, directory, "__init__.py"))
+    def is_package(self, directory: str) -> bool:
+        """Whether `directory` (relative to the root) holds an `__init__.py`."""
+        hit = self._packages.get(directory)
+        if hit is None:
+            hit = self._packages[directory] = os.path.isfile(os.path.join(self.root, directory, "__init__.py"))
+        return hit
 
     def holds(self, fact: str, rel: str, symbol: str) -> bool:
         """Whether `fact` holds for the finding with `symbol` in the file at `rel` (relative to the root)."""
@@ -83,7 +86,7 @@ class ProjectFacts:
             # loads its package's `__init__.py`, whose name it does not spell).
             if not _PACKAGE_ITSELF.match(symbol) and not any(n in symbol for n in self._kernel_names):
                 return False
-            return any(t != rel and t in self._kernels for t in targets(rel, symbol, self._is_package))
+            return any(t != rel and t in self._kernels for t in targets(rel, symbol, self.is_package))
         if fact == "foreign":
             key = (os.path.dirname(rel), symbol.partition(".")[0])
             hit = self._foreign.get(key)

@@ -129,8 +129,8 @@ def targets(rel: str, statement: str, is_package: Callable[[str], bool] | None =
 def _bases(here: str, top: str, is_package: Callable[[str], bool] | None) -> list[str]:
     """Where package `top` may sit: the nearest of the file's directories named so, unless it is a
     subpackage (`import triton` in `pkg/kernel/triton/` is the library: a package's directory is on
-    no import path); else a directory above the file that is no package (a script's own, the root
-    of a project scanned from its parent), the project's root or its `src/`."""
+    no import path); else a directory above the file that is no package (a script's own, a nested
+    project's root), the project's root or its `src/`."""
     parts = here.split("/") if here else []
     for i in range(len(parts) - 1, -1, -1):
         if parts[i] == top:
