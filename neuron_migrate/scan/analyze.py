@@ -1042,7 +1042,8 @@ class _Walker:
         if cp.arguments:
             target = self._spread(call)
             # A `.name` pattern is a method: `cuda(v, *args)` calls a function of the project's own.
-            method = leaf if fcls is ast.Attribute and not self._own_method(func) else None  # type: ignore[arg-type]
+            # (not a method a class of this file defines itself, asked only of a method a pattern names)
+            method = leaf if fcls is ast.Attribute and leaf in cp.arguments.by_name and not self._own_method(func) else None  # type: ignore[arg-type]
             for rule, pat in cp.arguments.candidates(method, qn, target.keywords):
                 self._argument(target, rule, pat, leaf, qn)
             base = self.subclassed.get(leaf) if fcls is ast.Name and qn is None and self.subclassed else None  # type: ignore[arg-type]
