@@ -17,7 +17,8 @@ from neuron_migrate.scan.matchers.site import LineIndex
 _STRING_START = re.compile(r"([rRuUfFbB]{0,2})('''|\"\"\"|'|\")")
 
 
-_OTHER_DEVICES_TEXT = re.compile(r"hip|rocm|mi[23]\d\d|npu|xpu|mlu|hpu|musa|mps", re.IGNORECASE)
+# The words `compute._OTHER_WORD` looks for, standing alone in the text (not `relationship`, `timestamps`).
+_OTHER_DEVICES_TEXT = re.compile(r"(?<![a-z])(?:hip|rocm|mi[23]\d\d|npu|xpu|mlu|hpu|musa|mps)(?![a-z])", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
