@@ -55,6 +55,8 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
             elif compared is not None and not decided_here(site.stmt, compared) and ctx.flow.leaves_file(compared):
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: the comparison's value decides code outside this file)"
             picked = _picked_value(site) if cls is FixClass.SAFE and rule.condition else None
+            if cls is FixClass.SAFE and rule.condition and picked is None:
+                picked = _missing_where_placed(site)
             if picked is not None:
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: {picked})"
             if cls is FixClass.SAFE and (result.unsafe or _through_rebound_name(site, ctx)):
@@ -280,6 +282,36 @@ def _picked_value(site: Site) -> str | None:
     if taken.value and _GPU_REQUEST.search(name.rpartition(".")[2]):  # type: ignore[attr-defined]
         return f"on Trainium it now asks for GPUs (`{name}`), which a Trainium host does not have"
     return None
+
+
+def _missing_where_placed(site: Site) -> str | None:
+    """Why `not torch.cuda.is_available() and x.device.type != "cpu"` may not move, or None: with
+    a test of where a value is, it asks whether that value's device, CUDA for what a GPU run saved,
+    is missing here (chemprop rebuilds a checkpoint's metric then). Renamed, it asks about Neuron,
+    which is there on Trainium, and the CUDA-placed value is no longer rebuilt."""
+    node: ast.AST = site.node
+    parent = parent_of(site.stmt, node)
+    if parent.__class__ is ast.Call and parent.func is node:  # type: ignore[union-attr]
+        node, parent = parent, parent_of(site.stmt, parent)
+    if parent.__class__ is not ast.UnaryOp or parent.op.__class__ is not ast.Not:  # type: ignore[attr-defined]
+        return None
+    chain = parent_of(site.stmt, parent)
+    if chain.__class__ is not ast.BoolOp or chain.op.__class__ is not ast.And:  # type: ignore[attr-defined]
+        return None
+    for operand in chain.values:  # type: ignore[attr-defined]
+        placed = next((n for n in walk(operand) if operand is not parent and _placement(n)), None)
+        if placed is not None:
+            return (f"with `{ast.unparse(placed)}` it asks whether the device that value is on, CUDA for what "
+                    "a GPU run saved, is missing here; Neuron is there on Trainium")
+    return None
+
+
+def _placement(node: ast.AST) -> bool:
+    """Where a value is: `x.device` (not `torch.device`), `x.is_cuda`."""
+    if node.__class__ is not ast.Attribute or node.attr not in ("device", "is_cuda"):  # type: ignore[attr-defined]
+        return False
+    owner = node.value  # type: ignore[attr-defined]
+    return not (owner.__class__ is ast.Name and owner.id == "torch")
 
 
 # The GPU a model server hands a worker (TorchServe's `properties.get("gpu_id")`).
