@@ -147,7 +147,10 @@ def index_title(index: str | None, drop: bool, new: str) -> str:
 _SPLITS = frozenset({"split", "rsplit", "partition", "rpartition"})
 
 
-_MAY_READ = re.compile(r"\.\s*index\b|(?:split|partition)\s*\(")
+_MAY_READ = re.compile(r"\.\s*index\b|(?:split|partition|set_device(?:_index)?)\s*\(")
+# Calls that need a device's index: a device string passed to one (mmdet3d's `device='cuda:0'`
+# ... `torch.cuda.set_device(device)`) raises without it.
+_SETS_INDEX = frozenset({"set_device", "set_device_index"})
 # A device string cut at the length of CUDA's spelling (`self.device[:4]` for "cuda", `dev[5:]`
 # past "cuda:"; LivePortrait's `autocast(device_type=self.device[:4])`): "neuron" is longer.
 _DEVICE_SLICE = re.compile(r"dev\w*\)?\s*\[\s*(?:(?:0\s*)?:\s*[45]|[45]\s*:)\s*\]", re.IGNORECASE)
@@ -159,12 +162,13 @@ def slices_device_strings(source: str) -> bool:
     return _DEVICE_SLICE.search(source) is not None
 
 
-INDEX_READS = frozenset({"index", *_SPLITS})  # the words of such a read (`scan.parse`: skipped regions)
+INDEX_READS = frozenset({"index", *_SPLITS, *_SETS_INDEX})  # the words of such a read (`scan.parse`: skipped regions)
 
 
 def reads_device_indices(tree: ast.Module, source: str) -> bool:
-    """`x.split(":")` (and `rsplit`/`partition`) or a read of an `.index` attribute anywhere (the
-    text is looked at first: most files have neither word)."""
+    """`x.split(":")` (and `rsplit`/`partition`), a read of an `.index` attribute, or a value that
+    is no literal passed to `set_device` anywhere (the text is looked at first: most files have
+    none of these words)."""
     if _MAY_READ.search(source) is None:
         return False
     called: set[int] = set()
@@ -177,6 +181,9 @@ def reads_device_indices(tree: ast.Module, source: str) -> bool:
             called.add(id(func))
             if func.__class__ is ast.Attribute and func.attr in _SPLITS and any(
                     a.__class__ is ast.Constant and a.value == ":" for a in node.args):  # type: ignore[attr-defined]
+                return True
+            if func.__class__ is ast.Attribute and func.attr in _SETS_INDEX and any(
+                    a.__class__ is not ast.Constant for a in node.args):  # type: ignore[attr-defined]
                 return True
     return any(id(n) not in called for n in indexed)
 
