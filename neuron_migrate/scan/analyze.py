@@ -2070,15 +2070,16 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
         )
         if held_only:
             unreported.add((code, span))
+    decided: set[str] = set()  # flags a fixed finding decides: a guard testing one may be in a function left out
     if any(f.fixes for f in findings):
         from neuron_migrate.scan.fixes.guards import settle
 
         findings = settle(findings, tree, lines, Target, frozenset(r.code for r in walker.cp.tokens.rules),
-                          frozenset(f.code for f in findings if f.code.startswith(_NOT_CUDA_FAMILY)))
+                          frozenset(f.code for f in findings if f.code.startswith(_NOT_CUDA_FAMILY)), decided)
     if unreported:
         findings = [f for f in findings if (f.code, f.span) not in unreported]
     findings.sort(key=lambda f: (f.span.line, f.span.col, f.code))
-    return findings, ctx.looked_up
+    return findings, ctx.looked_up | decided
 
 
 # Where a physics simulator takes its device (Isaac Lab's `env_cfg.sim.device`, Isaac Gym's

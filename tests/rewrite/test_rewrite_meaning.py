@@ -447,6 +447,10 @@ def test_a_kept_index_is_never_a_safe_fix() -> None:
         assert fixed(src) == src
         assert fixed(src, unsafe=True) == src.replace('"cuda:0"', '"neuron:0"')
     assert fixed('import torch\ni = x.index(3)\ndev = "cuda:0"\n') == 'import torch\ni = x.index(3)\ndev = "neuron"\n'  # a call
+    # mmdet3d's `device='cuda:0'` default passed to `torch.cuda.set_device(device)`, which needs an index
+    setter = 'import torch\n\n\ndef init(model, device="cuda:0"):\n    torch.accelerator.set_device_index(device)\n'
+    assert fixed(setter) == setter and '"neuron:0"' in fixed(setter, unsafe=True)
+    assert fixed('import torch\ntorch.cuda.set_device(0)\ndev = "cuda:0"\n').endswith('dev = "neuron"\n')  # a literal index
     table = 'import torch\nstate = torch.load("c.pt", map_location={"cuda:0": "cuda:1"})\n'
     assert '"neuron:0"' not in fixed(table)  # the value keeps index 1: unsafe
     assert 'map_location={"cuda:0": "neuron:1", "neuron:0": "neuron:1"}' in fixed(table, unsafe=True)
@@ -1459,3 +1463,90 @@ def test_a_flag_passed_to_a_function_of_the_file_holds_the_check_it_was_assigned
         '''
     assert fixed(src) == textwrap.dedent(src)
     assert "use_cuda = torch.neuron.is_available() and not cpu" in fixed(src, unsafe=True)
+
+
+def test_a_missing_cuda_tested_with_where_a_value_is_is_no_safe_rename() -> None:
+    """chemprop's `if not torch.cuda.is_available() and metric.device.type != "cpu":` rebuilds a
+    checkpoint's metric saved on a GPU: it asks whether the device the value is on is missing
+    here. Renamed, it asks about Neuron, which a Trainium host has, and the CUDA-placed metric is
+    no longer rebuilt. A check beside `torch.device(...)` (no value's placement) still moves."""
+    src = '''\
+        import torch
+
+
+        def load(d):
+            metric = d["metric"]
+            if not torch.cuda.is_available() and metric.device.type != "cpu":
+                metric = rebuild(metric)
+            if not torch.cuda.is_available() and d["weights"].is_cuda:
+                d["weights"] = d["weights"].cpu()
+            return metric
+
+
+        def fallback(metric):
+            if not torch.cuda.is_available() and torch.device("cpu").type == "cpu":
+                return metric
+            return metric
+        '''
+    found = {f.span.line: f for f in scan(src) if f.code == "NM201"}
+    assert {line: f.fix_class for line, f in found.items()} == {6: FixClass.UNSAFE, 8: FixClass.UNSAFE,
+                                                                14: FixClass.SAFE}
+    assert "`metric.device`" in found[6].fixes[0].title and "Neuron is there" in found[6].fixes[0].title
+    out = fixed(src)
+    assert 'if not torch.cuda.is_available() and metric.device.type != "cpu":' in out
+    assert 'if not torch.neuron.is_available() and torch.device("cpu").type == "cpu":' in out
+
+
+def test_the_same_check_twice_in_a_function_stays_when_one_is_an_unsafe_fix() -> None:
+    """mmpose's and mmdet3d's TorchServe handlers: `'cuda' if torch.cuda.is_available() else 'cpu'`
+    picks `map_location`, then the same check picks `map_location + ':' + gpu_id`, an unsafe fix (a
+    Trainium host is assigned no GPU). Renamed alone, the first gives bare `neuron` while the
+    second takes its CPU branch: every worker lands on the default core. Both stay, or both move."""
+    src = '''\
+        import torch
+
+
+        class Handler:
+            def initialize(self, context):
+                properties = context.system_properties
+                self.map_location = 'cuda' if torch.cuda.is_available() else 'cpu'
+                self.device = torch.device(self.map_location + ':' + str(properties.get('gpu_id'))
+                                           if torch.cuda.is_available() else self.map_location)
+        '''
+    assert fixed(src) == textwrap.dedent(src)
+    out = fixed(src, unsafe=True)
+    assert "self.map_location = 'neuron' if torch.neuron.is_available() else 'cpu'" in out
+    assert "if torch.neuron.is_available() else self.map_location)" in out
+
+
+def test_a_flag_set_in_the_branches_of_a_check_holds_the_check() -> None:
+    """allennlp's trainer: `if cuda.device_count() > 0: cuda_device = 0 else: cuda_device = -1`, then
+    `if cuda_device >= 0: model = model.cuda(cuda_device)`, which stays (an unsafe fix). Renamed,
+    the count sends Trainium into `.cuda(0)`, where it used to stay on the CPU; as the ternary
+    `0 if torch.cuda.is_available() else -1` already did."""
+    src = '''\
+        import torch
+
+
+        def build(model, cuda_device=None):
+            if cuda_device is None:
+                if torch.cuda.device_count() > 0:
+                    cuda_device = 0
+                else:
+                    cuda_device = -1
+            if cuda_device >= 0:
+                model = model.cuda(cuda_device)
+            return model
+
+
+        def count():
+            if torch.cuda.device_count() > 0:
+                workers = 4
+            else:
+                workers = 1
+            return workers
+        '''
+    out = fixed(src)
+    assert "if torch.cuda.device_count() > 0:\n            cuda_device = 0" in out
+    assert "if torch.neuron.device_count() > 0:\n        workers = 4" in out
+    assert "if torch.neuron.device_count() > 0:\n            cuda_device = 0" in fixed(src, unsafe=True)

@@ -870,3 +870,31 @@ def test_a_switch_given_a_variable_keeps_its_region_though_no_value_is_written(
             return safe_load_file(filename, device=device)
         """)
     assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM759", 20)]
+
+
+def test_a_flag_a_fixed_check_decides_is_read_where_a_function_left_out_tests_it(
+        pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """accelerate's launcher: `args.multi_gpu = True` in the branch of a `torch.cuda.device_count()
+    > 1` test, and `if args.multi_gpu: multi_gpu_launcher(args)` in a function with no CUDA word,
+    whose callee stays CUDA's. The text gate leaves that function out; the guard it holds keeps
+    the count, so it is parsed after all."""
+    source = src("""
+        import torch
+
+        FILLER
+
+        def defaults(args):
+            if torch.cuda.device_count() > 1:
+                args.multi_gpu = True
+
+        def launch_command(args):
+            if args.multi_gpu and not args.cpu:
+                multi_gpu_launcher(args)
+
+        def multi_gpu_launcher(args):
+            major, _ = torch.cuda.get_device_capability()
+            return major
+        """)
+    assert 23 in skipped_lines(pack, source)  # launch_command, by its text
+    (count,) = [f for f in both(pack, source, monkeypatch) if f.code == "NM202"]
+    assert count.fix_class.value == "manual" and "line 24" in count.message

@@ -74,6 +74,11 @@ class Guard:
     # The function around it and its tests' syntax: guards that test the same thing in one function
     # (two loops' `if chunk.device_type == "cuda" or ...`) stay or move together.
     condition: str = ""
+    # A ternary's: the name or attribute chain its statement assigns it to (`self.map_location =
+    # ... if ... else ...`), and those its values read; a held choice keeps the same test's
+    # choice of a value it reads.
+    sets: str = ""
+    reads: frozenset[str] = frozenset()
 
 
 def _start(s: Span) -> tuple[int, int]:
@@ -92,11 +97,14 @@ def inside(inner: Span, outer: Span) -> bool:
 _Found = tuple[Callable[[], Guard], list[ast.AST], list[ast.AST]]
 
 
-def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None) -> list[Guard]:
+def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None,
+              decided: set[str] | None = None) -> list[Guard]:
     """Every guard of the tree, innermost (smallest region) first. With `near` (sorted line
     numbers: where the findings with a fix are), only the guards whose test or feeds span one of
     those lines, the only ones the scan-time rule can act on; building every guard of a large
-    file cost more than the rest of its analysis."""
+    file cost more than the rest of its analysis. `decided` gets the names (an attribute chain's
+    last part) whose values, or the tests choosing them, span one of those lines: a test of one
+    feeds from there, wherever it is (`scan.parse` reads the functions left out that write one)."""
     out: list[Guard] = []
     chains: dict[str, list[ast.AST]] = {}  # `args.cuda = ...`: attribute chains, file-wide
     found: list[_Found] = []
@@ -109,6 +117,7 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
     functions: list[tuple[ast.AST, dict[str, list[ast.AST]], bool]] = []  # (def, its names, a method)
     classes: list[ast.AST] = []
     named = _named_marks(tree)
+    targets: dict[int, str] = {}  # an assigned value -> the name or attribute chain it is assigned to
     for scope, nodes, parent in _scopes(tree):
         names: dict[str, list[ast.AST]] = {}
         outer = visible.get(id(parent), []) if parent is not None else []
@@ -150,7 +159,9 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
                     if tests:
                         found.append((partial(_marked, node, tests, lines), tests, [node]))
             if cls is ast.If or cls is ast.While or cls is ast.IfExp:
-                found.append((partial(_conditional, node, lines), [node.test], [node]))  # type: ignore[attr-defined]
+                found.append((partial(_conditional, node, lines, targets), [node.test], [node]))  # type: ignore[attr-defined]
+                if cls is ast.If:  # allennlp's `if cuda.device_count() > 0: cuda_device = 0 else: cuda_device = -1`
+                    _branch_values(node, names, chains)
             elif cls is ast.BoolOp:  # `a and b and c`, `not a or b`: b runs only as `a` lets it, c as both do
                 operands = node.values  # type: ignore[attr-defined]
                 for k in range(1, len(operands)):
@@ -160,6 +171,7 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
                     key = dotted(target)
                     if key is not None:
                         (chains if "." in key else names).setdefault(key, []).append(node.value)  # type: ignore[attr-defined]
+                        targets[id(node.value)] = key  # type: ignore[attr-defined]
             blocks, holders = _layout(cls)
             for field in blocks:
                 block = getattr(node, field, None)
@@ -177,6 +189,10 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
                     names[param].append(value)
                     if value.__class__ is ast.Name:  # fairseq's `use_cuda = torch.cuda.is_available()` then
                         names[param] += caller.get(value.id, [])  # `optimize_models(cfg, use_cuda, models)`
+    if decided is not None and near is not None:
+        for values_of in (chains, *(v[0] for v in visible.values())):
+            decided.update(key.rpartition(".")[2] for key, values in values_of.items()
+                           if any(_spans_one_of(v, near) for v in values))
     defs: dict[str, list[ast.AST]] = {}
     for fn in (*(fn for fn, _, _ in functions), *classes):
         defs.setdefault(fn.name, []).append(fn)  # type: ignore[attr-defined]
@@ -236,10 +252,13 @@ def _spans_one_of(node: ast.AST, near: Sequence[int]) -> bool:
     return i < len(near) and near[i] <= (node.end_lineno or node.lineno)  # type: ignore[attr-defined]
 
 
-def _conditional(node: ast.AST, lines: LineIndex) -> Guard:
+def _conditional(node: ast.AST, lines: LineIndex, targets: dict[int, str]) -> Guard:
     cls = node.__class__
     if cls is ast.IfExp:
-        return Guard((lines.span(node.test),), lines.span(node), "ternary")  # type: ignore[attr-defined]
+        reads = frozenset(filter(None, (dotted(n) for branch in (node.body, node.orelse) for n in walk(branch)  # type: ignore[attr-defined]
+                                        if n.__class__ in (ast.Name, ast.Attribute) and n.ctx.__class__ is ast.Load)))  # type: ignore[attr-defined]
+        return Guard((lines.span(node.test),), lines.span(node), "ternary", sets=targets.get(id(node), ""),  # type: ignore[attr-defined]
+                     reads=reads)
     message = _raised_message(node, lines) if cls is ast.If else None  # type: ignore[arg-type]
     return Guard((lines.span(node.test),), lines.span(node), "if" if cls is ast.If else "while", message)  # type: ignore[attr-defined]
 
@@ -439,6 +458,17 @@ def _conditions(test: ast.AST, none_test: bool = False) -> Iterator[tuple[str, b
                     yield from _conditions(o, nones)
 
 
+def _branch_values(node: ast.AST, names: dict[str, list[ast.AST]], chains: dict[str, list[ast.AST]]) -> None:
+    """An `if`'s test decides the value of each name its branches assign (a statement of the
+    branch itself): a test of that name later reads the `if`'s test too."""
+    for stmt in (*node.body, *node.orelse):  # type: ignore[attr-defined]
+        if stmt.__class__ is ast.Assign or stmt.__class__ is ast.AnnAssign:
+            for target in getattr(stmt, "targets", None) or [stmt.target]:  # type: ignore[attr-defined]
+                key = dotted(target)
+                if key is not None:
+                    (chains if "." in key else names).setdefault(key, []).append(node.test)  # type: ignore[attr-defined]
+
+
 def _feeds(tests: Iterable[ast.AST], scopes: Sequence[dict[str, list[ast.AST]]],
            chains: dict[str, list[ast.AST]]) -> list[ast.AST]:
     """The values assigned to the conditions of `tests` (a name in the innermost scope that binds
@@ -614,6 +644,7 @@ def blocked(
     statements = _shared_statements(findings)
     done: set[int] = set()
     held: dict[str, Finding] = {}  # a blocked guard's condition -> why
+    readers: dict[str, list[tuple[frozenset[str], Finding]]] = {}  # a held choice's condition -> (what it reads, why)
     changed = True
     while changed:  # an outer guard may be blocked only by what an inner one withheld
         changed = False
@@ -643,6 +674,12 @@ def blocked(
                     withheld.update(id(f) for f in taken)
                     out.append(Block(guard, (), tuple(taken), waiting))
                     changed = True
+                if guard.condition and guard.reads:
+                    # the same test in the function choosing a value this one reads stays too (a
+                    # TorchServe handler's `self.map_location = 'cuda' if torch.cuda.is_available()
+                    # else 'cpu'`, read by its unsafe `map_location + ':' + gpu_id` choice)
+                    readers.setdefault(guard.condition, []).append((guard.reads, waiting))
+                    changed = True
                 done.add(i)
                 continue
             moving = [f for f in tests if is_fixed(f)]
@@ -657,6 +694,8 @@ def blocked(
                            and not f.details.get("variable")]
             if not reasons and guard.condition in held:  # the same test, held elsewhere in the function
                 reasons = [held[guard.condition]]
+            if not reasons and guard.sets:
+                reasons = [why for reads, why in readers.get(guard.condition, ()) if guard.sets in reads][:1]
             if not reasons:
                 continue
             why = min(reasons, key=lambda f: f.code in net)  # the first, a specific one if any
@@ -751,11 +790,12 @@ def reason(block: Block, fed: bool = False) -> str:
 
 
 def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets: Iterable[Target],
-           net: frozenset[str] = frozenset(), hazards: frozenset[str] = frozenset()) -> list[Finding]:
+           net: frozenset[str] = frozenset(), hazards: frozenset[str] = frozenset(),
+           decided: set[str] | None = None) -> list[Finding]:
     """Scan-time guard rule: drop each target's fixes inside a guard that cannot move whole, and
     make the guard's finding say why (`net`: see `blocked`; `hazards`: codes that are not about
-    CUDA, the dtype hazards, which never hold a guard's test to CUDA). A finding left with no fix
-    at all becomes manual."""
+    CUDA, the dtype hazards, which never hold a guard's test to CUDA; `decided`: see `guards_in`).
+    A finding left with no fix at all becomes manual."""
     fixed_lines = {n for f in findings if f.fixes for n in range(f.span.line, f.span.end_line + 1)}
 
     def holds(f: Finding) -> bool:
@@ -764,7 +804,7 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
         return f.code not in hazards and (f.code not in net or f.symbol[:1] in _QUOTES)
 
     staying = {f.span.line for f in findings if not f.fixes and holds(f)}
-    guards = guards_in(tree, lines, sorted(fixed_lines | staying))
+    guards = guards_in(tree, lines, sorted(fixed_lines | staying), decided)
     if not guards and not _shared_statements(findings):
         return list(findings)
     dropped: dict[int, set[Target]] = {}
