@@ -1867,6 +1867,14 @@ def _variable_name(node: ast.AST, span: Span, line: str) -> bool:
     return not rest.startswith(("(", ".", "[")) and not line.lstrip().startswith(_NOT_A_VALUE)
 
 
+def _of_module(node: ast.AST, aliases: AliasTable) -> bool:
+    """An attribute of an imported module (`torch.cuda` returned or passed on: xtuner's
+    `get_torch_device_module`), which is a module or its member, not a value's name."""
+    while node.__class__ is ast.Attribute:
+        node = node.value  # type: ignore[attr-defined]
+    return node.__class__ is ast.Name and node.id in aliases.names  # type: ignore[attr-defined]
+
+
 def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
     """Byte position of the attribute name in `x.name` (the name always ends the node)."""
     end_line = node.end_lineno or node.lineno
@@ -2065,6 +2073,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
                 cell=cell,
                 statement_line=site.stmt_line,
                 details=({"variable": True} if site.kind == "tokens" and _variable_name(site.node, span, source_line)
+                         and not _of_module(site.node, walker.aliases)
                          else {"unreported": True} if held_only else {}),
             )
         )
