@@ -48,6 +48,8 @@ class FixContext:
     neuron_tests: dict[int, int | None] = field(default_factory=dict)
     _functions: tuple[list[Function], list[tuple[int, int]]] | None = None
     _mentions_others: bool | None = None
+    _modules: frozenset[str] | None = None
+    classes_looked_up: set[str] = field(default_factory=set)
 
     @property
     def mentions_other_devices(self) -> bool:
@@ -111,7 +113,15 @@ class FixContext:
         names = set(self._flow.looked_up) if self._flow is not None else set()
         if self._reads_indices is False:
             names |= INDEX_READS
-        return names
+        return names | self.classes_looked_up
+
+    def module_class(self, name: str) -> bool:
+        """Whether the file defines a class `name` that is a torch module: a subclass of one of
+        `torch.nn`'s classes, or of such a class of its own (f5-tts's `VocosVocoder(nn.Module)`)."""
+        self.classes_looked_up.add(name)
+        if self._modules is None:
+            self._modules = _module_classes(self.tree, self.aliases)
+        return name in self._modules
 
     def function_of(self, node: ast.AST) -> Function | None:
         """The function (not a lambda) whose body holds `node`, if any; its decorators and
@@ -178,3 +188,20 @@ class FixContext:
         """An empty span just before the closing parenthesis of `call`."""
         s = self.span(call)
         return Span(s.end_line, s.end_col - 1, s.end_line, s.end_col - 1)
+
+
+def _module_classes(tree: ast.Module, aliases: AliasTable) -> frozenset[str]:
+    """The names of the file's classes that subclass a `torch.nn` class, directly or through
+    each other."""
+    bases = {node.name: node.bases for node in ast.walk(tree) if node.__class__ is ast.ClassDef}  # type: ignore[attr-defined]
+    found: set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for name, of in bases.items():
+            if name not in found and any(
+                    (b.__class__ is ast.Name and b.id in found)  # type: ignore[attr-defined]
+                    or (aliases.qualified(b) or "").startswith("torch.nn.") for b in of):
+                found.add(name)
+                grew = True
+    return frozenset(found)

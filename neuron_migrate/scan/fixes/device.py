@@ -364,7 +364,10 @@ def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixR
     whole = ctx.span(call)
     edit = Edit(Span(end_line, name_start, whole.end_line, whole.end_col), f"to({', '.join([dev, *rest])})")
     # `.to(...)` means the same only on a tensor or module; any other object's `.cuda()` is its own.
-    return FixResult(title, (edit,), add, unsafe=not evidently_torch(func.value, ctx.aliases))  # type: ignore[attr-defined]
+    receiver = func.value  # type: ignore[attr-defined]
+    evident = evidently_torch(receiver, ctx.aliases) or (
+        receiver.__class__ is ast.Call and receiver.func.__class__ is ast.Name and ctx.module_class(receiver.func.id))
+    return FixResult(title, (edit,), add, unsafe=not evident)
 
 
 _STORAGE_GETTERS = frozenset({"untyped_storage", "storage", "_typed_storage"})
