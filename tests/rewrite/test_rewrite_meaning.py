@@ -1550,3 +1550,29 @@ def test_a_flag_set_in_the_branches_of_a_check_holds_the_check() -> None:
     assert "if torch.cuda.device_count() > 0:\n            cuda_device = 0" in out
     assert "if torch.neuron.device_count() > 0:\n        workers = 4" in out
     assert "if torch.neuron.device_count() > 0:\n            cuda_device = 0" in fixed(src, unsafe=True)
+
+
+def test_a_cuda_module_returned_under_a_device_test_holds_the_test() -> None:
+    """xtuner's `get_torch_device_module`: `if device == "cuda": return torch.cuda`. The module is
+    no value's name (the generic finding's `variable` detail is for `args.cuda`, `use_cuda`):
+    renamed alone, the test hands Trainium the `torch.cuda` module, where it used to raise."""
+    src = '''\
+        import torch
+
+
+        def get_torch_device_module(device):
+            if device == "cuda":
+                return torch.cuda
+            raise NotImplementedError(device)
+
+
+        def flag(args, device):
+            if device == "cuda":
+                return args.cuda
+            return False
+        '''
+    out = fixed(src)
+    assert 'if device == "cuda":\n        return torch.cuda' in out
+    assert 'if device == "neuron":\n        return args.cuda' in out
+    found = {f.span.line: f for f in scan(src) if f.code == "NM290"}
+    assert not found[6].details and found[12].details == {"variable": True}

@@ -898,3 +898,31 @@ def test_a_flag_a_fixed_check_decides_is_read_where_a_function_left_out_tests_it
     assert 23 in skipped_lines(pack, source)  # launch_command, by its text
     (count,) = [f for f in both(pack, source, monkeypatch) if f.code == "NM202"]
     assert count.fix_class.value == "manual" and "line 24" in count.message
+
+
+def test_a_module_class_of_the_file_makes_its_cuda_call_safe_with_its_methods_left_out(
+        pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """f5-tts's `VocosVocoder(vocos).cuda()`: `VocosVocoder` subclasses `nn.Module` in the same
+    file, so the receiver is a module and `.to("neuron")` means the same (safe, as `torch.randn(...)
+    .cuda()` beside it is); another class's `.cuda()` may be its own. The classes' methods hold no
+    CUDA word and are left out; their headers, which the fix reads, are context."""
+    source = src("""
+        import torch
+        from torch import nn
+
+        FILLER
+
+        class Vocoder(nn.Module):
+            def forward(self, mel):
+                return mel
+
+        class Config:
+            def forward(self, mel):
+                return mel
+
+        def export(vocos):
+            return Vocoder().cuda(), Config().cuda(), torch.randn(1, 100, 20).cuda()
+        """)
+    assert {21, 25} <= set(skipped_lines(pack, source))
+    found = [f.fix_class.value for f in both(pack, source, monkeypatch) if f.code == "NM102"]
+    assert found == ["safe", "unsafe", "safe"]
