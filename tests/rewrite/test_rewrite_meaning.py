@@ -1576,3 +1576,74 @@ def test_a_cuda_module_returned_under_a_device_test_holds_the_test() -> None:
     assert 'if device == "neuron":\n        return args.cuda' in out
     found = {f.span.line: f for f in scan(src) if f.code == "NM290"}
     assert not found[6].details and found[12].details == {"variable": True}
+
+
+def test_a_cuda_call_with_a_keyword_to_does_not_take_gets_no_fix() -> None:
+    """controlnet-aux's `network.cuda(device_id=gpu_ids[0])`: `.to("neuron", device_id=...)` would
+    raise a TypeError; `non_blocking=` passes on."""
+    src = '''\
+        def place(network, gpu_ids):
+            network.cuda(device_id=gpu_ids[0])
+            network.cuda(non_blocking=True)
+        '''
+    found = {f.span.line: f for f in scan(src) if f.code == "NM102"}
+    assert found[2].fix_class is FixClass.MANUAL and not found[2].fixes
+    assert 'network.to("neuron", non_blocking=True)' in fixed(src, unsafe=True)
+
+
+def test_a_file_that_mocks_the_cuda_api_keeps_its_checks_and_expectations() -> None:
+    """sahi's tests: `monkeypatch.setattr(torch.cuda, "is_available", lambda: True)`, then `assert
+    select_device().type == "cuda"`. The mock stays CUDA's: renamed, the check no longer reads it
+    and the expectation no longer meets it (the test failed on every host)."""
+    src = '''\
+        import torch
+        from unittest import mock
+
+
+        def select_device():
+            if torch.cuda.is_available():
+                return torch.device("cuda")
+            return torch.device("cpu")
+
+
+        def test_selects_cuda(monkeypatch):
+            monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+            assert select_device().type == "cuda"
+
+
+        @mock.patch("torch.cuda.device_count", return_value=2)
+        def test_counts(_):
+            assert torch.cuda.device_count() == 2
+        '''
+    assert fixed(src) == textwrap.dedent(src)
+    titles = [f.fixes[0].title for f in scan(src) if f.fixes]
+    assert titles and all("mocks `torch.cuda`" in t for t in titles)
+    plain = src.replace('monkeypatch.setattr(torch.cuda, "is_available", lambda: True)', "pass").replace(
+        '@mock.patch("torch.cuda.device_count", return_value=2)', "@mock.patch('os.cpu_count')")
+    assert 'return torch.device("neuron")' in fixed(plain)
+
+
+def test_a_check_that_sets_the_gpu_ids_is_no_safe_rename() -> None:
+    """controlnet-aux's LeReS: `if not torch.cuda.is_available(): opt.gpu_ids = []  # cpu mode`,
+    then `Pix2Pix4DepthModel(opt)`, whose `init_net` asserts CUDA for a non-empty list. Renamed, a
+    Trainium host keeps `gpu_ids=[0]` and the CPU fallback that worked becomes a crash."""
+    src = '''\
+        import torch
+
+
+        def build(opt, make):
+            if not torch.cuda.is_available():
+                opt.gpu_ids = []
+            return make(opt)
+
+
+        def workers(opt):
+            if torch.cuda.is_available():
+                opt.workers = 4
+            return opt
+        '''
+    out = fixed(src)
+    assert "if not torch.cuda.is_available():\n        opt.gpu_ids = []" in out
+    assert "if torch.neuron.is_available():\n        opt.workers = 4" in out
+    (held,) = [f for f in scan(src) if f.span.line == 5]
+    assert "decides `opt.gpu_ids`" in held.fixes[0].title

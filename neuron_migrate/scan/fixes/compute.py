@@ -56,9 +56,11 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: the comparison's value decides code outside this file)"
             picked = _picked_value(site) if cls is FixClass.SAFE and rule.condition else None
             if cls is FixClass.SAFE and rule.condition and picked is None:
-                picked = _missing_where_placed(site)
+                picked = _missing_where_placed(site) or _sets_gpus(site)
             if picked is not None:
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: {picked})"
+            if cls is FixClass.SAFE and ctx.mocks_cuda:
+                cls, title = FixClass.UNSAFE, f"{title} (unsafe: {_MOCKED_NOTE})"
             if cls is FixClass.SAFE and (result.unsafe or _through_rebound_name(site, ctx)):
                 cls = FixClass.UNSAFE
             out.append(Fix(target, cls, title, result.edits,
@@ -174,6 +176,9 @@ def _for_other_device(site: Site, ctx: FixContext) -> bool:
     return False
 
 
+# sahi's test mocks `torch.cuda.is_available` and expects `select_device().type == "cuda"`: renamed,
+# the expectation (or the check the mock stands in for) no longer meets the mock.
+_MOCKED_NOTE = "the file mocks `torch.cuda`, whose stand-in answers stay CUDA's"
 _OTHER_DEVICE_NOTE = "it runs only for another device, ROCm's or another vendor's, whose code names `cuda` for its own"
 _SCOPE_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module})
 # Other vendors' devices and ROCm (HIP, AMD's Instinct MI200/MI300 parts), as words of a name
@@ -303,6 +308,31 @@ def _missing_where_placed(site: Site) -> str | None:
         if placed is not None:
             return (f"with `{ast.unparse(placed)}` it asks whether the device that value is on, CUDA for what "
                     "a GPU run saved, is missing here; Neuron is there on Trainium")
+    return None
+
+
+# A setting that names the GPUs a program uses, or counts them (`opt.gpu_ids`, `args.n_gpu`).
+_GPU_SETTING = re.compile(r"(?:^|_)(?:gpu_ids|device_ids|gpus|n_?gpus?|num_gpus)$", re.IGNORECASE)
+
+
+def _sets_gpus(site: Site) -> str | None:
+    """Why a check whose `if` sets the GPUs a program uses may not move, or None: controlnet-aux's
+    `if not torch.cuda.is_available(): opt.gpu_ids = []` readies options that another module turns
+    into CUDA devices (`init_net` asserts CUDA for a non-empty list); renamed, a Trainium host keeps
+    the GPU ids."""
+    node: ast.AST = site.node
+    parent = parent_of(site.stmt, node)
+    if parent.__class__ is ast.Call and parent.func is node:  # type: ignore[union-attr]
+        node, parent = parent, parent_of(site.stmt, parent)
+    while parent.__class__ in (ast.UnaryOp, ast.BoolOp, ast.Compare):
+        node, parent = parent, parent_of(site.stmt, parent)
+    if parent.__class__ is not ast.If or parent.test is not node:  # type: ignore[union-attr]
+        return None
+    for stmt in (*parent.body, *parent.orelse):  # type: ignore[union-attr]
+        for target in getattr(stmt, "targets", None) or [getattr(stmt, "target", None)]:
+            name = dotted(target) if target is not None else None
+            if name is not None and _GPU_SETTING.search(name.rpartition(".")[2]):
+                return f"it decides `{name}`, the GPUs the program uses, which a Trainium host does not have"
     return None
 
 

@@ -17,6 +17,9 @@ from neuron_migrate.scan.matchers.site import LineIndex
 _STRING_START = re.compile(r"([rRuUfFbB]{0,2})('''|\"\"\"|'|\")")
 
 
+# A mock of the `torch.cuda` API: `monkeypatch.setattr(torch.cuda, "is_available", ...)`,
+# `mock.patch("torch.cuda.device_count", ...)`, `patch.object(torch.cuda, ...)`.
+_CUDA_MOCK = re.compile(r"\b(?:setattr|patch|object)\(\s*(?:torch\.cuda\b|[\"']torch\.cuda\.)")
 # The words `compute._OTHER_WORD` looks for, standing alone in the text (not `relationship`, `timestamps`).
 _OTHER_DEVICES_TEXT = re.compile(r"(?<![a-z])(?:hip|rocm|mi[23]\d\d|npu|xpu|mlu|hpu|musa|mps)(?![a-z])", re.IGNORECASE)
 
@@ -49,6 +52,7 @@ class FixContext:
     _functions: tuple[list[Function], list[tuple[int, int]]] | None = None
     _mentions_others: bool | None = None
     _modules: frozenset[str] | None = None
+    _mocks_cuda: bool | None = None
     classes_looked_up: set[str] = field(default_factory=set)
 
     @property
@@ -58,6 +62,14 @@ class FixContext:
         if self._mentions_others is None:
             self._mentions_others = _OTHER_DEVICES_TEXT.search(self.source) is not None
         return self._mentions_others
+
+    @property
+    def mocks_cuda(self) -> bool:
+        """Whether the file mocks the `torch.cuda` API (a test's `monkeypatch.setattr(torch.cuda,
+        "is_available", lambda: True)`), asked once: its checks and expectations follow the mock."""
+        if self._mocks_cuda is None:
+            self._mocks_cuda = _CUDA_MOCK.search(self.source) is not None
+        return self._mocks_cuda
 
     def rebound(self, name: str) -> bool:
         """Whether module-level code binds `name` more than once (see `bindings`)."""

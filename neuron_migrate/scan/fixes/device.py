@@ -291,6 +291,10 @@ def _quote_inside(site: Site, node: ast.AST, ctx: FixContext) -> str:
     return '"'
 
 
+# What `.cuda(...)` passes on that `.to(...)` takes too.
+_TO_KEYWORDS = frozenset({"non_blocking", "memory_format"})
+
+
 def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixResult | None:
     """`.cuda()` -> `.to("neuron")`, `.cuda(i)` -> `.to(f"neuron:{i}")` (accelerator target:
     `.to(torch.accelerator.current_accelerator())` / `.to(torch.device(<type>, i))`); other
@@ -313,8 +317,10 @@ def cuda_method(site: Site, span: Span, ctx: FixContext, target: Target) -> FixR
     for kw in call.keywords:
         if kw.arg == "device":
             device = kw.value
-        else:
+        elif kw.arg in _TO_KEYWORDS:
             rest.append(ctx.text(kw))
+        else:  # `**kwargs`, or a keyword `.to` does not take (an old `.cuda(device_id=...)`, an object's own)
+            return None
     if device.__class__ is ast.Constant and device.value.__class__ is int and device.value == 0:  # type: ignore[union-attr]
         device = None
     add: tuple[str, ...] = ()
