@@ -1469,6 +1469,10 @@ class _Walker:
         return False
 
     def _dict(self, node: ast.AST) -> bool:
+        if self.env_on:  # `{"CUDA_VISIBLE_DEVICES": ids}` handed to a worker's environment (horovod's Ray workers)
+            for k in node.keys:  # type: ignore[attr-defined]
+                if k is not None and k.__class__ is ast.Constant and k.value.__class__ is str and _ENV_KEY.fullmatch(k.value):
+                    self._env_literal(k)
         table = self.cp.arguments
         if table.any_by_keyword:
             # `{"pin_memory": True}`: keyword arguments on their way to a call (`**opts`).
@@ -1885,6 +1889,8 @@ def _attr_pos(node: ast.Attribute) -> tuple[int, int, int, int]:
 # --- findings -----------------------------------------------------------------------------------
 
 _NOT_CUDA_FAMILY = "NM8"
+# An environment variable's name as a dict key (`"NCCL_SOCKET_IFNAME"`): upper case, a word break inside.
+_ENV_KEY = re.compile(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+")
 _FIXABLE = (FixClass.SAFE, FixClass.UNSAFE)  # the fix classes whose findings get fixes computed
 # Parses of a partial tree with more regions (those its walk depended on), before the whole parse.
 _WIDENINGS = 3
