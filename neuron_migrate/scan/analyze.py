@@ -2004,9 +2004,10 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
               and not code.startswith(_NOT_CUDA_FAMILY) and rule.project != "foreign"
               and any("." + site.call.func.attr in pat.call for pat in rule.match.arguments)}  # type: ignore[attr-defined]
     findings: list[Finding] = []
-    # A CUDA string the net leaves out for its line's finding still holds a guard around it, its
-    # test kept CUDA's (`pytest.param("cuda", marks=skipif(not torch.cuda.is_available()))`):
-    # such findings take part in the guard rule only, and are dropped after it.
+    # A CUDA string (or a module's CUDA attribute) the net leaves out for its line's finding still
+    # holds a guard around it, its test kept CUDA's (`pytest.param("cuda", marks=skipif(not
+    # torch.cuda.is_available()))`): such findings take part in the guard rule only, and are
+    # dropped after it.
     unreported: set[tuple[str, Span]] = set()
     specific: dict[int, list[Span]] = {}  # the spans of the other rules' findings, by line
     for (_, span), (_, site) in spans.items():
@@ -2022,7 +2023,8 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
             if id(site.node) in called:
                 continue
             if span.line in seen_lines:
-                if site.node.__class__ is not ast.Constant or any(
+                # (a string, or a module's attribute: `device.type != "cuda" or torch.version.cuda is None`)
+                if (site.node.__class__ is not ast.Constant and not _of_module(site.node, walker.aliases)) or any(
                         other.contains(span) for other in specific.get(span.line, ())):
                     continue
                 held_only = True

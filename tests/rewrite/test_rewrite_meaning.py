@@ -1647,3 +1647,52 @@ def test_a_check_that_sets_the_gpu_ids_is_no_safe_rename() -> None:
     assert "if torch.neuron.is_available():\n        opt.workers = 4" in out
     (held,) = [f for f in scan(src) if f.span.line == 5]
     assert "decides `opt.gpu_ids`" in held.fixes[0].title
+
+
+def test_a_backend_chosen_under_a_device_type_test_moves_with_the_test() -> None:
+    """compressed-tensors: `accel_type = torch.accelerator.current_accelerator().type`, `if
+    accel_type == "cuda": backend = "nccl"`, then `init_process_group(backend=backend)`. The
+    comparison is a device type's (renamed with the backend); were it to stay CUDA's, the backend
+    it chooses, renamed from the call, would stay too (a CUDA host would get `neuron`)."""
+    src = '''\
+        import torch
+        import torch.distributed as dist
+
+
+        def init():
+            accel_type = torch.accelerator.current_accelerator().type
+            if accel_type == "cuda":
+                backend = "nccl"
+            else:
+                backend = "gloo"
+            dist.init_process_group(backend=backend)
+
+
+        def init_other(kind):
+            if kind.lower() == "cuda":
+                backend = "nccl"
+            else:
+                backend = "gloo"
+            dist.init_process_group(backend=backend)
+        '''
+    out = fixed(src)
+    assert 'if accel_type == "neuron":\n        backend = "neuron"' in out
+    assert 'if kind.lower() == "cuda":\n        backend = "nccl"' in out
+
+
+def test_a_cuda_attribute_of_a_module_in_a_chain_holds_the_test_before_it() -> None:
+    """auto-round's SVD probe: `if device.type != "cuda" or torch.version.cuda is None: return None`,
+    then cuSOLVER drivers. `torch.version.cuda` is left out of the report for the line's device
+    string, but it still stays CUDA's: renamed alone, the first test sends Neuron into the probe."""
+    src = '''\
+        import torch
+
+
+        def drivers(device, probe):
+            if device.type != "cuda" or torch.version.cuda is None:
+                return None
+            torch.cuda.synchronize()
+            return torch.linalg.svd(probe, driver="gesvda")
+        '''
+    assert fixed(src) == textwrap.dedent(src)
+    assert [f.code for f in scan(src) if f.span.line == 5] == ["NM101"]

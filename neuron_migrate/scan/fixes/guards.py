@@ -745,9 +745,12 @@ def _stuck(guards: Sequence[Guard], findings: Sequence[Finding], fixed: Callable
     CUDA's, so they stay too (RF-DETR's `torch.device("cuda" if backend == "nccl" else "cpu")`:
     renamed alone, the `neuron` branch is never taken on Trainium, and a CUDA host takes it)."""
     index = _Index(findings)
+    # (a finding located elsewhere whose fix edits inside the region stays too: compressed-tensors'
+    # `init_process_group(backend=backend)` renames the `"nccl"` of `if accel_type == "cuda":`)
+    edits = [(e.span, f) for f in findings if fixed(f) for e in getattr(f.fix_for(target), "edits", ())]
     out = []
     for guard in guards:
-        region = index.within(guard.region)
+        region = _with_edits(index.within(guard.region), edits, guard.region)
         tests = [f for f in region if any(inside(f.span, t) for t in guard.tests)]
         # (a test that moves in part is `blocked`'s: what it guards decides)
         if not any(fixed(f) for f in tests) and any(holds(f) and _matters(f, target) for f in tests):

@@ -65,13 +65,13 @@ def device_value(text: str) -> bool:
 
 
 # Names that hold a device, or a process-group backend (rules list "nccl" as a device string).
-_DEVICE_NAME = re.compile(r"device|^dev$|^dev_|_dev$|^map_location$|^accelerator$|^accel$|backend")
+_DEVICE_NAME = re.compile(r"device|^dev$|^dev_|_dev$|^map_location$|^accel(?:erator)?(?:_type|_name)?$|backend")
 _name_cache: dict[str, bool] = {}
 
 
 def device_like_name(name: str) -> bool:
     """`device`, `DEVICE`, `self.devices`, `device_type`, `map_location`, `dev`, `accelerator`,
-    `backend`, `dist_backend`."""
+    `accel_type` (`torch.accelerator.current_accelerator().type`), `backend`, `dist_backend`."""
     hit = _name_cache.get(name)
     if hit is None:
         hit = _name_cache[name] = bool(_DEVICE_NAME.search(name.lower()))
