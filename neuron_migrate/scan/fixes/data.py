@@ -40,7 +40,12 @@ def container_of(site: Site) -> ast.AST | None:
     parent = parent_of(site.stmt, literal)
     if parent.__class__ not in _CONTAINERS or not any(e is literal for e in parent.elts):  # type: ignore[union-attr]
         return None
+    if _concrete(site):
+        return None  # `["cuda:0", "cuda:1"]` lists devices to use, not device types: no entry is added
     return None if held_together(parent_of(site.stmt, parent), parent) else parent  # type: ignore[arg-type]
+
+
+_CONCRETE = re.compile(r"[a-z]+:\d+")  # a device with its index
 
 
 # Why a device-type entry has no fix (a table value that is code or CUDA-specific).
@@ -60,7 +65,14 @@ def table_of(site: Site) -> ast.Dict | None:
 
 
 def is_data(site: Site) -> bool:
+    if site.data and container_of(site) is None and _concrete(site):
+        return False  # a listed device with its index is a device to use (`container_of`)
     return site.data or container_of(site) is not None or table_of(site) is not None
+
+
+def _concrete(site: Site) -> bool:
+    literal = site.literal
+    return literal.__class__ is ast.Constant and isinstance(literal.value, str) and _CONCRETE.fullmatch(literal.value) is not None  # type: ignore[union-attr]
 
 
 def neuron_entry(value: str, token: str) -> str:

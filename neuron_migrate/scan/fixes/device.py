@@ -207,7 +207,7 @@ def _indexed(site: Site, ctx: FixContext) -> tuple[str | None, bool, tuple[Edit,
     argument = index_argument(site, ctx) if index is None else None
     if argument is not None:
         index = str(argument.value)
-    drop = drops_index(index, ctx) and not _indexed_alternative(site)
+    drop = drops_index(index, ctx) and not _indexed_alternative(site) and not _among_devices(site)
     if argument is None or not drop:
         return index, drop, ()
     end = ctx.span(site.literal)  # type: ignore[arg-type]
@@ -216,6 +216,26 @@ def _indexed(site: Site, ctx: FixContext) -> tuple[str | None, bool, tuple[Edit,
 
 
 _INDEXED = re.compile(r"[a-z]+:\d+")
+
+
+def _among_devices(site: Site) -> bool:
+    """`["cuda:0", "cuda:1"]`, `[torch.device("cuda:0"), torch.device("cuda:1")]`: one of several
+    devices a list gives by index. Bare, `neuron` would leave its partners' indexes counting other
+    devices (compressed-tensors' conversion workers), so each keeps its index (an unsafe fix)."""
+    node: ast.AST | None = site.literal
+    parent = parent_of(site.stmt, node) if node is not None else None
+    if parent.__class__ is ast.Call:
+        node, parent = parent, parent_of(site.stmt, parent)
+    if parent.__class__ not in (ast.List, ast.Tuple, ast.Set):
+        return False
+    return any(e is not node and _INDEXED.fullmatch(_device_text(e) or "") for e in parent.elts)  # type: ignore[union-attr]
+
+
+def _device_text(node: ast.AST) -> str | None:
+    """The string of `"cuda:1"` or of `torch.device("cuda:1")`."""
+    if node.__class__ is ast.Call and node.args:  # type: ignore[attr-defined]
+        node = node.args[0]  # type: ignore[attr-defined]
+    return node.value if node.__class__ is ast.Constant and isinstance(node.value, str) else None  # type: ignore[attr-defined]
 
 
 def _indexed_alternative(site: Site) -> bool:
