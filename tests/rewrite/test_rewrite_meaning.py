@@ -1696,3 +1696,47 @@ def test_a_cuda_attribute_of_a_module_in_a_chain_holds_the_test_before_it() -> N
         '''
     assert fixed(src) == textwrap.dedent(src)
     assert [f.code for f in scan(src) if f.span.line == 5] == ["NM101"]
+
+
+def test_a_shim_that_replaces_a_cuda_function_is_never_renamed() -> None:
+    """auto-round's `fake_cuda_for_hpu`: `saved = torch.cuda.is_available`, `torch.cuda.is_available
+    = lambda: True`, later put back. Renamed, the shim patches and restores `torch.neuron` (which
+    an HPU host lacks). The file patches `torch.cuda`: its other fixes are unsafe too."""
+    src = '''\
+        import torch
+
+
+        class fake_cuda_for_hpu:
+            def __enter__(self):
+                self._orig_is_available = torch.cuda.is_available
+                torch.cuda.is_available = lambda: True
+
+            def __exit__(self, *exc):
+                torch.cuda.is_available = self._orig_is_available
+
+
+        def pick():
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        '''
+    assert fixed(src) == textwrap.dedent(src)
+    out = fixed(src, unsafe=True)
+    assert out.count("torch.cuda.is_available") == 3 and 'return "neuron" if torch.neuron.is_available()' in out
+
+
+def test_a_list_of_indexed_devices_is_renamed_whole_or_not_at_all() -> None:
+    """compressed-tensors' tests: `[torch.device("cuda:0"), torch.device("cuda:1")]` lists devices
+    to use. Renamed in part (`cuda:0` to the bare `neuron`, `cuda:1` unsafe) it mixes devices, and
+    a `"neuron:0"` entry added beside `"cuda:0"` is one more device to use; each keeps its index."""
+    src = '''\
+        import torch
+
+
+        def run(convert):
+            a = convert(device=["cuda:0", torch.device("cuda:1")])
+            b = [torch.device("cuda:0"), torch.device("cuda:1")]
+            return a, b, ("cuda", "cpu")
+        '''
+    assert fixed(src) == textwrap.dedent(src).replace('("cuda", "cpu")', '("cuda", "neuron", "cpu")')
+    out = fixed(src, unsafe=True)
+    assert 'convert(device=["neuron:0", torch.device("neuron:1")])' in out
+    assert 'b = [torch.device("neuron:0"), torch.device("neuron:1")]' in out

@@ -35,6 +35,12 @@ __all__ = ["FixContext", "fixes_for", "neuron_branch", "remove_statement_edits",
 def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix, ...]:
     if rule.fix.queries and _asked(site, rule.fix.queries):
         return ()
+    if site.kind == "qualified_names" and any(tf.kind is FixKind.RENAME for tf in rule.fix.targets.values()) and (
+            getattr(site.node, "ctx", None).__class__ in (ast.Store, ast.Del)
+            or (site.qualified and ctx.replaced(site.qualified) and not _called(site))):
+        # `torch.cuda.is_available = lambda: True` replaces CUDA's own function, and `saved =
+        # torch.cuda.is_available` keeps it to put it back: no rename says that
+        return ()
     out: list[Fix] = []
     for target, tf in rule.fix.targets.items():
         result = _compute(tf, site, span, ctx, target)
@@ -66,6 +72,11 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
             out.append(Fix(target, cls, title, result.edits,
                            tuple(dict.fromkeys(result.add_imports)), tuple(dict.fromkeys(result.remove_imports))))
     return tuple(out)
+
+
+def _called(site: Site) -> bool:
+    parent = parent_of(site.stmt, site.node)
+    return parent.__class__ is ast.Call and parent.func is site.node  # type: ignore[union-attr]
 
 
 def neuron_branch(site: Site, ctx: FixContext) -> int | None:

@@ -18,8 +18,10 @@ _STRING_START = re.compile(r"([rRuUfFbB]{0,2})('''|\"\"\"|'|\")")
 
 
 # A mock of the `torch.cuda` API: `monkeypatch.setattr(torch.cuda, "is_available", ...)`,
-# `mock.patch("torch.cuda.device_count", ...)`, `patch.object(torch.cuda, ...)`.
-_CUDA_MOCK = re.compile(r"\b(?:setattr|patch|object)\(\s*(?:torch\.cuda\b|[\"']torch\.cuda\.)")
+# `mock.patch("torch.cuda.device_count", ...)`, `patch.object(torch.cuda, ...)`, or an assignment
+# (auto-round's HPU shim: `torch.cuda.is_available = lambda: True`).
+_CUDA_MOCK = re.compile(r"\b(?:setattr|patch|object)\(\s*(?:torch\.cuda\b|[\"']torch\.cuda\.)"
+                        r"|^[ \t]*torch\.cuda\.[\w.]+[ \t]*=(?!=)", re.MULTILINE)
 # The words `compute._OTHER_WORD` looks for, standing alone in the text (not `relationship`, `timestamps`).
 _OTHER_DEVICES_TEXT = re.compile(r"(?<![a-z])(?:hip|rocm|mi[23]\d\d|npu|xpu|mlu|hpu|musa|mps)(?![a-z])", re.IGNORECASE)
 
@@ -62,6 +64,11 @@ class FixContext:
         if self._mentions_others is None:
             self._mentions_others = _OTHER_DEVICES_TEXT.search(self.source) is not None
         return self._mentions_others
+
+    def replaced(self, qualified: str) -> bool:
+        """Whether the file assigns `qualified` (`torch.cuda.is_available = lambda: True`): a read
+        of it that is not a call saves CUDA's own function to put it back."""
+        return self.mocks_cuda and re.search(rf"^[ \t]*{re.escape(qualified)}[ \t]*=(?!=)", self.source, re.MULTILINE) is not None
 
     @property
     def mocks_cuda(self) -> bool:
