@@ -199,7 +199,8 @@ def _hold_guards(
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError):
         return accepted, []  # the result will not parse either: the file is refused later
-    guards = guards_in(tree, LineIndex(source))
+    # (the guards whose tests or feeds hold a finding: only those can hold a fix back)
+    guards = guards_in(tree, LineIndex(source), sorted({n for f in findings for n in range(f.span.line, f.span.end_line + 1)}))
     ids = {id(p.finding) for p in accepted}
     blocks = blocked(guards, findings, lambda f: id(f) in ids, target)
     if not blocks:

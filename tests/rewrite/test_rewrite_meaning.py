@@ -1740,3 +1740,13 @@ def test_a_list_of_indexed_devices_is_renamed_whole_or_not_at_all() -> None:
     out = fixed(src, unsafe=True)
     assert 'convert(device=["neuron:0", torch.device("neuron:1")])' in out
     assert 'b = [torch.device("neuron:0"), torch.device("neuron:1")]' in out
+
+
+def test_a_recursive_function_passing_its_flag_on_is_followed_once() -> None:
+    """torch's `_inductor/ir.py`: a function that calls itself with its own parameter. Each call
+    used to append the parameter's values to themselves, doubling them per call site (32 calls:
+    billions of values, the process killed for memory with the partial parse off)."""
+    calls = "\n".join(f"    walk(node.children[{i}], use_cuda)" for i in range(32))
+    src = f'import torch\n\n\ndef walk(node, use_cuda):\n    if use_cuda:\n        node.cuda()\n{calls}\n\n\nwalk(root, torch.cuda.is_available())\n'
+    found = {f.code: f for f in scan(src)}
+    assert found["NM201"].span.line == 41 and "NM102" in found

@@ -98,13 +98,14 @@ _Found = tuple[Callable[[], Guard], list[ast.AST], list[ast.AST]]
 
 
 def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None,
-              decided: set[str] | None = None) -> list[Guard]:
+              decided: tuple[set[str], Sequence[int]] | None = None) -> list[Guard]:
     """Every guard of the tree, innermost (smallest region) first. With `near` (sorted line
     numbers: where the findings with a fix are), only the guards whose test or feeds span one of
     those lines, the only ones the scan-time rule can act on; building every guard of a large
-    file cost more than the rest of its analysis. `decided` gets the names (an attribute chain's
-    last part) whose values, or the tests choosing them, span one of those lines: a test of one
-    feeds from there, wherever it is (`scan.parse` reads the functions left out that write one)."""
+    file cost more than the rest of its analysis. `decided`: (a set, sorted lines where fixed
+    findings are); the set gets the attribute chains' last parts and the module's names whose
+    values, or the tests choosing them, span one of those lines: a test of one feeds from there,
+    wherever it is (`scan.parse` reads the functions left out that write one)."""
     out: list[Guard] = []
     chains: dict[str, list[ast.AST]] = {}  # `args.cuda = ...`: attribute chains, file-wide
     found: list[_Found] = []
@@ -160,7 +161,9 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
                         found.append((partial(_marked, node, tests, lines), tests, [node]))
             if cls is ast.If or cls is ast.While or cls is ast.IfExp:
                 found.append((partial(_conditional, node, lines, targets), [node.test], [node]))  # type: ignore[attr-defined]
-                if cls is ast.If:  # allennlp's `if cuda.device_count() > 0: cuda_device = 0 else: cuda_device = -1`
+                if cls is ast.If and (near is None or _spans_one_of(node.test, near)):  # type: ignore[attr-defined]
+                    # allennlp's `if cuda.device_count() > 0: cuda_device = 0 else: cuda_device = -1`
+                    # (only a test with a finding: every other test would feed every flag it sets)
                     _branch_values(node, names, chains)
             elif cls is ast.BoolOp:  # `a and b and c`, `not a or b`: b runs only as `a` lets it, c as both do
                 operands = node.values  # type: ignore[attr-defined]
@@ -186,13 +189,18 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
                 param = parameter(fn, call, arg, method)
                 if param is not None:
                     value = arg.value if arg.__class__ is ast.keyword else arg  # type: ignore[attr-defined]
-                    names[param].append(value)
+                    held = names[param]
+                    held.append(value)
                     if value.__class__ is ast.Name:  # fairseq's `use_cuda = torch.cuda.is_available()` then
-                        names[param] += caller.get(value.id, [])  # `optimize_models(cfg, use_cuda, models)`
-    if decided is not None and near is not None:
-        for values_of in (chains, *(v[0] for v in visible.values())):
-            decided.update(key.rpartition(".")[2] for key, values in values_of.items()
-                           if any(_spans_one_of(v, near) for v in values))
+                        # `optimize_models(cfg, use_cuda, models)` (each value once: a recursive call
+                        # passing its own parameter on would double the list at every call)
+                        known = set(map(id, held))
+                        held += [v for v in caller.get(value.id, ()) if id(v) not in known]
+    if decided is not None:
+        flags, fixed = decided
+        for values_of in (chains, visible[id(tree)][0]):  # (a function's own names are read in it only)
+            flags.update(key.rpartition(".")[2] for key, values in values_of.items()
+                         if any(_spans_one_of(v, fixed) for v in values))
     defs: dict[str, list[ast.AST]] = {}
     for fn in (*(fn for fn, _, _ in functions), *classes):
         defs.setdefault(fn.name, []).append(fn)  # type: ignore[attr-defined]
@@ -475,6 +483,7 @@ def _feeds(tests: Iterable[ast.AST], scopes: Sequence[dict[str, list[ast.AST]]],
     it), and to the conditions of those values (`use_gpu = use_cuda and not args.cpu`)."""
     out: list[ast.AST] = []
     seen: set[tuple[str, bool]] = set()
+    fed: set[int] = set()  # (a value reached through several names is one feed: a parameter holds its callers')
     todo = list(tests)
     while todo:
         for key, none_test in _conditions(todo.pop()):
@@ -486,8 +495,11 @@ def _feeds(tests: Iterable[ast.AST], scopes: Sequence[dict[str, list[ast.AST]]],
                 # Only a value a condition makes None or not (`GradScaler() if amp else None`, `amp and
                 # make()`) feeds a None test: `features = features.cuda()` is never None either way.
                 values = [v for v in values if v.__class__ in (ast.IfExp, ast.BoolOp)]
-            out += values
-            todo += values
+            for v in values:
+                if id(v) not in fed:
+                    fed.add(id(v))
+                    out.append(v)
+                    todo.append(v)
     return out
 
 
@@ -807,7 +819,7 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
         return f.code not in hazards and (f.code not in net or f.symbol[:1] in _QUOTES)
 
     staying = {f.span.line for f in findings if not f.fixes and holds(f)}
-    guards = guards_in(tree, lines, sorted(fixed_lines | staying), decided)
+    guards = guards_in(tree, lines, sorted(fixed_lines | staying), None if decided is None else (decided, sorted(fixed_lines)))
     if not guards and not _shared_statements(findings):
         return list(findings)
     dropped: dict[int, set[Target]] = {}
