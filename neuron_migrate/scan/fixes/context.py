@@ -137,10 +137,12 @@ class FixContext:
     def module_class(self, name: str) -> bool:
         """Whether the file defines a class `name` that is a torch module: a subclass of one of
         `torch.nn`'s classes, or of such a class of its own (f5-tts's `VocosVocoder(nn.Module)`)."""
-        self.classes_looked_up.add(name)
         if self._modules is None:
             self._modules = _module_classes(self.tree, self.aliases)
-        return name in self._modules
+        if name in self._modules:
+            return True  # (more of the file, if some was left out, can only add module classes)
+        self.classes_looked_up.add(name)
+        return False
 
     def function_of(self, node: ast.AST) -> Function | None:
         """The function (not a lambda) whose body holds `node`, if any; its decorators and
