@@ -315,7 +315,7 @@ def _missing_where_placed(site: Site) -> str | None:
     if chain.__class__ is not ast.BoolOp or chain.op.__class__ is not ast.And:  # type: ignore[attr-defined]
         return None
     for operand in chain.values:  # type: ignore[attr-defined]
-        placed = next((n for n in walk(operand) if operand is not parent and _placement(n)), None)
+        placed = next((n for n in walk(operand) if _placement(n)), None) if operand is not parent else None
         if placed is not None:
             return (f"with `{ast.unparse(placed)}` it asks whether the device that value is on, CUDA for what "
                     "a GPU run saved, is missing here; Neuron is there on Trainium")

@@ -24,7 +24,7 @@ import re
 
 from neuron_migrate.findings import Edit, Span
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
-from neuron_migrate.scan.fixes.device import drops_index, index_title
+from neuron_migrate.scan.fixes.device import INDEXED, drops_index, index_title
 from neuron_migrate.scan.fixes.syntax import parent_of
 from neuron_migrate.scan.matchers.device_strings import held_together
 from neuron_migrate.scan.matchers.site import LineIndex, Site
@@ -43,9 +43,6 @@ def container_of(site: Site) -> ast.AST | None:
     if _concrete(site):
         return None  # `["cuda:0", "cuda:1"]` lists devices to use, not device types: no entry is added
     return None if held_together(parent_of(site.stmt, parent), parent) else parent  # type: ignore[arg-type]
-
-
-_CONCRETE = re.compile(r"[a-z]+:\d+")  # a device with its index
 
 
 # Why a device-type entry has no fix (a table value that is code or CUDA-specific).
@@ -72,7 +69,7 @@ def is_data(site: Site) -> bool:
 
 def _concrete(site: Site) -> bool:
     literal = site.literal
-    return literal.__class__ is ast.Constant and isinstance(literal.value, str) and _CONCRETE.fullmatch(literal.value) is not None  # type: ignore[union-attr]
+    return literal.__class__ is ast.Constant and isinstance(literal.value, str) and INDEXED.fullmatch(literal.value) is not None  # type: ignore[union-attr]
 
 
 def neuron_entry(value: str, token: str) -> str:

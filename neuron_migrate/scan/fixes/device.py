@@ -215,7 +215,7 @@ def _indexed(site: Site, ctx: FixContext) -> tuple[str | None, bool, tuple[Edit,
     return index, drop, (Edit(Span(end.end_line, end.end_col, stop.end_line, stop.end_col), ""),)
 
 
-_INDEXED = re.compile(r"[a-z]+:\d+")
+INDEXED = re.compile(r"[a-z]+:\d+")  # a device type with its index
 
 
 def _among_devices(site: Site) -> bool:
@@ -228,7 +228,7 @@ def _among_devices(site: Site) -> bool:
         node, parent = parent, parent_of(site.stmt, parent)
     if parent.__class__ not in (ast.List, ast.Tuple, ast.Set):
         return False
-    return any(e is not node and _INDEXED.fullmatch(_device_text(e) or "") for e in parent.elts)  # type: ignore[union-attr]
+    return any(e is not node and INDEXED.fullmatch(_device_text(e) or "") for e in parent.elts)  # type: ignore[union-attr]
 
 
 def _device_text(node: ast.AST) -> str | None:
@@ -246,7 +246,7 @@ def _indexed_alternative(site: Site) -> bool:
     if parent.__class__ is not ast.IfExp:
         return False
     other = parent.orelse if parent.body is literal else parent.body  # type: ignore[union-attr]
-    return other.__class__ is ast.Constant and isinstance(other.value, str) and _INDEXED.fullmatch(other.value) is not None  # type: ignore[attr-defined]
+    return other.__class__ is ast.Constant and isinstance(other.value, str) and INDEXED.fullmatch(other.value) is not None  # type: ignore[attr-defined]
 
 
 def device_string(site: Site, ctx: FixContext, new: str) -> FixResult | None:
