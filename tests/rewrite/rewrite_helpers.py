@@ -53,4 +53,5 @@ def finding(
         symbol=needle,
         fixes=(fix,),
         cell=cell,
+        statement_line=span.line,
     )

@@ -808,8 +808,9 @@ def test_what_a_test_left_unfixed_in_this_run_guards_stays_with_it() -> None:
     from neuron_migrate.rewrite.apply import apply_fixes_to_source
 
     skipped = apply_fixes_to_source(textwrap.dedent(src), scan(src), N, unsafe=False).skipped
-    reasons = {s.finding.span.line: s.reason for s in skipped if "its test depends on" in s.reason}
-    assert "`torch.cuda.is_available` (NM201, line 3)" in reasons[8] and "`is_cuda` (NM104, line 13)" in reasons[13]
+    reasons = {s.finding.span.line: s.reason for s in skipped}
+    assert "its test depends on `torch.cuda.is_available` (NM201, line 3)" in reasons[8]
+    assert "`is_cuda` (NM104, line 13)" in reasons[13]  # the statement's (and the test's) other CUDA check
 
 
 def test_values_unpacked_or_returned_together_are_no_list_of_device_types() -> None:
@@ -1750,3 +1751,44 @@ def test_a_recursive_function_passing_its_flag_on_is_followed_once() -> None:
     src = f'import torch\n\n\ndef walk(node, use_cuda):\n    if use_cuda:\n        node.cuda()\n{calls}\n\n\nwalk(root, torch.cuda.is_available())\n'
     found = {f.code: f for f in scan(src)}
     assert found["NM201"].span.line == 41 and "NM102" in found
+
+
+def test_a_device_list_built_from_a_cuda_count_moves_with_the_count() -> None:
+    """poutyne's `Model.to("all")`: `[f"cuda:{i}" for i in range(torch.cuda.device_count())]`,
+    whose count is an unsafe fix. Renamed alone, the string builds `neuron:i` devices from a CUDA
+    count (a GPU host then moves the network to `neuron:0`)."""
+    src = '''\
+        import torch
+
+
+        class Model:
+            def to(self, device):
+                if device == "all":
+                    device = [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+                self.devices = device
+                return self
+        '''
+    assert 'f"cuda:{i}" for i in range(torch.cuda.device_count())' in fixed(src)
+    assert 'f"neuron:{i}" for i in range(torch.neuron.device_count())' in fixed(src, unsafe=True)
+
+
+def test_a_device_compared_later_by_its_name_keeps_its_index() -> None:
+    """poutyne's tests: `device = torch.device("cuda:0")` ... `assert x.device == device`. A
+    tensor on `neuron` reports `neuron:0`, which is not equal to the bare `torch.device("neuron")`."""
+    src = '''\
+        import torch
+
+
+        def check():
+            device = torch.device("cuda:0")
+            x = torch.zeros(2).to(device)
+            assert x.device == device
+
+
+        def place(t):
+            device = torch.device("cuda:0")
+            return t.to(device)
+        '''
+    out = fixed(src)
+    assert 'device = torch.device("cuda:0")\n    x = torch.zeros(2)' in out
+    assert 'device = torch.device("neuron")\n    return t.to(device)' in out

@@ -207,7 +207,8 @@ def _indexed(site: Site, ctx: FixContext) -> tuple[str | None, bool, tuple[Edit,
     argument = index_argument(site, ctx) if index is None else None
     if argument is not None:
         index = str(argument.value)
-    drop = drops_index(index, ctx) and not _indexed_alternative(site) and not _among_devices(site)
+    drop = (drops_index(index, ctx) and not _indexed_alternative(site) and not _among_devices(site)
+            and not _compared_later(site, ctx))
     if argument is None or not drop:
         return index, drop, ()
     end = ctx.span(site.literal)  # type: ignore[arg-type]
@@ -216,6 +217,21 @@ def _indexed(site: Site, ctx: FixContext) -> tuple[str | None, bool, tuple[Edit,
 
 
 INDEXED = re.compile(r"[a-z]+:\d+")  # a device type with its index
+
+
+def _compared_later(site: Site, ctx: FixContext) -> bool:
+    """`device = torch.device("cuda:0")` ... `assert x.device == device`: the name the device is
+    assigned to is compared in the same function, where `torch.device("neuron")` (no index) is
+    not equal to a tensor's `neuron:0` (poutyne's tests)."""
+    stmt = site.stmt
+    if stmt.__class__ is not ast.Assign or len(stmt.targets) != 1 or stmt.targets[0].__class__ is not ast.Name:  # type: ignore[attr-defined]
+        return False
+    name = stmt.targets[0].id  # type: ignore[attr-defined]
+    scope = ctx.function_of(stmt)
+    return scope is not None and any(
+        n.__class__ is ast.Compare and any(o.__class__ in (ast.Eq, ast.NotEq) for o in n.ops)  # type: ignore[attr-defined]
+        and any(v.__class__ is ast.Name and v.id == name for v in (n.left, *n.comparators))  # type: ignore[attr-defined]
+        for n in walk(scope))
 
 
 def _among_devices(site: Site) -> bool:

@@ -730,16 +730,26 @@ def _shared_statements(findings: Sequence[Finding]) -> dict[tuple[int | None, in
         if f.symbol.startswith(_CUDA_API):
             groups.setdefault((f.cell, f.statement_line), []).append(f)
     # ... with the findings whose text holds one of them (espnet's `f"cuda:{torch.cuda.current_device()}"`,
-    # renamed alone, names a `neuron` device by a CUDA index)
+    # renamed alone, names a `neuron` device by a CUDA index), and the statement's device choices
+    # respelled in place (poutyne's `[f"cuda:{i}" for i in range(torch.cuda.device_count())]`)
     for f in findings:
         group = groups.get((f.cell, f.statement_line))
-        if group is not None and all(f is not g for g in group) and any(
-                f.span.contains(g.span) and f.span != g.span for g in group):
+        if group is not None and all(f is not g for g in group) and (
+                (f.category == "device" and _renamed_in_place(f))
+                or any(f.span.contains(g.span) and f.span != g.span for g in group)):
             group.append(f)
     return {key: sorted(group, key=lambda f: _start(f.span)) for key, group in groups.items() if len(group) > 1}
 
 
 _CUDA_API = "torch.cuda."
+
+
+def _renamed_in_place(f: Finding) -> bool:
+    """A device choice whose fix respells it, not a device type listed as data that gains a
+    `neuron` entry beside it (`{"cuda": torch.cuda.empty_cache}` keeps its CUDA entry and what it
+    maps to)."""
+    return any(inside(e.span, f.span) and e.span != Span(f.span.end_line, f.span.end_col, f.span.end_line, f.span.end_col)
+               for fix in f.fixes for e in fix.edits)
 
 
 def held_note(block: Block) -> str:
