@@ -1792,3 +1792,35 @@ def test_a_device_compared_later_by_its_name_keeps_its_index() -> None:
     out = fixed(src)
     assert 'device = torch.device("cuda:0")\n    x = torch.zeros(2)' in out
     assert 'device = torch.device("neuron")\n    return t.to(device)' in out
+
+
+def test_a_check_held_for_another_check_of_its_function_says_which() -> None:
+    """fastai's `show_install`: `available = "..." if torch.cuda.is_available() else "..."` stays
+    with the same check at line 7, which guards cuDNN's version; its note names that check rather
+    than claiming it guards the cuDNN call itself. A TorchServe handler's first choice names the
+    check that reads its value."""
+    src = '''\
+        import torch
+
+
+        def show_install(rep):
+            available = "available" if torch.cuda.is_available() else "not available"
+            rep.append(["torch", available])
+            if torch.cuda.is_available():
+                rep.append(["torch cudnn", torch.backends.cudnn.version()])
+            return rep
+        '''
+    first = next(f for f in scan(src) if f.code == "NM201" and f.span.line == 5)
+    assert first.fix_class is FixClass.MANUAL and "the same check at line 7 stays" in first.message
+    handler = '''\
+        import torch
+
+
+        def initialize(properties):
+            loc = 'cuda' if torch.cuda.is_available() else 'cpu'
+            return torch.device(loc + ':' + str(properties.get('gpu_id')) if torch.cuda.is_available() else loc)
+        '''
+    from neuron_migrate.rewrite.apply import apply_fixes_to_source
+
+    skipped = apply_fixes_to_source(textwrap.dedent(handler), scan(handler), N, unsafe=False).skipped
+    assert any("the check at line 6, which reads the value it picks, stays" in s.reason for s in skipped)

@@ -620,6 +620,10 @@ class Block:
     guard_findings: tuple[Finding, ...]
     withheld: tuple[Finding, ...]
     why: Finding
+    # Held for another guard of the function: the line of its test, and whether that test reads
+    # this one's value (else it is the same test)
+    twin: int = 0
+    reads: bool = False
 
 
 def blocked(
@@ -655,8 +659,9 @@ def blocked(
     regions = [(g, r) for g, r in regions if r]
     statements = _shared_statements(findings)
     done: set[int] = set()
-    held: dict[str, Finding] = {}  # a blocked guard's condition -> why
-    readers: dict[str, list[tuple[frozenset[str], Finding]]] = {}  # a held choice's condition -> (what it reads, why)
+    held: dict[str, tuple[Finding, int]] = {}  # a blocked guard's condition -> (why, its test's line)
+    # a held choice's condition -> (what it reads, why, its test's line)
+    readers: dict[str, list[tuple[frozenset[str], Finding, int]]] = {}
     changed = True
     while changed:  # an outer guard may be blocked only by what an inner one withheld
         changed = False
@@ -690,7 +695,7 @@ def blocked(
                     # the same test in the function choosing a value this one reads stays too (a
                     # TorchServe handler's `self.map_location = 'cuda' if torch.cuda.is_available()
                     # else 'cpu'`, read by its unsafe `map_location + ':' + gpu_id` choice)
-                    readers.setdefault(guard.condition, []).append((guard.reads, waiting))
+                    readers.setdefault(guard.condition, []).append((guard.reads, waiting, guard.tests[0].line))
                     changed = True
                 done.add(i)
                 continue
@@ -704,18 +709,21 @@ def blocked(
                 reasons = [f for span in guard.calls() for f in index.within(span)
                            if id(f) not in test_ids and _matters(f, target) and not is_fixed(f)
                            and not f.details.get("variable")]
+            twin, by_reader = 0, False
             if not reasons and guard.condition in held:  # the same test, held elsewhere in the function
-                reasons = [held[guard.condition]]
+                reasons, twin = [held[guard.condition][0]], held[guard.condition][1]
             if not reasons and guard.sets:
-                reasons = [why for reads, why in readers.get(guard.condition, ()) if guard.sets in reads][:1]
+                reader = next(((why, line) for reads, why, line in readers.get(guard.condition, ()) if guard.sets in reads), None)
+                if reader is not None:
+                    reasons, twin, by_reader = [reader[0]], reader[1], True
             if not reasons:
                 continue
             why = min(reasons, key=lambda f: f.code in net)  # the first, a specific one if any
             taken = [f for f in region if is_fixed(f)]
             withheld.update(id(f) for f in taken)
-            out.append(Block(guard, tuple(moving), tuple(taken), why))
+            out.append(Block(guard, tuple(moving), tuple(taken), why, twin, by_reader))
             if guard.condition:
-                held.setdefault(guard.condition, why)
+                held.setdefault(guard.condition, (why, guard.tests[0].line))
             done.add(i)
             changed = True
     return out
@@ -807,6 +815,9 @@ def reason(block: Block, fed: bool = False) -> str:
     what = f"`{why.symbol}`" if why.symbol else why.code
     # (a CUDA word the report leaves out, another finding being on its line, is cited by its line only)
     said = f"{what} ({_where(why) if why.details.get('unreported') else f'{why.code}, {_where(why)}'}), which is not rewritten"
+    if block.twin:
+        return (f"the check at line {block.twin}, which reads the value it picks, stays ({said})" if block.reads
+                else f"the same check at line {block.twin} stays ({said})")
     if any(inside(why.span, t) for t in (*block.guard.tests, *block.guard.feeds)):
         return f"its test depends on {said}"
     if fed:
