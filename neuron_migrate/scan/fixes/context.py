@@ -125,8 +125,8 @@ class FixContext:
     @property
     def looked_up(self) -> set[str]:
         """The names the fixes looked for in the whole file: the flow's, if a fix asked it
-        anything, and the words of a device index read (`dev.split(":")`, `dev.index`) if a
-        fix asked for one and the file showed none."""
+        anything, the words of a device index read (`dev.split(":")`, `dev.index`) if a fix
+        asked for one and the file showed none, and the classes `module_class` did not find."""
         from neuron_migrate.scan.fixes.device import INDEX_READS
 
         names = set(self._flow.looked_up) if self._flow is not None else set()
