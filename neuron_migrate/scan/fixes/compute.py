@@ -75,8 +75,17 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
 
 
 def _called(site: Site) -> bool:
-    parent = parent_of(site.stmt, site.node)
-    return parent.__class__ is ast.Call and parent.func is site.node  # type: ignore[union-attr]
+    return _checked(site)[0] is not site.node
+
+
+def _checked(site: Site) -> tuple[ast.AST, ast.AST | None]:
+    """The value a condition rule's match gives (`torch.cuda.is_available()`, the call when it is
+    called) and the node that holds it."""
+    node: ast.AST = site.node
+    parent = parent_of(site.stmt, node)
+    if parent.__class__ is ast.Call and parent.func is node:  # type: ignore[union-attr]
+        return parent, parent_of(site.stmt, parent)
+    return node, parent
 
 
 def neuron_branch(site: Site, ctx: FixContext) -> int | None:
@@ -276,13 +285,10 @@ def _picked_value(site: Site) -> str | None:
       keyword or name such as `num_gpus`), which a Trainium host never meets;
     - a TorchServe handler's `torch.device(loc + ":" + str(properties.get("gpu_id"))) if
       torch.cuda.is_available() else ...`: the server assigns no GPU there, `"neuron:None"`."""
-    node: ast.AST | None = site.node
-    parent = parent_of(site.stmt, node)  # type: ignore[arg-type]
-    if parent.__class__ is ast.Call and parent.func is node:  # type: ignore[union-attr]
-        node, parent = parent, parent_of(site.stmt, parent)  # type: ignore[arg-type]
+    node, parent = _checked(site)
     negated = parent.__class__ is ast.UnaryOp and parent.op.__class__ is ast.Not  # type: ignore[union-attr]
     if negated:
-        node, parent = parent, parent_of(site.stmt, parent)  # type: ignore[arg-type]
+        node, parent = parent, parent_of(site.stmt, parent)  # type: ignore[arg-type, assignment]
     if parent.__class__ is not ast.IfExp or parent.test is not node:  # type: ignore[union-attr]
         return None
     taken = parent.orelse if negated else parent.body  # type: ignore[union-attr]
@@ -305,10 +311,7 @@ def _missing_where_placed(site: Site) -> str | None:
     a test of where a value is, it asks whether that value's device, CUDA for what a GPU run saved,
     is missing here (chemprop rebuilds a checkpoint's metric then). Renamed, it asks about Neuron,
     which is there on Trainium, and the CUDA-placed value is no longer rebuilt."""
-    node: ast.AST = site.node
-    parent = parent_of(site.stmt, node)
-    if parent.__class__ is ast.Call and parent.func is node:  # type: ignore[union-attr]
-        node, parent = parent, parent_of(site.stmt, parent)
+    _, parent = _checked(site)
     if parent.__class__ is not ast.UnaryOp or parent.op.__class__ is not ast.Not:  # type: ignore[attr-defined]
         return None
     chain = parent_of(site.stmt, parent)
@@ -331,10 +334,7 @@ def _sets_gpus(site: Site) -> str | None:
     `if not torch.cuda.is_available(): opt.gpu_ids = []` readies options that another module turns
     into CUDA devices (`init_net` asserts CUDA for a non-empty list); renamed, a Trainium host keeps
     the GPU ids."""
-    node: ast.AST = site.node
-    parent = parent_of(site.stmt, node)
-    if parent.__class__ is ast.Call and parent.func is node:  # type: ignore[union-attr]
-        node, parent = parent, parent_of(site.stmt, parent)
+    node, parent = _checked(site)
     while parent.__class__ in (ast.UnaryOp, ast.BoolOp, ast.Compare):
         node, parent = parent, parent_of(site.stmt, parent)
     if parent.__class__ is not ast.If or parent.test is not node:  # type: ignore[union-attr]

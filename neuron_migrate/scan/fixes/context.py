@@ -18,10 +18,10 @@ _STRING_START = re.compile(r"([rRuUfFbB]{0,2})('''|\"\"\"|'|\")")
 
 
 # A mock of the `torch.cuda` API: `monkeypatch.setattr(torch.cuda, "is_available", ...)`,
-# `mock.patch("torch.cuda.device_count", ...)`, `patch.object(torch.cuda, ...)`, or an assignment
+# `mock.patch("torch.cuda.device_count", ...)`, `patch.object(torch.cuda, ...)`; or an assignment
 # (auto-round's HPU shim: `torch.cuda.is_available = lambda: True`).
-_CUDA_MOCK = re.compile(r"\b(?:setattr|patch|object)\(\s*(?:torch\.cuda\b|[\"']torch\.cuda\.)"
-                        r"|^[ \t]*torch\.cuda\.[\w.]+[ \t]*=(?!=)", re.MULTILINE)
+_CUDA_MOCK = re.compile(r"\b(?:setattr|patch|object)\(\s*(?:torch\.cuda\b|[\"']torch\.cuda\.)")
+_CUDA_ASSIGNED = re.compile(r"^[ \t]*(torch\.cuda\.[\w.]+)[ \t]*=(?!=)", re.MULTILINE)
 # The words `compute._OTHER_WORD` looks for, standing alone in the text (not `relationship`, `timestamps`).
 _OTHER_DEVICES_TEXT = re.compile(r"(?<![a-z])(?:hip|rocm|mi[23]\d\d|npu|xpu|mlu|hpu|musa|mps)(?![a-z])", re.IGNORECASE)
 
@@ -54,6 +54,7 @@ class FixContext:
     _functions: tuple[list[Function], list[tuple[int, int]]] | None = None
     _mentions_others: bool | None = None
     _modules: frozenset[str] | None = None
+    _replaced: frozenset[str] | None = None  # the `torch.cuda` names the file assigns
     _mocks_cuda: bool | None = None
     classes_looked_up: set[str] = field(default_factory=set)
 
@@ -68,14 +69,20 @@ class FixContext:
     def replaced(self, qualified: str) -> bool:
         """Whether the file assigns `qualified` (`torch.cuda.is_available = lambda: True`): a read
         of it that is not a call saves CUDA's own function to put it back."""
-        return self.mocks_cuda and re.search(rf"^[ \t]*{re.escape(qualified)}[ \t]*=(?!=)", self.source, re.MULTILINE) is not None
+        return qualified in self._assigned()
+
+    def _assigned(self) -> frozenset[str]:
+        if self._replaced is None:
+            self._replaced = frozenset(_CUDA_ASSIGNED.findall(self.source))
+        return self._replaced
 
     @property
     def mocks_cuda(self) -> bool:
         """Whether the file mocks the `torch.cuda` API (a test's `monkeypatch.setattr(torch.cuda,
-        "is_available", lambda: True)`), asked once: its checks and expectations follow the mock."""
+        "is_available", lambda: True)`, a shim's assignment): its checks and expectations follow
+        the mock."""
         if self._mocks_cuda is None:
-            self._mocks_cuda = _CUDA_MOCK.search(self.source) is not None
+            self._mocks_cuda = _CUDA_MOCK.search(self.source) is not None or bool(self._assigned())
         return self._mocks_cuda
 
     def rebound(self, name: str) -> bool:

@@ -62,8 +62,8 @@ def table_of(site: Site) -> ast.Dict | None:
 
 
 def is_data(site: Site) -> bool:
-    if site.data and container_of(site) is None and _concrete(site):
-        return False  # a listed device with its index is a device to use (`container_of`)
+    if _concrete(site):  # a listed device with its index is a device to use, unless it keys a table
+        return table_of(site) is not None
     return site.data or container_of(site) is not None or table_of(site) is not None
 
 

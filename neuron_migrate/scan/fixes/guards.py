@@ -643,7 +643,7 @@ def blocked(
     # renames the `"nccl"` of `backend = "nccl" if torch.cuda.is_available() else "gloo"`) is decided
     # by that guard too; and a finding that such an edit rewrites (that `"nccl"`'s own NM402, which
     # has no fix of its own) is fixed when the edit is.
-    edits = [(e.span, f) for f in findings if fixed(f) for e in getattr(f.fix_for(target), "edits", ())]
+    edits = _fix_edits(findings, fixed, target)
     on_line: dict[int, list[tuple[Span, Finding]]] = {}
     for at, g in edits:
         on_line.setdefault(at.line, []).append((at, g))
@@ -777,7 +777,7 @@ def _stuck(guards: Sequence[Guard], findings: Sequence[Finding], fixed: Callable
     index = _Index(findings)
     # (a finding located elsewhere whose fix edits inside the region stays too: compressed-tensors'
     # `init_process_group(backend=backend)` renames the `"nccl"` of `if accel_type == "cuda":`)
-    edits = [(e.span, f) for f in findings if fixed(f) for e in getattr(f.fix_for(target), "edits", ())]
+    edits = _fix_edits(findings, fixed, target)
     out = []
     for guard in guards:
         region = _with_edits(index.within(guard.region), edits, guard.region)
@@ -797,6 +797,11 @@ def _keeps_cuda(f: Finding, target: Target) -> bool:
     fix = f.fix_for(target)
     return (f.category == "device" and fix is not None and bool(fix.edits)
             and all(e.span.line == e.span.end_line and e.span.col == e.span.end_col for e in fix.edits))
+
+
+def _fix_edits(findings: Sequence[Finding], fixed: Callable[[Finding], bool], target: Target) -> list[tuple[Span, Finding]]:
+    """Each edit the fixed findings make, with its finding."""
+    return [(e.span, f) for f in findings if fixed(f) for e in getattr(f.fix_for(target), "edits", ())]
 
 
 def _has_fix(f: Finding, target: Target) -> bool:
