@@ -319,6 +319,27 @@ def test_a_variable_compared_with_a_string_holds_a_device_not_a_condition() -> N
     assert 'if device == "cuda":' in out
 
 
+def test_a_device_read_by_a_held_comparison_whose_branch_does_more_than_cuda_stays() -> None:
+    """Renamed while `device == "cuda"` is held, the device skips the branch: its CUDA code, but
+    also its `dtype = torch.float16`, so the program would compute in float32 on Trainium. The
+    value stays with the comparison: a parameter's default, a local, through `.type`,
+    `str(...).startswith` and `in`; a branch of only CUDA code (and messages) lets it move."""
+    cases = [("def f(device='cuda'):", "device == 'cuda'", 2),
+             ("def f():\n    device = 'cuda'", "device == 'cuda'", 3),
+             ("def f():\n    device = torch.device('cuda:0')", "device.type == 'cuda'", 3),
+             ("def f(device='cuda'):", "str(device).startswith('cuda')", 2),
+             ("def f(device='cuda'):", "not device in ('cuda', 'mps')", 2)]
+    for head, test, line in cases:
+        src = (f"import torch\n{head}\n    if {test}:\n        cap = torch.cuda.get_device_capability()\n"
+               "        dtype = torch.float16\n")
+        assert fixed(src) == src, src
+        value = next(f for f in scan(src) if f.code == "NM101" and f.span.line == line)
+        assert value.fix_class is FixClass.MANUAL and "feeds the test at line" in value.message, src
+    only_cuda = ("import torch\ndef f(device='cuda'):\n    if device == 'cuda':\n"
+                 "        cap = torch.cuda.get_device_capability()\n        print('on CUDA')\n")
+    assert "def f(device='neuron'):" in fixed(only_cuda) and "if device == 'cuda':" in fixed(only_cuda)
+
+
 def test_a_parameter_is_not_the_module_variable_of_the_same_name() -> None:
     src = ("import torch\nuse_cuda = torch.cuda.is_available()\nprint(use_cuda)\n"
            "def f(use_cuda):\n    if use_cuda:\n        return torch.cuda.get_device_capability()\n")

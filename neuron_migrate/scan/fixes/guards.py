@@ -24,7 +24,9 @@ uses a name as a truth value (or compares it with a number: `n_gpu > 1`), the va
 that name (in the innermost scope around the test that binds it; an attribute chain anywhere in
 the file) are part of the guard's test too (`Guard.feeds`). A name compared with a string (`device ==
 "cuda"`) holds a device, not a condition: moving it does not send the program into CUDA-only code
-as long as the comparison itself stays.
+as long as the comparison itself stays. But the moved device then skips the held comparison's
+branches: when they do more than CUDA code (`dtype = torch.float16`), the values the device gets
+stay with the comparison (`Guard.devices`).
 
 `settle` applies the rule to the fixes scan computes (a finding with no fix for a target blocks
 it); `blocked` applies it again at rewrite time to the fixes one run will actually apply (an
@@ -79,6 +81,12 @@ class Guard:
     # choice of a value it reads.
     sets: str = ""
     reads: frozenset[str] = frozenset()
+    # An `if`'s: the values assigned to a device its test compares with a CUDA string (`device
+    # == "cuda"` reads `def f(device="cuda")`), and the simple statements of its branches (not a
+    # message). Renamed while the comparison is held, the device skips those statements: when
+    # one of them is not CUDA code (`dtype = torch.float16`), the value stays with the comparison.
+    devices: tuple[Span, ...] = ()
+    effects: tuple[Span, ...] = ()
 
 
 def _start(s: Span) -> tuple[int, int]:
@@ -212,6 +220,11 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
             guard = make()
             if guard.kind in _CONDITIONS:
                 guard = replace(guard, condition=f"{id(scope)}:" + ";".join(ast.dump(t) for t in tests))
+            if guard.kind == "if":
+                devices = _feeds(tests, scopes, chains, _device_names)
+                if devices:
+                    guard = replace(guard, devices=tuple(lines.span(v) for v in devices),
+                                    effects=tuple(lines.span(s) for s in _effects(guarded[0])))
             if feeds or defs:
                 called = cache(partial(_callees, guarded, defs, lines)) if defs else tuple
                 guard = replace(guard, feeds=tuple(lines.span(v) for v in feeds), calls=called)
@@ -477,16 +490,79 @@ def _branch_values(node: ast.AST, names: dict[str, list[ast.AST]], chains: dict[
                     (chains if "." in key else names).setdefault(key, []).append(node.test)  # type: ignore[attr-defined]
 
 
+# A device or backend string whose rename flips a comparison with it: `"cuda"`, `"cuda:0"`, `"nccl"`.
+_CUDA_STRING = re.compile(r"cuda(:\d+)?|nccl")
+
+
+def _cuda_string(node: ast.AST) -> bool:
+    """`"cuda"`, or a tuple, list or set literal holding it (`device in ("cuda", "mps")`)."""
+    if node.__class__ in (ast.Tuple, ast.List, ast.Set):
+        return any(map(_cuda_string, node.elts))  # type: ignore[attr-defined]
+    return node.__class__ is ast.Constant and node.value.__class__ is str and bool(  # type: ignore[attr-defined]
+        _CUDA_STRING.fullmatch(node.value))  # type: ignore[attr-defined]
+
+
+def _device_names(node: ast.AST) -> Iterator[tuple[str, bool]]:
+    """The names holding a device that `node` compares with a CUDA string (`device == "cuda"`,
+    `device.type in ("cuda", "mps")`, `str(device).startswith("cuda")`, in `and`/`or`/`not`), or
+    that it is (a value `device = args.device` reads)."""
+    cls = node.__class__
+    if cls is ast.Compare:
+        operands = [node.left, *node.comparators]  # type: ignore[attr-defined]
+        if any(map(_cuda_string, operands)):
+            for o in operands:
+                yield from _device_names(o)
+        return
+    if cls is ast.BoolOp:
+        for v in node.values:  # type: ignore[attr-defined]
+            yield from _device_names(v)
+        return
+    if cls is ast.UnaryOp and node.op.__class__ is ast.Not:  # type: ignore[attr-defined]
+        yield from _device_names(node.operand)  # type: ignore[attr-defined]
+        return
+    if cls is ast.Call:
+        func = node.func  # type: ignore[attr-defined]
+        if func.__class__ is ast.Attribute and func.attr == "startswith" and any(map(_cuda_string, node.args)):  # type: ignore[attr-defined]
+            yield from _device_names(func.value)
+        elif func.__class__ is ast.Name and func.id == "str" and len(node.args) == 1:  # type: ignore[attr-defined]
+            yield from _device_names(node.args[0])  # type: ignore[attr-defined]
+        return
+    if cls is ast.Attribute and node.attr == "type":  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    key = dotted(node)
+    if key is not None:
+        yield key, False
+
+
+# Statements that only report: skipping them changes no result.
+_REPORTS = frozenset({"print", "warn", "warning", "info", "debug", "log"})
+
+
+def _effects(node: ast.AST) -> Iterator[ast.stmt]:
+    """The simple statements of an `if`'s branches, but `pass` and those that only report."""
+    for stmt in (s for top in (*node.body, *node.orelse) for s in walk(top)):  # type: ignore[attr-defined]
+        if not isinstance(stmt, ast.stmt) or hasattr(stmt, "body") or stmt.__class__ is ast.Pass:
+            continue
+        if stmt.__class__ is ast.Expr:
+            value = stmt.value  # type: ignore[attr-defined]
+            if value.__class__ is ast.Constant or (value.__class__ is ast.Call and (
+                    getattr(value.func, "attr", None) or getattr(value.func, "id", None)) in _REPORTS):
+                continue
+        yield stmt
+
+
 def _feeds(tests: Iterable[ast.AST], scopes: Sequence[dict[str, list[ast.AST]]],
-           chains: dict[str, list[ast.AST]]) -> list[ast.AST]:
+           chains: dict[str, list[ast.AST]],
+           conditions: Callable[[ast.AST], Iterator[tuple[str, bool]]] = _conditions) -> list[ast.AST]:
     """The values assigned to the conditions of `tests` (a name in the innermost scope that binds
-    it), and to the conditions of those values (`use_gpu = use_cuda and not args.cpu`)."""
+    it), and to the conditions of those values (`use_gpu = use_cuda and not args.cpu`); with
+    `_device_names`, to the devices they compare instead."""
     out: list[ast.AST] = []
     seen: set[tuple[str, bool]] = set()
     fed: set[int] = set()  # (a value reached through several names is one feed: a parameter holds its callers')
     todo = list(tests)
     while todo:
-        for key, none_test in _conditions(todo.pop()):
+        for key, none_test in conditions(todo.pop()):
             if (key, none_test) in seen:
                 continue
             seen.add((key, none_test))
@@ -720,6 +796,10 @@ def blocked(
                 continue
             why = min(reasons, key=lambda f: f.code in net)  # the first, a specific one if any
             taken = [f for f in region if is_fixed(f)]
+            if guard.devices and any(not index.within(e) for e in guard.effects):
+                fed = [f for span in guard.devices for f in index.within(span) if is_fixed(f) and id(f) not in test_ids]
+                moving += fed
+                taken += fed
             withheld.update(id(f) for f in taken)
             out.append(Block(guard, tuple(moving), tuple(taken), why, twin, by_reader))
             if guard.condition:
