@@ -340,6 +340,29 @@ def test_a_device_read_by_a_held_comparison_whose_branch_does_more_than_cuda_sta
     assert "def f(device='neuron'):" in fixed(only_cuda) and "if device == 'cuda':" in fixed(only_cuda)
 
 
+def test_a_device_test_over_an_expected_cuda_error_is_not_renamed_safely() -> None:
+    """sbi's `if dev.type == "cuda": with pytest.raises(NotImplementedError): histogram(...)`:
+    the branch asserts what CUDA lacks; renamed, the test would claim Neuron lacks it too."""
+    src = """\
+        import pytest
+        import torch
+
+        def check(dev):
+            if dev.type == "cuda":
+                with pytest.raises(NotImplementedError):
+                    torch.histogram(torch.zeros(3, device=dev), bins=4)
+
+        def check_unittest(self, dev):
+            if str(dev) != "cuda":
+                self.assertRaises(RuntimeError, torch.histogram, torch.zeros(3, device=dev))
+        """
+    assert fixed(src) == textwrap.dedent(src)
+    found = [f for f in scan(src) if f.code == "NM101"]
+    assert len(found) == 2 and all(f.fix_class is FixClass.UNSAFE for f in found)
+    assert all("expects an error of CUDA's" in fix.title for fix in found[0].fixes)
+    assert 'if dev.type == "neuron":' in fixed(src, unsafe=True)
+
+
 def test_a_parameter_is_not_the_module_variable_of_the_same_name() -> None:
     src = ("import torch\nuse_cuda = torch.cuda.is_available()\nprint(use_cuda)\n"
            "def f(use_cuda):\n    if use_cuda:\n        return torch.cuda.get_device_capability()\n")
