@@ -10,7 +10,8 @@ import textwrap
 
 import pytest
 
-from neuron_migrate.findings import FixClass
+from neuron_migrate.findings import FixClass, Target
+from neuron_migrate.rewrite.apply import apply_fixes_to_source
 from neuron_migrate.ruleset.load import load_pack
 from neuron_migrate.ruleset.select import select_codes
 from neuron_migrate.scan import parse
@@ -1499,3 +1500,22 @@ def test_torch_device_s_type_keyword_is_a_device_string() -> None:
     code = "import torch\n\n\ndef dev(rank):\n    return torch.device(type='cuda', index=rank), torch.device(type='cpu')\n"
     found = [(f.span.line, f.code, f.fix_class) for f in analyze_source(code, "m.py", PACK)]
     assert found == [(5, "NM101", FixClass.SAFE)]
+
+
+def test_a_device_given_by_position_to_the_torch_cuda_api_is_a_device_string() -> None:
+    """avalanche's `torch.cuda.set_rng_state(state, f"cuda:{i}")`: the device string gets its
+    finding, so it is renamed with the call (or both stay), never left for `torch.neuron`."""
+    code = textwrap.dedent("""\
+        import torch
+
+
+        def restore(states):
+            for i, s in enumerate(states):
+                torch.cuda.set_rng_state(s, f"cuda:{i}")
+            torch.cuda.synchronize("cuda:0")
+            return torch.cuda.memory_allocated("cuda:0"), torch.cuda.get_rng_state("cuda:0")
+        """)
+    strings = {(f.span.line, f.span.col) for f in analyze_source(code, "m.py", PACK) if f.code == "NM101"}
+    assert strings == {(6, 36), (7, 27), (8, 39), (8, 75)}
+    out = apply_fixes_to_source(code, analyze_source(code, "m.py", PACK), Target.NEURON, unsafe=False).new_source
+    assert 'torch.neuron.set_rng_state(s, f"neuron:{i}")' in out and 'torch.neuron.synchronize("neuron")' in out

@@ -42,6 +42,14 @@ POSITIONAL: dict[str, int] = {
     "torch.distributed.init_device_mesh": 0,
     "torch.distributed.device_mesh.DeviceMesh": 0,
     "torch.distributed.DeviceMesh": 0,
+    # the `device` parameter of the `torch.cuda` API (`torch.cuda.set_rng_state(state, f"cuda:{i}")`)
+    **{f"torch.cuda.{f}": 0 for f in (
+        "set_device", "synchronize", "get_rng_state", "current_stream", "default_stream", "device",
+        "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+        "memory_stats", "memory_summary", "mem_get_info", "reset_peak_memory_stats",
+        "reset_max_memory_allocated", "reset_max_memory_cached", "get_device_properties",
+        "get_device_name", "get_device_capability", "utilization", "Stream")},
+    "torch.cuda.set_rng_state": 1,
 }
 
 # Device types (and process-group backends) a conditional may choose between
