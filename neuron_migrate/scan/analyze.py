@@ -163,14 +163,14 @@ _FIELD_CALLS = frozenset({"field", "Field", "ib", "attrib"})
 
 def _imported_by_call(value: ast.AST) -> str | None:
     """The module (or, through a `..._from` helper, the object) an import call returns:
-    `importlib.import_module("cupy")`, `optional_import("tensorrt")`, `safe_import_from("m", "X")`
-    (`scan.matchers.import_calls` reports the call)."""
+    `importlib.import_module("cupy")`, `optional_import("tensorrt")`, `safe_import_from("m", "X")`,
+    physicsnemo's `OptionalImport("nvidia.dali")` (`scan.matchers.import_calls` reports the call)."""
     if value.__class__ is not ast.Call or not value.args:  # type: ignore[attr-defined]
         return None
     func = value.func  # type: ignore[attr-defined]
     name = func.id if func.__class__ is ast.Name else func.attr if func.__class__ is ast.Attribute else ""
     first = value.args[0]  # type: ignore[attr-defined]
-    if ("import" not in name or name == "importorskip" or first.__class__ is not ast.Constant
+    if ("import" not in name.lower() or name == "importorskip" or first.__class__ is not ast.Constant
             or not isinstance(first.value, str)):
         return None
     module = first.value

@@ -119,3 +119,25 @@ def test_a_test_of_whether_a_cuda_only_module_was_imported(tmp_path: Path) -> No
     result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
     assert [(f.span.line, f.span.col, f.code, f.symbol) for fr in result.files for f in fr.findings] == [
         (4, 44, "NM706", "apex"), (6, 25, "NM707", "flash_attn")]
+
+
+def test_an_optional_import_helper_spelled_in_camel_case(tmp_path: Path) -> None:
+    """physicsnemo's `te = OptionalImport("transformer_engine.pytorch")`: the module is reported
+    and the name it binds resolves (`te.LayerNorm`, `dali.Pipeline`), as with `optional_import`."""
+    (tmp_path / "layers.py").write_text(
+        "import torch\n"
+        "from physicsnemo.core.version_check import OptionalImport\n"
+        "\n"
+        'te = OptionalImport("transformer_engine.pytorch")\n'
+        'dali = OptionalImport("nvidia.dali")\n'
+        'np = OptionalImport("numpy")\n'
+        "\n"
+        "def norm(n, use_te):\n"
+        "    return te.LayerNorm(n) if use_te else torch.nn.LayerNorm(n)\n"
+        "\n"
+        "def pipe():\n"
+        "    return dali.Pipeline(batch_size=2), np.zeros(2)\n")
+    result = scan_paths([tmp_path], PACK, use_cache=False, jobs=1)
+    assert [(f.span.line, f.code, f.symbol) for fr in result.files for f in fr.findings] == [
+        (4, "NM719", "transformer_engine.pytorch"), (5, "NM715", "nvidia.dali"),
+        (9, "NM720", "transformer_engine.pytorch.LayerNorm"), (12, "NM720", "nvidia.dali.Pipeline")]

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from neuron_migrate.findings import Finding, Span
 from neuron_migrate.scan.matchers.imports import ImportTable
 
-# `import_module(`, `__import__(`, `optional_import(`, `safe_import_from(`, ... then a quoted dotted
+# `import_module(`, `__import__(`, `optional_import(`, `safe_import_from(`, `OptionalImport(` ... then a quoted dotted
 # name, on the same line or the next ones. Not `pytest.importorskip(`: a test that skips itself.
-_CALL = re.compile(r"import(?!orskip)\w*[ \t]*\(\s*(['\"])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\1")
+_CALL = re.compile(r"(?i:import)(?!orskip)\w*[ \t]*\(\s*(['\"])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\1")
 # A probe of whether the module is installed (`importlib.util.find_spec("apex")`,
 # `_is_package_available("apex")`, `module_available(`, `RequirementCache(`), looked for only in a
 # text that names one: a pattern that starts with no literal is tried at every position.
