@@ -937,6 +937,50 @@ def test_a_check_that_picks_map_location_none_is_an_unsafe_fix() -> None:
     assert 'device = "neuron" if torch.neuron.is_available() else "cpu"' in out
 
 
+def test_an_if_that_loads_a_checkpoint_with_no_map_location_on_its_cuda_branch_is_an_unsafe_fix() -> None:
+    """torchmultimodal's `if not torch.cuda.is_available(): torch.load(p, map_location=cpu) else:
+    torch.load(p)`, the early-return and `map_location = None` forms of the same choice: flipped to
+    Neuron, a Trainium run loads a GPU checkpoint onto CUDA. A branch that loads to the CPU moves."""
+    src = '''\
+        import torch
+        from torch.hub import load_state_dict_from_url
+
+
+        def load(path):
+            if not torch.cuda.is_available():
+                return torch.load(path, map_location=torch.device("cpu"))
+            else:
+                return torch.load(path)
+
+
+        def load_hub(url):
+            if torch.cuda.is_available():
+                return load_state_dict_from_url(url)
+            return load_state_dict_from_url(url, map_location="cpu")
+
+
+        def load_statement(path):
+            if torch.cuda.is_available():
+                map_location = None
+            else:
+                map_location = "cpu"
+            return torch.load(path, map_location=map_location)
+
+
+        def fine(path):
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            return torch.load(path, map_location="cpu")
+        '''
+    found = {f.span.line: f for f in scan(src) if f.code == "NM201"}
+    assert {line: f.fix_class for line, f in found.items()} == {
+        6: FixClass.UNSAFE, 13: FixClass.UNSAFE, 19: FixClass.UNSAFE, 27: FixClass.SAFE}
+    assert "calls `torch.load` with no `map_location`" in found[6].fixes[0].title
+    assert "calls `load_state_dict_from_url` with no `map_location`" in found[13].fixes[0].title
+    assert "map_location=None" in found[19].fixes[0].title
+    assert fixed(src).count("torch.cuda.is_available()") == 3
+
+
 def test_a_physics_simulators_device_is_not_renamed() -> None:
     """Isaac Lab's `env_cfg.sim.device` and Isaac Gym's `sim_device=` go to PhysX, which takes
     only `cuda[:N]` or `cpu` (Isaac Sim raises, Isaac Gym silently falls back to CPU physics); the

@@ -289,6 +289,8 @@ def _picked_value(site: Site) -> str | None:
     negated = parent.__class__ is ast.UnaryOp and parent.op.__class__ is ast.Not  # type: ignore[union-attr]
     if negated:
         node, parent = parent, parent_of(site.stmt, parent)  # type: ignore[arg-type, assignment]
+    if parent.__class__ is ast.If and parent.test is node:  # type: ignore[union-attr]
+        return _loads_where_saved(parent.orelse if negated else parent.body)  # type: ignore[union-attr]
     if parent.__class__ is not ast.IfExp or parent.test is not node:  # type: ignore[union-attr]
         return None
     taken = parent.orelse if negated else parent.body  # type: ignore[union-attr]
@@ -299,10 +301,30 @@ def _picked_value(site: Site) -> str | None:
         return None
     name = _holder_name(site.stmt, parent)  # type: ignore[arg-type]
     if taken.value is None and "map_location" in name:  # type: ignore[attr-defined]
-        return ("on Trainium it now picks `map_location=None`, which loads each tensor to the device it "
-                "was saved from, CUDA for a GPU checkpoint")
+        return f"on Trainium it now picks `map_location=None`, {_WHERE_SAVED}"
     if taken.value and _GPU_REQUEST.search(name.rpartition(".")[2]):  # type: ignore[attr-defined]
         return f"on Trainium it now asks for GPUs (`{name}`), which a Trainium host does not have"
+    return None
+
+
+# Loaders of a checkpoint that put each tensor where it was saved unless given `map_location`.
+_LOADERS = frozenset({"torch.load", "load_state_dict_from_url", "load_url"})
+_WHERE_SAVED = "which loads each tensor to the device it was saved from, CUDA for a GPU checkpoint"
+
+
+def _loads_where_saved(branch: list[ast.stmt]) -> str | None:
+    """torchmultimodal's `if not torch.cuda.is_available(): torch.load(p, map_location="cpu") else:
+    torch.load(p)`: the branch an `if` takes once the check is Neuron's loads a checkpoint with no
+    `map_location` (or sets `map_location = None`)."""
+    for n in (n for top in branch for n in walk(top)):
+        if n.__class__ is ast.Call:
+            name = dotted(n.func)  # type: ignore[attr-defined]
+            if name is not None and (name in _LOADERS or name.rpartition(".")[2] in _LOADERS) and not any(
+                    k.arg in ("map_location", None) for k in n.keywords) and len(n.args) < 2:  # type: ignore[attr-defined]
+                return f"on Trainium it now calls `{name}` with no `map_location`, {_WHERE_SAVED}"
+        elif n.__class__ is ast.Assign and n.value.__class__ is ast.Constant and n.value.value is None and any(  # type: ignore[attr-defined]
+                "map_location" in (dotted(t) or "") for t in n.targets):  # type: ignore[attr-defined]
+            return f"on Trainium it now picks `map_location=None`, {_WHERE_SAVED}"
     return None
 
 
