@@ -59,7 +59,7 @@ _CONFIG_VALUE_RE = re.compile(r"[^=A-Z\s]+=[^=A-Z\s]+")
 # A dependency glob: an index URL, or a name as pip normalises it (PEP 503) with an optional local label.
 _REQUIREMENT_RE = re.compile(r"index:\S+|[a-z0-9*?][a-z0-9*?-]*(\+[a-z0-9*?._]+)?")
 _ARG_KEYS = frozenset({"call", "keyword", "position", "values", "not_values", "missing", "in_dict", "named",
-                       "switch", "unless", "inside"})
+                       "switch", "unless", "inside", "suffixes"})
 _UNLESS_KEYS = frozenset({"keyword", "position", "values", "present"})
 _TARGETS = {t.value: t for t in Target}
 _FIX_KEYS = frozenset(_TARGETS) | {"class", "safety", "queries", "value_stays"}
@@ -193,8 +193,12 @@ def _argument(ctx: _Ctx, raw: Any, field: str) -> ArgumentPattern:
     if inside is not None and (keyword is None or position is not None or missing or named or unless):
         raise ctx.error(f"{field}.inside", "`inside` looks a `keyword` up among a dict's entries: no `position`, "
                                            "`missing`, `named` or `unless`")
+    suffixes = tuple(_str_list(ctx, d.get("suffixes", []), f"{field}.suffixes"))
+    if suffixes and (values or not_values or missing or in_dict or named or switch or inside is not None):
+        raise ctx.error(f"{field}.suffixes", "`suffixes` matches the strings an argument holds: no `values`, "
+                                             "`not_values`, `missing`, `in_dict`, `named`, `switch` or `inside`")
     return ArgumentPattern(call, keyword, position, values, not_values, missing, in_dict, named, switch, unless,
-                           inside)
+                           inside, suffixes)
 
 
 def _match(ctx: _Ctx, raw: Any, family: str) -> Match:

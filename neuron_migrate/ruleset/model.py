@@ -100,6 +100,8 @@ class ArgumentPattern:
 
     `inside`: the argument is an entry of the dict given to the call as this keyword, not an
     argument of the call itself (Ray Serve's `ray_actor_options={"num_gpus": 1}`).
+
+    `suffixes`: the argument, written at the call, holds a string with one of these endings.
     """
 
     call: tuple[str, ...]
@@ -116,6 +118,9 @@ class ArgumentPattern:
     switch: bool = False
     unless: tuple[ArgumentPattern, ...] = ()
     inside: str | None = None
+    # File-name endings: the argument holds a string ending in one (in a list, a tuple, a call such
+    # as `os.path.join(d, "k.cu")`): `load("fused", sources=[..., "fused_kernel.cu"])` builds CUDA code.
+    suffixes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

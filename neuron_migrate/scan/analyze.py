@@ -1620,6 +1620,14 @@ class _Walker:
         if arg is None:
             return
         value_node = arg.value if arg.__class__ is ast.keyword else arg  # type: ignore[attr-defined]
+        if pat.suffixes:
+            # (one finding per call: an argument the rule's other patterns read decides it, and
+            # `load(..., with_cuda=False)` builds no CUDA code)
+            if args_m.holds_suffix(value_node, pat.suffixes) and not any(
+                    p is not pat and not p.suffixes and args_m.find_argument(call, p) is not None
+                    for p in rule.match.arguments):
+                self._report(rule, "arguments", call, f"{display}()", call=call, qualified=qn or "")
+            return
         if pat.in_dict:
             if value_node.__class__ in (ast.Name, ast.Attribute):  # `dm = {"": 0}` ... `device_map=dm`
                 scopes = tuple(reversed(self.scopes))

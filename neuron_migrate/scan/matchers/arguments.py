@@ -117,6 +117,12 @@ def may_be_present(call: ast.Call, pat: ArgumentPattern) -> bool:
     return pat.position is not None and any(a.__class__ is ast.Starred for a in call.args)
 
 
+def holds_suffix(node: ast.AST, suffixes: tuple[str, ...]) -> bool:
+    """Whether a string with one of `suffixes` is written anywhere in the argument's expression."""
+    return any(n.__class__ is ast.Constant and isinstance(n.value, str) and n.value.endswith(suffixes)  # type: ignore[attr-defined]
+               for n in ast.walk(node))
+
+
 def either_way(rule: Rule, pat: ArgumentPattern) -> bool:
     """Whether `rule` also matches the call with the argument `pat` calls missing present, whatever
     its value: then each call is a site (`DataParallel(model, **kwargs)`), what `**kwargs` holds or not."""
