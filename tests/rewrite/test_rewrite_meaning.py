@@ -824,6 +824,26 @@ def test_what_a_test_that_stays_cuda_guards_stays_too() -> None:
     assert sorted(held) == [5, 10] and "the condition at line 9" in held[10]
 
 
+def test_a_check_an_inner_guard_keeps_cuda_s_keeps_what_it_guards_in_turn() -> None:
+    """sparseml's `if name != "cuda" or not torch.cuda.is_available(): raise`: the `or` keeps the
+    availability check CUDA's, so the rest of the block it guards (the device ids counted against
+    `torch.cuda.device_count()`) stays too."""
+    src = '''\
+        import torch
+
+
+        def ids_of(device):
+            name, _, ids = device.partition(":")
+            if name != "cuda" or not torch.cuda.is_available():
+                raise ValueError(device)
+            count = torch.cuda.device_count()
+            return [i for i in map(int, ids.split(",")) if i < count]
+        '''
+    assert fixed(src, unsafe=True) == textwrap.dedent(src)
+    held = {f.span.line: f.message for f in scan(src)}
+    assert sorted(held) == [6, 8] and "the condition at line 6, which stays CUDA's" in held[8]
+
+
 def test_what_a_test_left_unfixed_in_this_run_guards_stays_with_it() -> None:
     """deepchem's `if torch.cuda.is_available(): device = torch.device("cuda")` whose check is an
     unsafe fix, flair's `if not data.is_cuda and cuda.is_available(): raise ...` with an unsafe

@@ -859,13 +859,19 @@ def _stuck(guards: Sequence[Guard], findings: Sequence[Finding], fixed: Callable
     # `init_process_group(backend=backend)` renames the `"nccl"` of `if accel_type == "cuda":`)
     edits = _fix_edits(findings, fixed, target)
     out = []
+    # What an inner guard keeps stays for the guards around it (innermost first): sparseml's `if
+    # name != "cuda" or not torch.cuda.is_available(): raise`, whose `or` keeps the check, then
+    # keeps the rest of the block (`count = torch.cuda.device_count()`).
+    kept: set[int] = set()
     for guard in guards:
         region = _with_edits(index.within(guard.region), edits, guard.region)
         tests = [f for f in region if any(inside(f.span, t) for t in guard.tests)]
         # (a test that moves in part is `blocked`'s: what it guards decides)
-        if not any(fixed(f) for f in tests) and any(holds(f) and _matters(f, target) for f in tests):
-            taken = [f for f in region if fixed(f)]
+        if not any(fixed(f) and id(f) not in kept for f in tests) and any(
+                (holds(f) or id(f) in kept) and _matters(f, target) for f in tests):
+            taken = [f for f in region if fixed(f) and id(f) not in kept]
             if taken:
+                kept.update(map(id, taken))
                 out.append((guard, taken))
     return out
 
