@@ -363,6 +363,37 @@ def test_a_device_test_over_an_expected_cuda_error_is_not_renamed_safely() -> No
     assert 'if dev.type == "neuron":' in fixed(src, unsafe=True)
 
 
+def test_a_fallback_to_the_cpu_for_a_device_the_caller_gives_is_not_renamed_safely() -> None:
+    """sparseml's `fallback_to_cpu(device)`: `if "cuda" in device and not torch.cuda.is_available():
+    return "cpu"`. Renamed, a caller's `cuda:0` (its command line's) passes through on a host
+    without CUDA. A device the function picks itself moves with its fallback."""
+    src = """\
+        import torch
+
+        def fallback_to_cpu(device):
+            if "cuda" in device and not torch.cuda.is_available():
+                return "cpu"
+            return device
+
+        def main(args):
+            if args.device == "cuda" and not torch.cuda.is_available():
+                args.device = "cpu"
+
+        def local(flag):
+            device = "cuda" if flag else "cpu"
+            if device == "cuda" and not torch.cuda.is_available():
+                device = "cpu"
+            return device
+        """
+    found = {f.span.line: f for f in scan(src) if f.code == "NM101"}
+    assert {line: f.fix_class for line, f in found.items()} == {
+        4: FixClass.UNSAFE, 9: FixClass.UNSAFE, 13: FixClass.SAFE, 14: FixClass.SAFE}
+    assert all("no longer falls back to the CPU" in fix.title for fix in found[4].fixes)
+    out = fixed(src)
+    assert 'if "cuda" in device and not torch.cuda.is_available():' in out
+    assert 'if device == "neuron" and not torch.neuron.is_available():' in out
+
+
 def test_a_parameter_is_not_the_module_variable_of_the_same_name() -> None:
     src = ("import torch\nuse_cuda = torch.cuda.is_available()\nprint(use_cuda)\n"
            "def f(use_cuda):\n    if use_cuda:\n        return torch.cuda.get_device_capability()\n")

@@ -9,7 +9,7 @@ import re
 from neuron_migrate.findings import Edit, Span, Target
 from neuron_migrate.scan.fixes.bindings import evidently_torch
 from neuron_migrate.scan.fixes.context import FixContext, FixResult
-from neuron_migrate.scan.fixes.syntax import comparison_needs_parens, defaults, parent_of, walk
+from neuron_migrate.scan.fixes.syntax import comparison_needs_parens, defaults, dotted, parent_of, walk
 from neuron_migrate.scan.matchers.site import Site
 
 ACCELERATOR = "torch.accelerator.current_accelerator"
@@ -277,6 +277,8 @@ def device_string(site: Site, ctx: FixContext, new: str) -> FixResult | None:
     title = f"Use device `{new}`" + index_title(index, drop, new)
     if _expects_error(site):
         return FixResult(f"{title} (unsafe: {_EXPECTS})", (edit, *dropped), unsafe=True)
+    if _falls_back(site, ctx):
+        return FixResult(f"{title} (unsafe: {_FALLS_BACK})", (edit, *dropped), unsafe=True)
     if _nccl(site.literal) and ctx.tests_backend:
         return FixResult(f"{title} (unsafe: this file tests the backend by name, `get_backend()` or `Backend.NCCL`, "
                          "and its NCCL branches do not see `neuron`)", (edit, *dropped), unsafe=True)
@@ -297,6 +299,36 @@ def _expects_error(site: Site) -> bool:
         return False
     return any(n.__class__ is ast.Call and (getattr(n.func, "attr", None) or getattr(n.func, "id", None)) in _RAISES  # type: ignore[attr-defined]
                for branch in (stmt.body, stmt.orelse) for top in branch for n in walk(top))  # type: ignore[attr-defined]
+
+
+_FALLS_BACK = ("a device given as `cuda` no longer falls back to the CPU where CUDA is missing: keep this "
+               "clause and add one for the accelerator beside it")
+_CPU = frozenset({"'cpu'", '"cpu"', "torch.device('cpu')", 'torch.device("cpu")'})
+
+
+def _falls_back(site: Site, ctx: FixContext) -> bool:
+    """sparseml's `def fallback_to_cpu(device): if "cuda" in device and not torch.cuda.is_available():
+    return "cpu"`: a fallback for a device its caller gives (a parameter, `args.device`). Renamed,
+    a caller's `cuda` (its command line's, its docs') passes through where CUDA is missing."""
+    stmt, literal = site.stmt, site.literal
+    if stmt.__class__ is not ast.If or stmt.test.__class__ is not ast.BoolOp or stmt.test.op.__class__ is not ast.And:  # type: ignore[attr-defined]
+        return False
+    operands = stmt.test.values  # type: ignore[attr-defined]
+    tested = next((o for o in operands if any(n is literal for n in walk(o))), None)
+    if tested is None or not any(o.__class__ is ast.UnaryOp and o.op.__class__ is ast.Not  # type: ignore[attr-defined]
+                                 and (dotted(getattr(o.operand, "func", o.operand)) or "").endswith("is_available")  # type: ignore[attr-defined]
+                                 for o in operands):
+        return False
+    if not any(n.__class__ in (ast.Return, ast.Assign) and n.value is not None and ctx.text(n.value) in _CPU  # type: ignore[attr-defined]
+               for top in stmt.body for n in walk(top)):  # type: ignore[attr-defined]
+        return False
+    # The device compared comes from elsewhere unless the function binds its name itself (a
+    # parameter comes from the caller).
+    called = {id(n.func) for n in walk(tested) if n.__class__ is ast.Call}  # type: ignore[attr-defined]
+    names = {n.id for n in walk(tested) if n.__class__ is ast.Name and id(n) not in called}  # type: ignore[attr-defined]
+    scope = ctx.function_of(stmt) or ctx.tree
+    bound = {n.id for n in walk(scope) if n.__class__ is ast.Name and n.ctx.__class__ is ast.Store}  # type: ignore[attr-defined]
+    return any(name not in bound for name in names)
 
 
 # The file tests the process-group backend by name (Transformer-XL's `all_reduce_item` dispatches on
@@ -326,6 +358,8 @@ def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: T
     title = "Use the current accelerator's device type" + index_title(index, drop, "<accelerator>")
     if _expects_error(site):
         return FixResult(f"{title} (unsafe: {_EXPECTS})", (edit, *dropped), add, unsafe=True)
+    if _falls_back(site, ctx):
+        return FixResult(f"{title} (unsafe: {_FALLS_BACK})", (edit, *dropped), add, unsafe=True)
     return FixResult(title, (edit, *dropped), add, unsafe=(index is not None and not drop) or backend_choice(
         site.stmt, site.literal) or ctx.slices_device_strings)
 
