@@ -265,6 +265,7 @@ class _Walker:
         # `with` targets): there they are not the module's imports of the same name.
         self.locals: list[set[str]] = []
         self.func_names: list[str] = []
+        self.body_cols: list[int] = []  # per function scope: its body's indentation
         self.consts: dict[str, tuple[ast.AST, ...] | None] = {}  # module-level names: the literals assigned
         self.argparse: dict[str, list[ast.AST]] = {}  # option dest -> its literal default and const
         # Attribute name -> literal: class-level fields (a config dataclass) and `self.x = ...`.
@@ -483,25 +484,32 @@ class _Walker:
         return qn if cuda_rule or self.tokens.name(qn.replace(".", "_")) else None
 
     @staticmethod
-    def _remember(table: dict[str, tuple[ast.AST, ...] | None], name: str, value: ast.AST) -> None:
+    def _remember(table: dict[str, tuple[ast.AST, ...] | None], name: str, value: ast.AST,
+                  conditional: bool | None = None) -> None:
         """`name` may stand for the literal `value` (a constant, or a dict of them: `{"": 0}`), as
         for each literal assigned to it elsewhere, as a conditional expression's branches do
         (torch's test helpers: `DEVICE_TYPE = "cuda"` or `"xpu"` or `"cpu"` by the host). Once
         it is assigned anything else too its value is unknown (None): the literal may be
-        overwritten before the use (`device_map = "auto"`, then a computed map)."""
+        overwritten before the use (`device_map = "auto"`, then a computed map). A function's
+        names are assigned in order (`conditional`: whether this assignment is in a branch, a
+        loop or a `try`, else None for a table not kept in order): a literal assigned after the
+        unknown value may be the value again (sparseml's `if oneshot: device_map = args.device
+        elif not fsdp: device_map = "auto"`); an unconditional one is the value."""
         if value.__class__ is ast.IfExp:
             # `x if ddp else "auto"`: either branch may be the value; a computed one is no literal
             # the use could match, it overwrites nothing.
             branches = [b for b in args_m.branches(value) if args_m.static_value(_field_default(b)) is not args_m.UNKNOWN]
-            for branch in branches:
-                _Walker._remember(table, name, branch)
+            for i, branch in enumerate(branches):  # (each branch after the first adds a value)
+                _Walker._remember(table, name, branch, conditional if i == 0 or conditional is None else True)
             if not branches:
                 table[name] = None
             return
         value = _field_default(value)
         known = table.get(name, ())
         static = args_m.static_value(value)
-        if known is None or static is args_m.UNKNOWN:
+        if static is not args_m.UNKNOWN and conditional is not None and (known is None or not conditional):
+            table[name] = (value,)
+        elif known is None or static is args_m.UNKNOWN:
             table[name] = None
         elif all(args_m.static_value(k) != static for k in known):
             table[name] = (*known, value)
@@ -610,7 +618,9 @@ class _Walker:
                 if scope is not None and (value.__class__ in _LITERALS or value.__class__ is ast.IfExp
                                           or target.id in scope or target.id in self.consts
                                           or (value.__class__ is ast.Call and _field_default(value) is not value)):
-                    self._remember(scope, target.id, value)
+                    # (a statement indented deeper than its function's body runs only as an
+                    # `if`, a loop or a `try` lets it)
+                    self._remember(scope, target.id, value, self.stmt.col_offset > self.body_cols[-1])
                 if scope is not None and self._formatted_device(value):
                     # (the scope holds static values only; a format is kept beside it, by the scope)
                     self.formatted.setdefault(id(scope), (scope, {}))[1].setdefault(target.id, []).append(value)
@@ -815,6 +825,7 @@ class _Walker:
                     self.locals.pop()
                     self.local_assigned.pop()
                     self.func_names.pop()
+                    self.body_cols.pop()
                     continue
                 self.stmt = node
                 self.stmt_line = node.pattern.lineno if kind == case_kind else node.lineno
@@ -832,6 +843,7 @@ class _Walker:
                     self.locals.append(set(params))
                     self.local_assigned.append({})
                     self.func_names.append(node.name)
+                    self.body_cols.append(node.body[0].col_offset)
             for f in fields:
                 v = getattr(node, f)
                 if v is not None:

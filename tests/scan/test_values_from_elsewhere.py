@@ -169,6 +169,35 @@ def test_a_name_assigned_several_literals_may_pass_each() -> None:
     assert [(line, code) for line, code, _ in lines if code == "NM717"] == [(7, "NM717")]
 
 
+def test_a_literal_assigned_after_a_computed_value_may_pass() -> None:
+    """sparseml's `device_map = None; if oneshot: device_map = args.device elif not fsdp:
+    device_map = "auto"`: the literal comes after the computed value, so it may reach the call
+    (through a dict too); a computed value assigned after the literal overwrites it."""
+    lines = found("""
+        from transformers import AutoModelForCausalLM
+
+        def load(args, oneshot, fsdp):
+            device_map = None
+            if oneshot:
+                device_map = args.device
+            elif not fsdp:
+                device_map = "auto"
+            kwargs = {"device_map": device_map}
+            return AutoModelForCausalLM.from_pretrained(args.model, device_map=device_map), kwargs
+
+        def later(args, plan):
+            device_map = plan(args)
+            device_map = "auto"
+            return AutoModelForCausalLM.from_pretrained(args.model, device_map=device_map)
+
+        def overwritten(args, plan):
+            device_map = "auto"
+            device_map = plan(args)
+            return AutoModelForCausalLM.from_pretrained(args.model, device_map=device_map)
+        """)
+    assert [line for line, code, _ in lines if code == "NM717"] == [9, 10, 15]
+
+
 def test_a_bare_get_call_is_no_environment_read() -> None:
     """vllm's mooncake config: `get(...)` with two arguments, a function of its own and no
     attribute of anything, once crashed the analysis of the whole file (NM003). Its fallback is a
