@@ -96,6 +96,15 @@ def test_tagged_values_and_interpolation_defaults(tmp_path: Path) -> None:
     ]
 
 
+def test_a_list_sets_its_key_when_each_item_does(tmp_path: Path) -> None:
+    """brevitas' benchmark sweeps `device:` over a list of values: `[cuda:0]` runs on CUDA; a list
+    that also names another device lists choices (RECIPE's `device_choices`)."""
+    write(tmp_path, {"bench/template.yaml": "device:\n- cuda:0\nrun:\n  device: [cuda:0, cuda:1]\n"
+                                            "  dtype: [float16]\nchoices:\n  device: [cpu, cuda]\n"})
+    assert found(tmp_path) == [("bench/template.yaml", 2, 2, "device: [cuda:0]"),
+                               ("bench/template.yaml", 4, 11, "device: [cuda:0, cuda:1]")]
+
+
 @pytest.mark.parametrize(("rel", "expected"), [
     ("configs/train.yaml", True), ("recipe.yml", True), ("conf/model/llama.YAML", True),
     (".github/workflows/ci.yml", False), ("sub/.circleci/config.yml", False), (".pre-commit-config.yaml", False),

@@ -3,11 +3,11 @@ configs, training recipes, Accelerate and Lightning configs) that select CUDA: `
 `dist_backend: nccl`, `attn_implementation: flash_attention_2`, `load_in_4bit: true`.
 
 A pattern is `KEY=VALUE`, two globs over a mapping entry: its key, lower case, and its scalar value
-as written, lower case (`true`, `cuda:0`). A list under a key is no setting of it (`device: [cpu,
-cuda]` lists choices). A file is parsed only when its text holds a word a value pattern needs
-(`cuda`, `nccl`, ...), and one that is not YAML (a Helm template, a Jinja file) yields nothing:
-its validity is not this tool's to report. CI, tooling and dependency
-files (`.github/`, `.pre-commit-config.yaml`, `mkdocs.yml`, `docker-compose.yml`, conda's
+as written, lower case (`true`, `cuda:0`). A list under a key sets it only when each of its items
+does (a sweep's `device: [cuda:0]`); `device: [cpu, cuda]` lists choices. A file is parsed only
+when its text holds a word a value pattern needs (`cuda`, `nccl`, ...), and one that is not YAML
+(a Helm template, a Jinja file) yields nothing: its validity is not this tool's to report. CI,
+tooling and dependency files (`.github/`, `.pre-commit-config.yaml`, `mkdocs.yml`, `docker-compose.yml`, conda's
 `environment.yml`), documentation (`docs/`) and API descriptions (`openapi.yaml`) are not
 configuration of the program.
 """
@@ -64,6 +64,15 @@ def config_findings(text: str, rel: str, rules: Sequence[Rule], words: Sequence[
     lines = text.split("\n")
     found: list[Finding] = []
     for key, node in (entry for doc in documents if doc is not None for entry in _entries(doc)):
+        if isinstance(node, yaml.SequenceNode):  # a list of scalars: each item sets the key
+            items = [(str(i.value).strip().lower(), i) for i in node.value]
+            matched = [setting_rules(key.replace("-", "_"), v, rules) for v, _ in items]
+            for rule in (r for r in matched[0] if all(r in m for m in matched[1:])):
+                first = items[0][1]
+                line, col = first.start_mark.line + 1, first.start_mark.column
+                symbol = f"{key}: [{', '.join(str(i.value) for _, i in items)}]"
+                found.append(rule.finding(rel, Span(line, col, line, first.end_mark.column), symbol, lines[line - 1]))
+            continue
         written = str(node.value) if isinstance(node.value, str) else ""
         if node.tag.startswith("!"):  # HyperPyYAML's `!name:bitsandbytes.optim.PagedAdam32bit`: the tag is the value
             written = f"{node.tag} {written}".strip()
@@ -86,9 +95,9 @@ def setting_rules(key: str, value: str, rules: Sequence[Rule]) -> list[Rule]:
 
 
 def _entries(root: Any) -> Iterator[tuple[str, Any]]:
-    """(key, node) of every mapping entry whose value is a scalar or carries a local tag (a
-    HyperPyYAML object with its arguments below), at any depth (a list's mappings too); a node
-    reached twice through an alias is read once."""
+    """(key, node) of every mapping entry whose value is a scalar, a list of scalars, or carries a
+    local tag (a HyperPyYAML object with its arguments below), at any depth (a list's mappings
+    too); a node reached twice through an alias is read once."""
     import yaml
 
     seen: set[int] = set()
@@ -103,6 +112,9 @@ def _entries(root: Any) -> Iterator[tuple[str, Any]]:
                 if isinstance(k, yaml.ScalarNode):
                     stack.append((str(k.value).lower(), v))
         elif isinstance(node, yaml.SequenceNode):
+            if key and node.value and all(isinstance(i, yaml.ScalarNode) for i in node.value):
+                yield key, node
+                continue
             stack.extend(("", item) for item in node.value)
         elif isinstance(node, yaml.ScalarNode) and key:
             yield key, node
