@@ -875,6 +875,50 @@ def test_a_check_an_inner_guard_keeps_cuda_s_keeps_what_it_guards_in_turn() -> N
     assert sorted(held) == [6, 8] and "the condition at line 6, which stays CUDA's" in held[8]
 
 
+def test_a_check_fed_by_a_value_that_stays_cuda_s_keeps_what_it_guards() -> None:
+    """bentoml's `gpus = os.getenv("CUDA_VISIBLE_DEVICES", "")` (no fix) then `torch.device("cuda"
+    if gpus not in ("", "-1") else "cpu")`: the choice stays CUDA's, so its device does too."""
+    src = '''\
+        import os
+
+        import torch
+
+
+        def load(model):
+            gpus = os.getenv("CUDA_VISIBLE_DEVICES", "")
+            return model.to(torch.device("cuda" if gpus not in ("", "-1") else "cpu"))
+        '''
+    assert fixed(src, unsafe=True) == textwrap.dedent(src)
+    device = next(f for f in scan(src) if f.code == "NM101")
+    assert device.fix_class is FixClass.MANUAL and "the condition at line 8, which stays CUDA's" in device.message
+
+
+def test_a_comparison_of_a_device_a_function_returns_as_cuda_stays() -> None:
+    """docling's `decide_device()` returns `"cuda:0"`, which stays (the check choosing it guards
+    it); `if device_str.startswith("cuda"):` on its result stays too, and what it guards: renamed,
+    a CUDA host would fall to the CPU branch and Trainium would never take the renamed one."""
+    src = '''\
+        import torch
+
+
+        def decide(d):
+            if d == "auto" and torch.cuda.is_available():
+                return "cuda:0"
+            return "cpu"
+
+
+        def resolve(d):
+            device_str = decide(d)
+            if device_str.startswith("cuda"):
+                torch.cuda.empty_cache()
+                return torch.device(device_str)
+            return torch.device("cpu")
+        '''
+    assert fixed(src, unsafe=True) == textwrap.dedent(src)
+    held = {f.span.line: f.message for f in scan(src)}
+    assert 'the device its test compares may be `"cuda:0"`' in held[12]
+
+
 def test_what_a_test_left_unfixed_in_this_run_guards_stays_with_it() -> None:
     """deepchem's `if torch.cuda.is_available(): device = torch.device("cuda")` whose check is an
     unsafe fix, flair's `if not data.is_cuda and cuda.is_available(): raise ...` with an unsafe

@@ -50,7 +50,6 @@ from neuron_migrate.scan.fixes.syntax import (
     bound_method,
     defaults,
     dotted,
-    has_parameters,
     parameter,
     walk,
 )
@@ -135,8 +134,9 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
         visible[id(scope)] = [names, *outer]
         found = founds[id(scope)] = []
         scoped.append((scope, found, visible[id(scope)]))
-        if parent is not None and scope.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and not has_parameters(scope):
-            # `def use_gpu(): return torch.cuda.is_available()`: a condition where `use_gpu()` is one
+        if parent is not None and scope.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef):
+            # `def use_gpu(): return torch.cuda.is_available()`: a condition where `use_gpu()` is
+            # one; docling's `decide_device(...)`, a device where its result is compared
             returns = [n.value for n in nodes if n.__class__ is ast.Return and n.value is not None]  # type: ignore[attr-defined]
             visible[id(parent)][0].setdefault(f"{scope.name}()", []).extend(returns)  # type: ignore[attr-defined]
         if scope.__class__ is ast.ClassDef:  # `TrtCompiler(model)`: its methods run through the object
@@ -505,7 +505,7 @@ def _cuda_string(node: ast.AST) -> bool:
 def _device_names(node: ast.AST) -> Iterator[tuple[str, bool]]:
     """The names holding a device that `node` compares with a CUDA string (`device == "cuda"`,
     `device.type in ("cuda", "mps")`, `str(device).startswith("cuda")`, in `and`/`or`/`not`), or
-    that it is (a value `device = args.device` reads)."""
+    that it is (a value `device = args.device` reads; `f()` for what `device = f(...)` returns)."""
     cls = node.__class__
     if cls is ast.Compare:
         operands = [node.left, *node.comparators]  # type: ignore[attr-defined]
@@ -526,6 +526,8 @@ def _device_names(node: ast.AST) -> Iterator[tuple[str, bool]]:
             yield from _device_names(func.value)
         elif func.__class__ is ast.Name and func.id == "str" and len(node.args) == 1:  # type: ignore[attr-defined]
             yield from _device_names(node.args[0])  # type: ignore[attr-defined]
+        elif func.__class__ is ast.Name:  # what a function of the file returns (`decide_device(...)`)
+            yield f"{func.id}()", False
         return
     if cls is ast.Attribute and node.attr == "type":  # type: ignore[attr-defined]
         node = node.value  # type: ignore[attr-defined]
@@ -788,6 +790,11 @@ def blocked(
             twin, by_reader = 0, False
             if not reasons and guard.condition in held:  # the same test, held elsewhere in the function
                 reasons, twin = [held[guard.condition][0]], held[guard.condition][1]
+            if not reasons and guard.devices:
+                # docling's `decide_device()` still returns `"cuda:0"` (held, or no fix): renamed,
+                # `if device.startswith("cuda"):` no longer takes that device's branch
+                reasons = [f for span in guard.devices for f in index.within(span)
+                           if not is_fixed(f) and _kept_string(f, net)][:1]
             if not reasons and guard.sets:
                 reader = next(((why, line) for reads, why, line in readers.get(guard.condition, ()) if guard.sets in reads), None)
                 if reader is not None:
@@ -807,6 +814,11 @@ def blocked(
             done.add(i)
             changed = True
     return out
+
+
+def _kept_string(f: Finding, net: Collection[str]) -> bool:
+    """A device string that stays CUDA's: a device finding, or a quoted CUDA word of the net."""
+    return f.category == "device" or (f.code in net and f.symbol[:1] in _QUOTES)
 
 
 def _shared_statements(findings: Sequence[Finding]) -> dict[tuple[int | None, int], list[Finding]]:
@@ -864,8 +876,10 @@ def _stuck(guards: Sequence[Guard], findings: Sequence[Finding], fixed: Callable
     # keeps the rest of the block (`count = torch.cuda.device_count()`).
     kept: set[int] = set()
     for guard in guards:
-        region = _with_edits(index.within(guard.region), edits, guard.region)
-        tests = [f for f in region if any(inside(f.span, t) for t in guard.tests)]
+        # (with the values that feed its test: bentoml's `gpus = os.getenv("CUDA_VISIBLE_DEVICES", "")`
+        # stays, so `torch.device("cuda" if gpus not in ("", "-1") else "cpu")` does too)
+        region = _with_edits(_region(index, guard), edits, guard.region)
+        tests = [f for f in region if any(inside(f.span, t) for t in (*guard.tests, *guard.feeds))]
         # (a test that moves in part is `blocked`'s: what it guards decides)
         if not any(fixed(f) and id(f) not in kept for f in tests) and any(
                 (holds(f) or id(f) in kept) and _matters(f, target) for f in tests):
@@ -911,6 +925,8 @@ def reason(block: Block, fed: bool = False) -> str:
                 else f"the same check at line {block.twin} stays ({said})")
     if any(inside(why.span, t) for t in (*block.guard.tests, *block.guard.feeds)):
         return f"its test depends on {said}"
+    if any(inside(why.span, t) for t in block.guard.devices):
+        return f"the device its test compares may be {said}"
     if fed:
         return f"it feeds the test at line {block.guard.tests[0].line}, and that test guards {said}"
     return f"it guards {said}"
