@@ -394,6 +394,29 @@ def test_a_fallback_to_the_cpu_for_a_device_the_caller_gives_is_not_renamed_safe
     assert 'if device == "neuron" and not torch.neuron.is_available():' in out
 
 
+def test_a_device_test_and_ed_with_a_dtype_test_is_not_renamed_safely() -> None:
+    """brevitas' kthvalue: `(dtype == torch.float16 and 'cpu' in device) or (dtype == torch.bfloat16
+    and 'cuda' in device)` lists the kernels each device lacks; renamed, CUDA loses its workaround
+    and Neuron is said to lack bfloat16. A device test alone still moves."""
+    src = """\
+        import torch
+
+        def kthvalue(x, k):
+            device = str(x.device)
+            if (x.dtype == torch.float16 and "cpu" in device) or (x.dtype == torch.bfloat16 and "cuda" in device):
+                x = x.float()
+            fast = x.dtype is torch.float16 and device.startswith("cuda")
+            if "cuda" in device:
+                torch.cuda.synchronize()
+            return torch.kthvalue(x, k), fast
+        """
+    found = {f.span.line: f for f in scan(src) if f.code == "NM101"}
+    assert {line: f.fix_class for line, f in found.items()} == {5: FixClass.UNSAFE, 7: FixClass.UNSAFE, 8: FixClass.SAFE}
+    assert all("tested with a dtype" in fix.title for fix in found[5].fixes)
+    out = fixed(src)
+    assert '"cuda" in device):' in out and 'device.startswith("cuda")' in out and 'if "neuron" in device:' in out
+
+
 def test_a_parameter_is_not_the_module_variable_of_the_same_name() -> None:
     src = ("import torch\nuse_cuda = torch.cuda.is_available()\nprint(use_cuda)\n"
            "def f(use_cuda):\n    if use_cuda:\n        return torch.cuda.get_device_capability()\n")

@@ -279,6 +279,8 @@ def device_string(site: Site, ctx: FixContext, new: str) -> FixResult | None:
         return FixResult(f"{title} (unsafe: {_EXPECTS})", (edit, *dropped), unsafe=True)
     if _falls_back(site, ctx):
         return FixResult(f"{title} (unsafe: {_FALLS_BACK})", (edit, *dropped), unsafe=True)
+    if _with_dtype(site):
+        return FixResult(f"{title} (unsafe: {_WITH_DTYPE})", (edit, *dropped), unsafe=True)
     if _nccl(site.literal) and ctx.tests_backend:
         return FixResult(f"{title} (unsafe: this file tests the backend by name, `get_backend()` or `Backend.NCCL`, "
                          "and its NCCL branches do not see `neuron`)", (edit, *dropped), unsafe=True)
@@ -299,6 +301,32 @@ def _expects_error(site: Site) -> bool:
         return False
     return any(n.__class__ is ast.Call and (getattr(n.func, "attr", None) or getattr(n.func, "id", None)) in _RAISES  # type: ignore[attr-defined]
                for branch in (stmt.body, stmt.orelse) for top in branch for n in walk(top))  # type: ignore[attr-defined]
+
+
+_WITH_DTYPE = ("it is tested with a dtype, a kernel's gap or feature on CUDA (no bfloat16 kthvalue), "
+               "which Neuron need not share")
+_DTYPES = frozenset({"float16", "half", "bfloat16", "float32", "float", "float64", "double", "float8_e4m3fn",
+                     "float8_e5m2", "int8", "uint8"})
+
+
+def _with_dtype(site: Site) -> bool:
+    """brevitas' `(dtype == torch.float16 and 'cpu' in device) or (dtype == torch.bfloat16 and
+    'cuda' in device)`: a device test and-ed with a dtype test is a table of what CUDA's kernels
+    lack or have; renamed, it claims the same of Neuron and drops CUDA's entry."""
+    stmt, literal = site.stmt, site.literal
+    test = getattr(stmt, "test", None) or (None if hasattr(stmt, "body") else stmt)  # (not a compound's body)
+    if test is None:
+        return False
+    for node in walk(test):
+        if node.__class__ is ast.BoolOp and node.op.__class__ is ast.And:  # type: ignore[attr-defined]
+            operands = node.values  # type: ignore[attr-defined]
+            if any(any(n is literal for n in walk(o)) for o in operands) and any(
+                    o.__class__ is ast.Compare and any(
+                        n.__class__ is ast.Attribute and n.attr in _DTYPES and (dotted(n) or "").startswith("torch.")  # type: ignore[attr-defined]
+                        for n in (o.left, *o.comparators))  # type: ignore[attr-defined]
+                    for o in operands):
+                return True
+    return False
 
 
 _FALLS_BACK = ("a device given as `cuda` no longer falls back to the CPU where CUDA is missing: keep this "
@@ -360,6 +388,8 @@ def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: T
         return FixResult(f"{title} (unsafe: {_EXPECTS})", (edit, *dropped), add, unsafe=True)
     if _falls_back(site, ctx):
         return FixResult(f"{title} (unsafe: {_FALLS_BACK})", (edit, *dropped), add, unsafe=True)
+    if _with_dtype(site):
+        return FixResult(f"{title} (unsafe: {_WITH_DTYPE})", (edit, *dropped), add, unsafe=True)
     return FixResult(title, (edit, *dropped), add, unsafe=(index is not None and not drop) or backend_choice(
         site.stmt, site.literal) or ctx.slices_device_strings)
 
