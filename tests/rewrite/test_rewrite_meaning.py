@@ -417,6 +417,28 @@ def test_a_device_test_and_ed_with_a_dtype_test_is_not_renamed_safely() -> None:
     assert '"cuda" in device):' in out and 'device.startswith("cuda")' in out and 'if "neuron" in device:' in out
 
 
+def test_a_list_that_is_the_parts_of_one_value_gets_no_neuron_entry() -> None:
+    """ModelScope's `eles = ['cuda'] + eles[1:]; "".join(eles)` and a pick by position
+    (`["cuda", "cpu"][i]`): an added entry would make `cudaneuron1` or shift the pick. A list of
+    device types kept as data still gets its entry."""
+    src = """\
+        def to_hf(device_name):
+            eles = device_name.split(':')
+            if eles[0] == 'gpu':
+                eles = ['cuda'] + eles[1:]
+                device_name = ''.join(eles)
+            return device_name
+
+        def pick(i):
+            return ["cuda", "cpu"][i]
+
+        SUPPORTED = ["cuda", "cpu"]
+        """
+    out = fixed(src, unsafe=True)
+    assert "eles = ['cuda'] + eles[1:]" in out and 'return ["cuda", "cpu"][i]' in out
+    assert 'SUPPORTED = ["cuda", "neuron", "cpu"]' in out
+
+
 def test_a_parameter_is_not_the_module_variable_of_the_same_name() -> None:
     src = ("import torch\nuse_cuda = torch.cuda.is_available()\nprint(use_cuda)\n"
            "def f(use_cuda):\n    if use_cuda:\n        return torch.cuda.get_device_capability()\n")

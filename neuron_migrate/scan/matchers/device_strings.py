@@ -177,8 +177,14 @@ def held_together(holder: ast.AST | None, values: ast.AST) -> bool:
     """`values` (a tuple or list) held by `holder` is one value per name, not a list of device
     types: unpacked (super-gradients' `mode, n, device = Mode.DDP, None, "cuda"`: another entry
     would break the unpacking), returned together as a tuple (a list returned is one value, the
-    devices a plugin supports: `return ["cuda", "npu"]`), or a row of a table of rows."""
+    devices a plugin supports: `return ["cuda", "npu"]`), a row of a table of rows, the parts of
+    one value (ModelScope's `"".join(["cuda"] + parts[1:])`) or a pick by position (`["cuda",
+    "cpu"][i]`): another entry shifts what follows it."""
     cls = holder.__class__
+    if cls is ast.BinOp:
+        return True
+    if cls is ast.Subscript:
+        return holder.value is values  # type: ignore[union-attr]
     if cls is ast.Return:
         return values.__class__ is ast.Tuple
     if cls is ast.Assign:
