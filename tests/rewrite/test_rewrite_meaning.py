@@ -1121,6 +1121,28 @@ def test_an_if_that_loads_a_checkpoint_with_no_map_location_on_its_cuda_branch_i
     assert fixed(src).count("torch.cuda.is_available()") == 3
 
 
+def test_a_check_that_picks_a_device_given_from_elsewhere_is_an_unsafe_fix() -> None:
+    """Ax's `torch.device(json["device"]) if torch.cuda.is_available() else torch.device("cpu")`
+    and `args.device if torch.cuda.is_available() else "cpu"`: a Trainium run would take the saved
+    or default device (`cuda`) where it fell back to the CPU. A flag or a CUDA literal the fix
+    renames beside it still moves."""
+    src = '''\
+        import torch
+
+
+        def load(d, args, rank):
+            dev = torch.device(d["device"]) if torch.cuda.is_available() else torch.device("cpu")
+            device = args.device if torch.cuda.is_available() else "cpu"
+            use_amp = args.amp if torch.cuda.is_available() else False
+            ok = torch.device(f"cuda:{rank}") if torch.cuda.is_available() else torch.device("cpu")
+            return dev, device, use_amp, ok
+        '''
+    found = {f.span.line: f for f in scan(src) if f.code == "NM201"}
+    assert {line: f.fix_class for line, f in found.items()} == {
+        5: FixClass.UNSAFE, 6: FixClass.UNSAFE, 7: FixClass.SAFE, 8: FixClass.SAFE}
+    assert "the device it is given" in found[5].fixes[0].title
+
+
 def test_a_physics_simulators_device_is_not_renamed() -> None:
     """Isaac Lab's `env_cfg.sim.device` and Isaac Gym's `sim_device=` go to PhysX, which takes
     only `cuda[:N]` or `cpu` (Isaac Sim raises, Isaac Gym silently falls back to CPU physics); the

@@ -294,6 +294,9 @@ def _picked_value(site: Site) -> str | None:
     if parent.__class__ is not ast.IfExp or parent.test is not node:  # type: ignore[union-attr]
         return None
     taken = parent.orelse if negated else parent.body  # type: ignore[union-attr]
+    if _given_device(taken, site.stmt, parent):  # type: ignore[arg-type]
+        return ("on Trainium it now takes the device it is given (from data or the command line), which a "
+                "CUDA host chose: it used to fall back to the CPU")
     if any(_assigned_gpu(n) for n in walk(taken)):
         return ("on Trainium it now takes the branch that reads `gpu_id`, the GPU a model server assigned, "
                 "which a Trainium host does not assign (None)")
@@ -385,6 +388,18 @@ def _assigned_gpu(node: ast.AST) -> bool:
     cls = node.__class__
     return ((cls is ast.Constant and node.value in _ASSIGNED_GPU)  # type: ignore[attr-defined]
             or (cls is ast.Attribute and node.attr in _ASSIGNED_GPU))  # type: ignore[attr-defined]
+
+
+def _given_device(taken: ast.AST, stmt: ast.AST, choice: ast.AST) -> bool:
+    """Ax's `torch.device(json["device"]) if torch.cuda.is_available() else torch.device("cpu")`,
+    `device = args.device if torch.cuda.is_available() else "cpu"`: the device the check picks is
+    no CUDA literal this fix renames but a value given from elsewhere (`"cuda"` in a saved
+    experiment, a default)."""
+    if taken.__class__ is ast.Call and dotted(taken.func) in ("torch.device", "device"):  # type: ignore[attr-defined]
+        args = taken.args  # type: ignore[attr-defined]
+        return bool(args) and args[0].__class__ not in (ast.Constant, ast.JoinedStr, ast.BinOp)
+    return taken.__class__ in (ast.Name, ast.Attribute, ast.Subscript) and any(
+        device_like_name(part) for part in _holder_name(stmt, choice).replace(".", " ").split())
 
 
 def _holder_name(stmt: ast.AST, value: ast.AST) -> str:
