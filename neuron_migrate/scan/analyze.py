@@ -1194,6 +1194,11 @@ class _Walker:
         if id(node) in self.silent:
             return
         hit = self.tokens.name(ident)  # type: ignore[union-attr]
+        if hit is not None and ident in self.aliases.names:
+            # what a module the net leaves out is imported as (`import neuronxcc.nki.nccl as nccl`)
+            imported = self._root(ident)
+            if imported is not None and self.tokens.name(imported.replace(".", "_")) is None:  # type: ignore[union-attr]
+                return
         # A name bound here is no use of what it held before (`except: OOM = Exception` after
         # `try: OOM = torch.cuda.OutOfMemoryError`).
         target = self._alias_of(ident, used) if (
