@@ -366,7 +366,8 @@ def test_a_device_test_over_an_expected_cuda_error_is_not_renamed_safely() -> No
 def test_a_fallback_to_the_cpu_for_a_device_the_caller_gives_is_not_renamed_safely() -> None:
     """sparseml's `fallback_to_cpu(device)`: `if "cuda" in device and not torch.cuda.is_available():
     return "cpu"`. Renamed, a caller's `cuda:0` (its command line's) passes through on a host
-    without CUDA. A device the function picks itself moves with its fallback."""
+    without CUDA; so does lama-cleaner's parametrized `"cuda"` test case, which returned early. A
+    device the function picks itself moves with its fallback."""
     src = """\
         import torch
 
@@ -384,11 +385,16 @@ def test_a_fallback_to_the_cpu_for_a_device_the_caller_gives_is_not_renamed_safe
             if device == "cuda" and not torch.cuda.is_available():
                 device = "cpu"
             return device
+
+        def test_ones(device):
+            if device == "cuda" and not torch.cuda.is_available():
+                return
+            assert torch.ones(2, device=device).sum() == 2
         """
     found = {f.span.line: f for f in scan(src) if f.code == "NM101"}
     assert {line: f.fix_class for line, f in found.items()} == {
-        4: FixClass.UNSAFE, 9: FixClass.UNSAFE, 13: FixClass.SAFE, 14: FixClass.SAFE}
-    assert all("no longer falls back to the CPU" in fix.title for fix in found[4].fixes)
+        4: FixClass.UNSAFE, 9: FixClass.UNSAFE, 13: FixClass.SAFE, 14: FixClass.SAFE, 19: FixClass.UNSAFE}
+    assert all("is no longer checked for CUDA" in fix.title for fix in found[4].fixes)
     out = fixed(src)
     assert 'if "cuda" in device and not torch.cuda.is_available():' in out
     assert 'if device == "neuron" and not torch.neuron.is_available():' in out

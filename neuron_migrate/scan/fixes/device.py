@@ -329,15 +329,16 @@ def _with_dtype(site: Site) -> bool:
     return False
 
 
-_FALLS_BACK = ("a device given as `cuda` no longer falls back to the CPU where CUDA is missing: keep this "
-               "clause and add one for the accelerator beside it")
-_CPU = frozenset({"'cpu'", '"cpu"', "torch.device('cpu')", 'torch.device("cpu")'})
+_FALLS_BACK = ("a device given as `cuda` is no longer checked for CUDA (where CUDA is missing it fell back, "
+               "returned or stopped): keep this clause and add one for the accelerator beside it")
 
 
 def _falls_back(site: Site, ctx: FixContext) -> bool:
     """sparseml's `def fallback_to_cpu(device): if "cuda" in device and not torch.cuda.is_available():
-    return "cpu"`: a fallback for a device its caller gives (a parameter, `args.device`). Renamed,
-    a caller's `cuda` (its command line's, its docs') passes through where CUDA is missing."""
+    return "cpu"`, lama-cleaner's tests' `if device == "cuda" and not torch.cuda.is_available():
+    return` under a parametrized `"cuda"` (kept, a `"neuron"` added beside it): a check of a device
+    its caller gives (a parameter, `args.device`). Renamed, a caller's `cuda` (its command line's,
+    its docs', the test's parameter) passes where CUDA is missing."""
     stmt, literal = site.stmt, site.literal
     if stmt.__class__ is not ast.If or stmt.test.__class__ is not ast.BoolOp or stmt.test.op.__class__ is not ast.And:  # type: ignore[attr-defined]
         return False
@@ -346,9 +347,6 @@ def _falls_back(site: Site, ctx: FixContext) -> bool:
     if tested is None or not any(o.__class__ is ast.UnaryOp and o.op.__class__ is ast.Not  # type: ignore[attr-defined]
                                  and (dotted(getattr(o.operand, "func", o.operand)) or "").endswith("is_available")  # type: ignore[attr-defined]
                                  for o in operands):
-        return False
-    if not any(n.__class__ in (ast.Return, ast.Assign) and n.value is not None and ctx.text(n.value) in _CPU  # type: ignore[attr-defined]
-               for top in stmt.body for n in walk(top)):  # type: ignore[attr-defined]
         return False
     # The device compared comes from elsewhere unless the function binds its name itself (a
     # parameter comes from the caller).
