@@ -354,7 +354,22 @@ def _falls_back(site: Site, ctx: FixContext) -> bool:
     names = {n.id for n in walk(tested) if n.__class__ is ast.Name and id(n) not in called}  # type: ignore[attr-defined]
     scope = ctx.function_of(stmt) or ctx.tree
     bound = {n.id for n in walk(scope) if n.__class__ is ast.Name and n.ctx.__class__ is ast.Store}  # type: ignore[attr-defined]
-    return any(name not in bound for name in names)
+    return any(name not in bound and name not in _rows_of(scope) for name in names)
+
+
+def _rows_of(function: ast.AST) -> set[str]:
+    """The parameters a `pytest.mark.parametrize` of several names gives (skorch's `"device_from,
+    device_to"`): its rows are renamed whole, so no `"cuda"` reaches the test (a list of one name's
+    device types keeps its `"cuda"` beside the added `"neuron"`)."""
+    out: set[str] = set()
+    for d in getattr(function, "decorator_list", ()):
+        if d.__class__ is ast.Call and getattr(d.func, "attr", None) == "parametrize" and d.args:  # type: ignore[attr-defined]
+            first = d.args[0]  # type: ignore[attr-defined]
+            spelled = first.value if first.__class__ is ast.Constant and isinstance(first.value, str) else None
+            names = [n.strip() for n in spelled.split(",")] if spelled is not None else []
+            if len(names) > 1:
+                out.update(names)
+    return out
 
 
 # The file tests the process-group backend by name (Transformer-XL's `all_reduce_item` dispatches on
