@@ -1654,14 +1654,22 @@ class _Walker:
             return
         if value_node.__class__ is ast.IfExp and (pat.values or pat.not_values):
             # `device_map="auto" if quantize else None`: either branch may be the value.
+            named = None
             for branch in (value_node.body, value_node.orelse):  # type: ignore[attr-defined]
                 v = args_m.literal_value(branch)
                 if v is args_m.UNKNOWN and pat.switch:
                     self._report_argument(call, rule, arg, value_node, v, display, None)
                     return
+                if v is args_m.UNKNOWN and branch.__class__ in (ast.Name, ast.Attribute) and named is None:
+                    named = branch
                 if v is not args_m.UNKNOWN and args_m.value_matches(pat, v):
                     self._report_argument(call, rule, arg, value_node, v, display, branch)
                     return
+            if named is not None:
+                # COMET's `accelerator=accelerator if gpus > 0 else "cpu"`, the parameter's default
+                # `"auto"`: what the name holds, as for a name given alone
+                scopes = tuple(reversed(self.scopes))
+                self.pending.append((call, rule, pat, arg, named, scopes, display, self.stmt, self.stmt_line))
             return
         value = args_m.literal_value(value_node)
         if value is args_m.UNKNOWN and (pat.values or pat.not_values):

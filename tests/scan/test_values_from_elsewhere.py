@@ -198,6 +198,21 @@ def test_a_literal_assigned_after_a_computed_value_may_pass() -> None:
     assert [line for line, code, _ in lines if code == "NM717"] == [9, 10, 15]
 
 
+def test_a_name_in_a_conditional_s_branch_holds_its_literals() -> None:
+    """COMET's `Trainer(accelerator=accelerator if gpus > 0 else "cpu")` with the parameter's
+    default `"auto"`: the branch that is a name stands for what the name holds."""
+    lines = found("""
+        import pytorch_lightning as ptl
+
+        def predict(gpus=1, accelerator="auto"):
+            return ptl.Trainer(accelerator=accelerator if gpus > 0 else "cpu")
+
+        def fixed(gpus=1, accelerator="cpu"):
+            return ptl.Trainer(accelerator=accelerator if gpus > 0 else "cpu")
+        """)
+    assert [(line, code) for line, code, _ in lines if code == "NM733"] == [(4, "NM733")]
+
+
 def test_a_bare_get_call_is_no_environment_read() -> None:
     """vllm's mooncake config: `get(...)` with two arguments, a function of its own and no
     attribute of anything, once crashed the analysis of the whole file (NM003). Its fallback is a
