@@ -445,6 +445,21 @@ def test_a_list_that_is_the_parts_of_one_value_gets_no_neuron_entry() -> None:
     assert 'SUPPORTED = ["cuda", "neuron", "cpu"]' in out
 
 
+def test_a_device_test_that_turns_faiss_gpu_on_is_not_renamed_safely() -> None:
+    """simpletransformers' `use_cuda = "cuda" in str(device)` ... `faiss.Kmeans(..., gpu=use_cuda)`:
+    renamed, a Neuron device would ask FAISS for its GPU index (NM744 keeps its value)."""
+    src = """\
+        import faiss
+
+        def cluster(x, k, device):
+            use_cuda = True if "cuda" in str(device) else False
+            kmeans = faiss.Kmeans(x.shape[1], k, gpu=use_cuda)
+            return kmeans
+        """
+    assert fixed(src) == textwrap.dedent(src)
+    assert next(f for f in scan(src) if f.code == "NM101").fix_class is FixClass.UNSAFE
+
+
 def test_a_parameter_is_not_the_module_variable_of_the_same_name() -> None:
     src = ("import torch\nuse_cuda = torch.cuda.is_available()\nprint(use_cuda)\n"
            "def f(use_cuda):\n    if use_cuda:\n        return torch.cuda.get_device_capability()\n")
