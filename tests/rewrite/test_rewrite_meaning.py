@@ -1164,6 +1164,46 @@ def test_a_check_that_picks_a_device_given_from_elsewhere_is_an_unsafe_fix() -> 
     assert "the device it is given" in found[5].fixes[0].title
 
 
+def test_a_check_that_sets_a_flag_choosing_a_load_with_no_map_location_is_an_unsafe_fix() -> None:
+    """terratorch's `if not torch.cuda.is_available(): self.CPU_ONLY = True else: self.CPU_ONLY =
+    False`, then `if self.CPU_ONLY: torch.load(p, map_location="cpu") else: torch.load(p)`; the
+    same through a local flag set in one branch only. A flag nothing loads by still moves."""
+    src = '''\
+        import torch
+
+
+        class Factory:
+            def build(self, path):
+                if not torch.cuda.is_available():
+                    self.CPU_ONLY = True
+                else:
+                    self.CPU_ONLY = False
+                if self.CPU_ONLY:
+                    state = torch.load(path, map_location="cpu")
+                else:
+                    state = torch.load(path)
+                return state
+
+
+        def load(path):
+            cpu = False
+            if not torch.cuda.is_available():
+                cpu = True
+            if not cpu:
+                return torch.load(path)
+            return torch.load(path, map_location="cpu")
+
+
+        def unread(self):
+            if not torch.cuda.is_available():
+                self.CPU_ONLY = True
+        '''
+    found = {f.span.line: f for f in scan(src) if f.code == "NM201"}
+    assert {line: f.fix_class for line, f in found.items()} == {
+        6: FixClass.UNSAFE, 19: FixClass.UNSAFE, 27: FixClass.SAFE}
+    assert "calls `torch.load` with no `map_location`" in found[6].fixes[0].title
+
+
 def test_a_physics_simulators_device_is_not_renamed() -> None:
     """Isaac Lab's `env_cfg.sim.device` and Isaac Gym's `sim_device=` go to PhysX, which takes
     only `cuda[:N]` or `cpu` (Isaac Sim raises, Isaac Gym silently falls back to CPU physics); the

@@ -60,7 +60,7 @@ def fixes_for(rule: Rule, site: Site, span: Span, ctx: FixContext) -> tuple[Fix,
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: it asserts a CUDA device, which the code after it may need)"
             elif compared is not None and not decided_here(site.stmt, compared) and ctx.flow.leaves_file(compared):
                 cls, title = FixClass.UNSAFE, f"{title} (unsafe: the comparison's value decides code outside this file)"
-            picked = _picked_value(site) if cls is FixClass.SAFE and rule.condition else None
+            picked = _picked_value(site, ctx) if cls is FixClass.SAFE and rule.condition else None
             if cls is FixClass.SAFE and rule.condition and picked is None:
                 picked = _missing_where_placed(site) or _sets_gpus(site)
             if picked is not None:
@@ -276,7 +276,7 @@ def _comparison(site: Site) -> ast.Compare | None:
     return parent if parent.__class__ is ast.Compare else None  # type: ignore[return-value]
 
 
-def _picked_value(site: Site) -> str | None:
+def _picked_value(site: Site, ctx: FixContext) -> str | None:
     """Why a check that picks between two values may not move, or None. The branch it picks when
     true is taken on Trainium once it is flipped to Neuron:
     - MONAI's `map_location = None if torch.cuda.is_available() else torch.device("cpu")`: `None`
@@ -290,7 +290,8 @@ def _picked_value(site: Site) -> str | None:
     if negated:
         node, parent = parent, parent_of(site.stmt, parent)  # type: ignore[arg-type, assignment]
     if parent.__class__ is ast.If and parent.test is node:  # type: ignore[union-attr]
-        return _loads_where_saved(parent.orelse if negated else parent.body)  # type: ignore[union-attr]
+        chosen, skipped = (parent.orelse, parent.body) if negated else (parent.body, parent.orelse)  # type: ignore[union-attr]
+        return _loads_where_saved(chosen) or _flagged_load(chosen, skipped, ctx.function_of(parent))  # type: ignore[arg-type]
     if parent.__class__ is not ast.IfExp or parent.test is not node:  # type: ignore[union-attr]
         return None
     taken = parent.orelse if negated else parent.body  # type: ignore[union-attr]
@@ -329,6 +330,36 @@ def _loads_where_saved(branch: list[ast.stmt]) -> str | None:
                 "map_location" in (dotted(t) or "") for t in n.targets):  # type: ignore[attr-defined]
             return f"on Trainium it now picks `map_location=None`, {_WHERE_SAVED}"
     return None
+
+
+def _flagged_load(taken: list[ast.stmt], skipped: list[ast.stmt], function: ast.AST | None) -> str | None:
+    """terratorch's `if not torch.cuda.is_available(): self.CPU_ONLY = True else: ... False`, then
+    `if self.CPU_ONLY: torch.load(p, map_location="cpu") else: torch.load(p)` in the function: the
+    flags the branch taken on Trainium sets (and the opposite of those only the skipped branch
+    sets), followed to the loads they choose."""
+    if function is None:
+        return None
+    flags = {**{k: not v for k, v in _bool_flags(skipped).items()}, **_bool_flags(taken)}
+    if not flags:
+        return None
+    for n in walk(function):
+        if n.__class__ is ast.If:
+            test, flip = n.test, False  # type: ignore[attr-defined]
+            if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:  # type: ignore[attr-defined]
+                test, flip = test.operand, True  # type: ignore[attr-defined]
+            value = flags.get(dotted(test))
+            if value is not None:
+                found = _loads_where_saved(n.body if value != flip else n.orelse)  # type: ignore[attr-defined]
+                if found is not None:
+                    return found
+    return None
+
+
+def _bool_flags(branch: list[ast.stmt]) -> dict[str, bool]:
+    """The names and attribute chains a branch sets to True or False."""
+    flags = {dotted(t): s.value.value for s in branch if s.__class__ is ast.Assign  # type: ignore[attr-defined]
+             and s.value.__class__ is ast.Constant and isinstance(s.value.value, bool) for t in s.targets}  # type: ignore[attr-defined]
+    return {k: v for k, v in flags.items() if k is not None}
 
 
 def _missing_where_placed(site: Site) -> str | None:
