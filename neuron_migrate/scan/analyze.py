@@ -148,6 +148,8 @@ def _cover(words: Collection[str]) -> tuple[str, ...]:
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Other accelerators' modules (Intel XPU, Apple MPS, Ascend NPU, Habana HPU): code of theirs is no CUDA site.
+_OTHER_BACKENDS = ("torch.xpu", "torch.mps", "torch.npu", "torch_npu", "intel_extension_for_pytorch", "habana_frameworks")
 _PARTIALS = frozenset({"functools.partial", "funcy.partial", "toolz.partial"})  # bark imports funcy's
 _TEXT_TESTS = frozenset({"startswith", "endswith"})  # `str(e).startswith("CUDA out of memory")`
 _OWN = frozenset({"self", "cls"})  # a method's instance or class: a class-level name is read through it
@@ -251,6 +253,7 @@ class _Walker:
         self.env_on = any(t in lowered for t in cp.env_words)
         self.tokens = cp.tokens if any(t in lowered for t in cp.token_words) else None
         self.silent: set[int] = set()  # ids of string literals that are messages, not code
+        self.shims: set[int] = set()  # ids of `torch.cuda` attributes assigned another back end's
         self.listed_kinds: set[int] = set()  # ids of entries of a list of kinds that are not devices (`_KINDS`)
         # ids of the names only tested or written as types, not used: `isinstance(m, DeformConv2d)`,
         # `if nms is None:`, `x: SparseConvTensor`
@@ -576,6 +579,10 @@ class _Walker:
         value = node.value  # type: ignore[attr-defined]
         if value is None:
             return
+        if value.__class__ is ast.Attribute and (self.resolve(value) or "").startswith(_OTHER_BACKENDS):
+            # rvc's Intel XPU shim, `torch.cuda.device_count = torch.xpu.device_count`: another
+            # back end's function put in CUDA's place, no use of CUDA
+            self.shims.update(id(t) for t in targets if t.__class__ is ast.Attribute)
         for target in targets:
             if self.locals:
                 self._bind(target)
@@ -894,6 +901,8 @@ class _Walker:
     def _chain(self, node: ast.AST) -> str | None:
         """Match a Name/Attribute chain once, at its outermost node (attributes on every link,
         qualified names on its prefixes); walk a non-Name base. Returns the resolved name."""
+        if id(node) in self.shims:
+            return None
         links: list[ast.Attribute] = []
         cur = node
         while cur.__class__ is ast.Attribute:

@@ -1106,6 +1106,15 @@ SILENT = {
         def test_other(cuda):
             pass
         """,
+    "another back end's functions put in torch.cuda's place (rvc's Intel XPU shim)": """
+        import intel_extension_for_pytorch as ipex
+        import torch
+
+        def ipex_init():
+            torch.cuda.device_count = torch.xpu.device_count
+            torch.cuda.empty_cache = torch.xpu.empty_cache
+            torch.cuda.amp.GradScaler = ipex.cpu.autocast._grad_scaler.GradScaler
+        """,
     "int64 index code (NM803 off by default)": """
         import torch
 
