@@ -2022,6 +2022,12 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
     # ... `WhisperModel(..., device=device)`) keeps its finding but no rename: `neuron` would raise there.
     stays = {lines.span(site.literal): site for rule, site in spans.values()
              if site.kind == "arguments" and rule.fix.value_stays and site.literal is not None and site.call is not None}
+    # ... and one that reaches, from elsewhere, an argument whose own fix is unsafe (WhisperSpeech's
+    # `def train(..., device="cuda")` ... `torch.autocast(device_type=device)`): renamed, it would make
+    # that change without its caution, so its rename is unsafe too.
+    cautious = {lines.span(site.literal): site for rule, site in spans.values()
+                if site.kind == "arguments" and rule.fix.fix_class is FixClass.UNSAFE and site.literal is not None
+                and site.call is not None and not site.call.lineno <= site.literal.lineno <= (site.call.end_lineno or 0)}  # type: ignore[attr-defined]
     # ... and one the scan does not see reach it (a method's parameter, an attribute) may: in a file
     # that gives such a call its device, a device string is renamed only as an unsafe fix. (Not in
     # a file that uses a CUDA-only library: that program runs on no Trainium host before its port
@@ -2095,6 +2101,11 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
             message = (f"{message}; left as is because this function picks Neuron itself (line {own}): "
                        "renamed, its CUDA branch would be lost to CUDA hosts")
         fixes = fixes_for(rule, site, span, ctx) if fix_class in _FIXABLE else ()
+        if site.kind == "device_strings" and span in cautious and fixes:
+            call = cautious[span].call
+            note = (f" (unsafe: it reaches `{lines.node_text(call.func)}` at line {call.lineno}, "  # type: ignore[union-attr]
+                    "whose own fix is unsafe)")
+            fixes = tuple(replace(f, applicability=FixClass.UNSAFE, title=f.title + note) for f in fixes)
         if checked is not None and site.kind == "device_strings" and fixes:
             note = (f" (unsafe: this file hands data to `{checked[1]}` at line {checked[0]}, "
                     "which has no `neuron` device)")

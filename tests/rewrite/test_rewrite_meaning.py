@@ -460,6 +460,23 @@ def test_a_device_test_that_turns_faiss_gpu_on_is_not_renamed_safely() -> None:
     assert next(f for f in scan(src) if f.code == "NM101").fix_class is FixClass.UNSAFE
 
 
+def test_a_device_that_reaches_an_unsafe_autocast_fix_is_renamed_only_with_it() -> None:
+    """WhisperSpeech's `def train(..., device="cuda")` ... `torch.autocast(device_type=device,
+    dtype=torch.float16)`: NM302 holds the autocast (unsafe), so renaming the default would make
+    that change without its caution (float16 on Neuron beside a CUDA GradScaler)."""
+    src = """\
+        import torch
+
+        def train(model, x, device="cuda"):
+            with torch.autocast(device_type=device, dtype=torch.float16):
+                return model(x.to(device))
+        """
+    assert fixed(src) == textwrap.dedent(src)
+    default = next(f for f in scan(src) if f.code == "NM101")
+    assert default.fix_class is FixClass.UNSAFE and "whose own fix is unsafe" in default.fixes[0].title
+    assert 'def train(model, x, device="neuron"):' in fixed(src, unsafe=True)
+
+
 def test_a_parameter_is_not_the_module_variable_of_the_same_name() -> None:
     src = ("import torch\nuse_cuda = torch.cuda.is_available()\nprint(use_cuda)\n"
            "def f(use_cuda):\n    if use_cuda:\n        return torch.cuda.get_device_capability()\n")
