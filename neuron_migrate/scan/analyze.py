@@ -1075,6 +1075,8 @@ class _Walker:
                         self._argument(target, rule, pat, leaf, base, shown=leaf)
         if self.devices_on:
             self._call_devices(call, fcls, leaf, qn)
+        if qn == "functools.partial" and call.args and call.args[0].__class__ in (ast.Name, ast.Attribute):
+            self._partial(call)
         if self.env_on:
             self._call_env(call, fcls, leaf, qn)
         if self.defaulted and fcls is ast.Name and leaf in self.defaulted:
@@ -1086,6 +1088,21 @@ class _Walker:
                 for rule in hit[1]:
                     self._report(rule, "tokens", func, f"{leaf}() (= {lazy})", token=hit[0])
         return True
+
+    def _partial(self, call: ast.Call) -> None:
+        """`partial(autocast, "cuda", enabled=False)` (vector-quantize-pytorch): the arguments it binds
+        are the wrapped function's, matched as a call of it would be (its callee is not matched
+        again: the walk reads it as the partial's argument)."""
+        inner = self.resolve(call.args[0])
+        if inner is None:
+            return
+        bound = ast.copy_location(ast.Call(func=call.args[0], args=call.args[1:], keywords=call.keywords), call)
+        if self.cp.arguments:
+            target = self._spread(bound)
+            for rule, pat in self.cp.arguments.candidates(None, inner, target.keywords):
+                self._argument(target, rule, pat, None, inner)
+        if self.devices_on:
+            self._call_devices(bound, ast.Name, None, inner)
 
     def _spread(self, call: ast.Call) -> ast.Call:
         """The call with the keywords a `**` gives spelled out, or itself: those of `**dict(k=v)`

@@ -477,6 +477,28 @@ def test_a_device_that_reaches_an_unsafe_autocast_fix_is_renamed_only_with_it() 
     assert 'def train(model, x, device="neuron"):' in fixed(src, unsafe=True)
 
 
+def test_a_partial_s_arguments_are_the_wrapped_function_s() -> None:
+    """vector-quantize-pytorch's `partial(autocast, "cuda", enabled=False)`: a region that opts out
+    of autocast, renamed as the direct call is (NM101); `partial(torch.autocast, "cuda",
+    dtype=...)` is an autocast region, NM302 with its unsafe fix."""
+    src = """\
+        from functools import partial
+
+        import torch
+        from torch.amp import autocast
+
+        def quantize(x):
+            off = partial(autocast, "cuda", enabled=False)
+            on = partial(torch.autocast, "cuda", dtype=torch.bfloat16)
+            return off, on
+        """
+    found = {f.span.line: f for f in scan(src)}
+    assert (found[7].code, found[7].fix_class) == ("NM101", FixClass.SAFE)
+    assert (found[8].code, found[8].fix_class) == ("NM302", FixClass.UNSAFE)
+    out = fixed(src)
+    assert 'partial(autocast, "neuron", enabled=False)' in out and 'partial(torch.autocast, "cuda"' in out
+
+
 def test_a_parameter_is_not_the_module_variable_of_the_same_name() -> None:
     src = ("import torch\nuse_cuda = torch.cuda.is_available()\nprint(use_cuda)\n"
            "def f(use_cuda):\n    if use_cuda:\n        return torch.cuda.get_device_capability()\n")
