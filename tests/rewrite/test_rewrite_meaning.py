@@ -499,6 +499,35 @@ def test_a_partial_s_arguments_are_the_wrapped_function_s() -> None:
     assert 'partial(autocast, "neuron", enabled=False)' in out and 'partial(torch.autocast, "cuda"' in out
 
 
+def test_a_device_string_paired_with_a_cuda_member_is_not_renamed_safely() -> None:
+    """Thunder's `{DeviceType.CUDA: "cuda"}`: renamed, the CUDA member would stand for Neuron
+    (Thunder's CUDA-only executors would claim Neuron tensors). Its parser's `if devicestr ==
+    "cuda": return DeviceType.CUDA` and a profiler's `ProfilerActivity.CUDA` branch are held by
+    the guard rule already."""
+    src = """\
+        import torch
+        from thunder.core.devices import DeviceType
+
+        device_names = {DeviceType.CPU: "cpu", DeviceType.CUDA: "cuda"}
+
+        def parse(devicestr):
+            if devicestr == "cuda":
+                return DeviceType.CUDA
+            return DeviceType.CPU
+
+        def activities(device):
+            acts = [torch.profiler.ProfilerActivity.CPU]
+            if device == "cuda":
+                acts.append(torch.profiler.ProfilerActivity.CUDA)
+            return acts
+        """
+    found = {f.span.line: f for f in scan(src) if f.code == "NM101"}
+    assert {line: f.fix_class for line, f in found.items()} == {
+        4: FixClass.UNSAFE, 7: FixClass.MANUAL, 13: FixClass.MANUAL}  # (the checks guard their CUDA member)
+    assert "paired with a `CUDA` member" in found[4].fixes[0].title
+    assert fixed(src) == textwrap.dedent(src)
+
+
 def test_a_parameter_is_not_the_module_variable_of_the_same_name() -> None:
     src = ("import torch\nuse_cuda = torch.cuda.is_available()\nprint(use_cuda)\n"
            "def f(use_cuda):\n    if use_cuda:\n        return torch.cuda.get_device_capability()\n")

@@ -281,6 +281,8 @@ def device_string(site: Site, ctx: FixContext, new: str) -> FixResult | None:
         return FixResult(f"{title} (unsafe: {_FALLS_BACK})", (edit, *dropped), unsafe=True)
     if _with_dtype(site):
         return FixResult(f"{title} (unsafe: {_WITH_DTYPE})", (edit, *dropped), unsafe=True)
+    if _paired_with_member(site):
+        return FixResult(f"{title} (unsafe: {_MEMBER})", (edit, *dropped), unsafe=True)
     if _nccl(site.literal) and ctx.tests_backend:
         return FixResult(f"{title} (unsafe: this file tests the backend by name, `get_backend()` or `Backend.NCCL`, "
                          "and its NCCL branches do not see `neuron`)", (edit, *dropped), unsafe=True)
@@ -301,6 +303,20 @@ def _expects_error(site: Site) -> bool:
         return False
     return any(n.__class__ is ast.Call and (getattr(n.func, "attr", None) or getattr(n.func, "id", None)) in _RAISES  # type: ignore[attr-defined]
                for branch in (stmt.body, stmt.orelse) for top in branch for n in walk(top))  # type: ignore[attr-defined]
+
+
+_MEMBER = "it is paired with a `CUDA` member (an enum's), which stays: renamed, that member would stand for Neuron"
+
+
+def _paired_with_member(site: Site) -> bool:
+    """Thunder's `{DeviceType.CUDA: "cuda"}`: the string names what a `CUDA` member stands for, a
+    project's own table, not a device choice. (A check that returns the member, `if s == "cuda":
+    return DeviceType.CUDA`, is held by the guard rule: the member is a CUDA word it guards.)"""
+    literal = site.literal
+    parent = parent_of(site.stmt, literal) if literal is not None else None
+    return parent.__class__ is ast.Dict and any(
+        v is literal and k.__class__ is ast.Attribute and k.attr == "CUDA"  # type: ignore[attr-defined]
+        for k, v in zip(parent.keys, parent.values, strict=True))  # type: ignore[union-attr]
 
 
 _WITH_DTYPE = ("it is tested with a dtype, a kernel's gap or feature on CUDA (no bfloat16 kthvalue), "
@@ -403,6 +419,8 @@ def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: T
         return FixResult(f"{title} (unsafe: {_FALLS_BACK})", (edit, *dropped), add, unsafe=True)
     if _with_dtype(site):
         return FixResult(f"{title} (unsafe: {_WITH_DTYPE})", (edit, *dropped), add, unsafe=True)
+    if _paired_with_member(site):
+        return FixResult(f"{title} (unsafe: {_MEMBER})", (edit, *dropped), add, unsafe=True)
     return FixResult(title, (edit, *dropped), add, unsafe=(index is not None and not drop) or backend_choice(
         site.stmt, site.literal) or ctx.slices_device_strings)
 
