@@ -275,19 +275,28 @@ def device_string(site: Site, ctx: FixContext, new: str) -> FixResult | None:
     if edit is None:
         return None
     title = f"Use device `{new}`" + index_title(index, drop, new)
-    if _expects_error(site):
-        return FixResult(f"{title} (unsafe: {_EXPECTS})", (edit, *dropped), unsafe=True)
-    if _falls_back(site, ctx):
-        return FixResult(f"{title} (unsafe: {_FALLS_BACK})", (edit, *dropped), unsafe=True)
-    if _with_dtype(site):
-        return FixResult(f"{title} (unsafe: {_WITH_DTYPE})", (edit, *dropped), unsafe=True)
-    if _paired_with_member(site):
-        return FixResult(f"{title} (unsafe: {_MEMBER})", (edit, *dropped), unsafe=True)
+    why = _caution(site, ctx)
+    if why is not None:
+        return FixResult(f"{title} (unsafe: {why})", (edit, *dropped), unsafe=True)
     if _nccl(site.literal) and ctx.tests_backend:
         return FixResult(f"{title} (unsafe: this file tests the backend by name, `get_backend()` or `Backend.NCCL`, "
                          "and its NCCL branches do not see `neuron`)", (edit, *dropped), unsafe=True)
     return FixResult(title, (edit, *dropped), unsafe=(index is not None and not drop) or backend_choice(
         site.stmt, site.literal) or ctx.slices_device_strings)
+
+
+def _caution(site: Site, ctx: FixContext) -> str | None:
+    """Why renaming the string may change more than the device (a capability it tests for, a
+    device its caller gives), or None."""
+    if _expects_error(site):
+        return _EXPECTS
+    if _falls_back(site, ctx):
+        return _FALLS_BACK
+    if _with_dtype(site):
+        return _WITH_DTYPE
+    if _paired_with_member(site):
+        return _MEMBER
+    return None
 
 
 # Assertions that a call raises: `pytest.raises`, `self.assertRaises`, `assertRaisesRegex`.
@@ -413,14 +422,9 @@ def accelerator_device_string(site: Site, span: Span, ctx: FixContext, target: T
         return None
     edit, add = hit
     title = "Use the current accelerator's device type" + index_title(index, drop, "<accelerator>")
-    if _expects_error(site):
-        return FixResult(f"{title} (unsafe: {_EXPECTS})", (edit, *dropped), add, unsafe=True)
-    if _falls_back(site, ctx):
-        return FixResult(f"{title} (unsafe: {_FALLS_BACK})", (edit, *dropped), add, unsafe=True)
-    if _with_dtype(site):
-        return FixResult(f"{title} (unsafe: {_WITH_DTYPE})", (edit, *dropped), add, unsafe=True)
-    if _paired_with_member(site):
-        return FixResult(f"{title} (unsafe: {_MEMBER})", (edit, *dropped), add, unsafe=True)
+    why = _caution(site, ctx)
+    if why is not None:
+        return FixResult(f"{title} (unsafe: {why})", (edit, *dropped), add, unsafe=True)
     return FixResult(title, (edit, *dropped), add, unsafe=(index is not None and not drop) or backend_choice(
         site.stmt, site.literal) or ctx.slices_device_strings)
 
