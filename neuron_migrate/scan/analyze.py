@@ -2046,7 +2046,8 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
                 if site.kind == "arguments" and rule.fix.fix_class is FixClass.UNSAFE and site.literal is not None
                 and site.call is not None and not site.call.lineno <= site.literal.lineno <= (site.call.end_lineno or 0)}  # type: ignore[attr-defined]
     # ... and one the scan does not see reach it (a method's parameter, an attribute) may: in a file
-    # that gives such a call its device, a device string is renamed only as an unsafe fix. (Not in
+    # that gives such a call its device (or hands KeOps its tensors), a device string or `.cuda()`
+    # is renamed only as an unsafe fix. (Not in
     # a file that uses a CUDA-only library: that program runs on no Trainium host before its port
     # either, so a rename breaks nothing that worked.)
     checked = min(((site.stmt_line, site.qualified or site.symbol) for rule, site in spans.values()
@@ -2123,7 +2124,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
             note = (f" (unsafe: it reaches `{lines.node_text(call.func)}` at line {call.lineno}, "  # type: ignore[union-attr]
                     "whose own fix is unsafe)")
             fixes = tuple(replace(f, applicability=FixClass.UNSAFE, title=f.title + note) for f in fixes)
-        if checked is not None and site.kind == "device_strings" and fixes:
+        if checked is not None and rule.category == "device" and fixes:
             note = (f" (unsafe: this file hands data to `{checked[1]}` at line {checked[0]}, "
                     "which has no `neuron` device)")
             fixes = tuple(replace(f, applicability=FixClass.UNSAFE, title=f.title + note) for f in fixes)
