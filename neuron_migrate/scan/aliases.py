@@ -18,7 +18,7 @@ _VENDOR_DEVICES = frozenset({"npu", "mlu", "musa", "xpu", "hpu", "sdaa", "mps"})
 
 
 class AliasTable:
-    __slots__ = ("names", "specs", "stars", "implicit", "implicit_seen", "cuda", "within")
+    __slots__ = ("names", "specs", "stars", "implicit", "implicit_seen", "cuda", "within", "module")
 
     def __init__(self, implicit_roots: frozenset[str], cuda: Callable[[str], bool] | None = None) -> None:
         """`cuda`: whether a qualified name is CUDA's (a rule's library, a CUDA word); see `add`."""
@@ -35,6 +35,9 @@ class AliasTable:
         # name -> (first line, last line, qualified): where a conditional import's binding holds
         # although it did not replace the file-wide one (inside its `if` or `try` body).
         self.within: dict[str, list[tuple[int, int, str]]] = {}
+        # The module's own bindings (`names` before any function's imports are read), once known:
+        # a function's `import torch` binds nothing in the others.
+        self.module: dict[str, str] | None = None
 
     def add(self, node: ast.Import | ast.ImportFrom, *, keep: bool = False,
             block: tuple[int, int] | None = None) -> None:

@@ -329,6 +329,7 @@ class _Walker:
                 self._remember(self.consts, stmt.targets[0].id, stmt.value)  # type: ignore[attr-defined]
                 self.seeded.update(map(id, ast.walk(stmt.value)))  # type: ignore[attr-defined]
         self._prepass(tree.body)
+        self.aliases.module = dict(self.aliases.names)
         # Whether a module-level import binds a name under one of `cp.unchecked`'s modules.
         self.unchecked = bool(cp.unchecked) and any(q.partition(".")[0] in cp.unchecked for q in self.aliases.names.values())
 

@@ -528,6 +528,40 @@ def test_a_device_string_paired_with_a_cuda_member_is_not_renamed_safely() -> No
     assert fixed(src) == textwrap.dedent(src)
 
 
+def test_a_rename_never_writes_torch_where_only_another_function_binds_it() -> None:
+    """sktime's `empty_cache = _safe_import("torch.cuda.empty_cache")` and a method's own `from
+    torch.cuda import empty_cache`, with `import torch` only in another method: written as
+    `torch.neuron.empty_cache()` the call needs an import the module lacks (a NameError), and torch
+    is optional there, so the fix that adds it is unsafe. With torch imported at the top it stays
+    safe, and a function that imports torch itself uses its own binding."""
+    lazy = """\
+        from skbase.utils.dependencies import _safe_import
+
+        empty_cache = _safe_import("torch.cuda.empty_cache")
+
+        class M:
+            def fit(self):
+                empty_cache()
+
+            def predict(self):
+                from torch.cuda import empty_cache as ec
+                ec()
+
+            def _run_epoch(self):
+                import torch
+                torch.cuda.synchronize()
+        """
+    found = {f.span.line: f for f in scan(lazy) if f.code in ("NM206", "NM207")}
+    assert {line: f.fix_class for line, f in found.items()} == {
+        7: FixClass.UNSAFE, 11: FixClass.UNSAFE, 15: FixClass.SAFE}
+    assert "import torch" in found[7].fixes[0].add_imports and "hard" not in found[7].fixes[0].title
+    out = fixed(lazy)
+    assert "        empty_cache()" in out and "torch.neuron.synchronize()" in out
+    compile(fixed(lazy, unsafe=True), "m.py", "exec")
+    eager = "import torch.nn\nfrom torch.cuda import empty_cache\n\ndef free():\n    empty_cache()\n"
+    assert fixed(eager) == "import torch.nn\n\ndef free():\n    torch.neuron.empty_cache()\n"
+
+
 def test_a_parameter_is_not_the_module_variable_of_the_same_name() -> None:
     src = ("import torch\nuse_cuda = torch.cuda.is_available()\nprint(use_cuda)\n"
            "def f(use_cuda):\n    if use_cuda:\n        return torch.cuda.get_device_capability()\n")

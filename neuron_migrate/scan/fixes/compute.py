@@ -486,6 +486,12 @@ def _rename(value: str, site: Site, span: Span, ctx: FixContext) -> FixResult | 
     new = value.replace("{name}", leaf)
     if site.kind == "qualified_names":
         text, add = ctx.spelled(new, site.node)
+        top = new.partition(".")[0]
+        if add and not ctx.imported_at_top(top):
+            # sktime's `empty_cache = _safe_import("torch.cuda.empty_cache")`, a method's `from
+            # torch.cuda import empty_cache`: torch is optional there, and the fix's import is not
+            return FixResult(f"Use `{new}` (unsafe: it adds `import {top}` at the top of a module that imports it only "
+                             "where it is used)", (Edit(span, text),), add, removed_import(site), unsafe=True)
         return FixResult(f"Use `{new}`", (Edit(span, text),), add, removed_import(site))
     if site.kind in ("methods", "attributes"):
         node = site.call.func if site.call is not None else site.node  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from neuron_migrate.findings import Edit, Span
 from neuron_migrate.scan.aliases import AliasTable
 from neuron_migrate.scan.fixes.flow import Flow
-from neuron_migrate.scan.fixes.syntax import Function, functions, innermost
+from neuron_migrate.scan.fixes.syntax import Function, functions, innermost, walk
 from neuron_migrate.scan.matchers.site import LineIndex
 
 _STRING_START = re.compile(r"([rRuUfFbB]{0,2})('''|\"\"\"|'|\")")
@@ -176,7 +176,31 @@ class FixContext:
         if at.__class__ is ast.Name and self.aliases.names.get(at.id) == top:  # type: ignore[union-attr]
             return at.id + dot + rest, ()  # type: ignore[union-attr]
         text, needs_import = self.aliases.spelling(qualified)
+        if not needs_import and not self._visible(text.partition(".")[0], at):
+            # (sktime's `empty_cache()` in a method, `import torch` only in another: written as
+            # `torch.neuron.empty_cache()` there, it needs the module's own import)
+            return qualified, (f"import {top}",)
         return text, ((f"import {qualified.partition('.')[0]}",) if needs_import else ())
+
+    def imported_at_top(self, top: str) -> bool:
+        """Whether a statement of the module itself (not a function's, not one in an `if` or
+        `try`) imports `top` or a module under it: adding `import top` then adds no dependency."""
+        def under(module: str | None) -> bool:
+            return module is not None and (module == top or module.startswith(top + "."))
+        return any(n.__class__ is ast.Import and any(under(a.name) for a in n.names)  # type: ignore[attr-defined]
+                   or n.__class__ is ast.ImportFrom and not n.level and under(n.module)  # type: ignore[attr-defined]
+                   for n in self.tree.body)
+
+    def _visible(self, local: str, at: ast.AST | None) -> bool:
+        """Whether the binding `local` stands for is in scope at `at`: the module's, or one the
+        function around `at` makes itself."""
+        module = self.aliases.module
+        if module is None or local not in self.aliases.names or module.get(local) == self.aliases.names[local]:
+            return True
+        function = self.function_of(at) if at is not None else None
+        return function is not None and any(
+            n.__class__ in (ast.Import, ast.ImportFrom) and any((a.asname or a.name.partition(".")[0]) == local for a in n.names)  # type: ignore[attr-defined]
+            for n in walk(function))
 
     # -- edit builders --
 
