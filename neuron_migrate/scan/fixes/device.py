@@ -337,21 +337,25 @@ _DTYPES = frozenset({"float16", "half", "bfloat16", "float32", "float", "float64
 def _with_dtype(site: Site) -> bool:
     """brevitas' `(dtype == torch.float16 and 'cpu' in device) or (dtype == torch.bfloat16 and
     'cuda' in device)`: a device test and-ed with a dtype test is a table of what CUDA's kernels
-    lack or have; renamed, it claims the same of Neuron and drops CUDA's entry."""
-    stmt, literal = site.stmt, site.literal
-    test = getattr(stmt, "test", None) or (None if hasattr(stmt, "body") else stmt)  # (not a compound's body)
-    if test is None:
+    lack or have; renamed, it claims the same of Neuron and drops CUDA's entry. (Climbs from the
+    string to its `and`: a walk of a large statement for every string was quadratic.)"""
+    stmt, node = site.stmt, site.literal
+    parent = None
+    for _ in range(4):  # the string, its comparison (or `startswith` call, tuple), then the `and`
+        parent = parent_of(stmt, node) if node is not None else None
+        if parent.__class__ is ast.BoolOp or parent.__class__ not in _TEST_PARTS:
+            break
+        node = parent
+    if parent.__class__ is not ast.BoolOp or parent.op.__class__ is not ast.And:  # type: ignore[union-attr]
         return False
-    for node in walk(test):
-        if node.__class__ is ast.BoolOp and node.op.__class__ is ast.And:  # type: ignore[attr-defined]
-            operands = node.values  # type: ignore[attr-defined]
-            if any(any(n is literal for n in walk(o)) for o in operands) and any(
-                    o.__class__ is ast.Compare and any(
-                        n.__class__ is ast.Attribute and n.attr in _DTYPES and (dotted(n) or "").startswith("torch.")  # type: ignore[attr-defined]
-                        for n in (o.left, *o.comparators))  # type: ignore[attr-defined]
-                    for o in operands):
-                return True
-    return False
+    return any(o is not node and o.__class__ is ast.Compare and any(
+        n.__class__ is ast.Attribute and n.attr in _DTYPES and (dotted(n) or "").startswith("torch.")  # type: ignore[attr-defined]
+        for n in (o.left, *o.comparators))  # type: ignore[attr-defined]
+        for o in parent.values)  # type: ignore[union-attr]
+
+
+# What lies between a string and the `and` it is tested in.
+_TEST_PARTS = (ast.Compare, ast.Call, ast.Attribute, ast.Tuple, ast.List, ast.Set, ast.UnaryOp)
 
 
 _FALLS_BACK = ("a device given as `cuda` is no longer checked for CUDA (where CUDA is missing it fell back, "
