@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
-from neuron_migrate.findings import Finding, FixClass, Span, Target
+from neuron_migrate.findings import Finding, Fix, FixClass, Span, Target
 from neuron_migrate.ruleset.model import ArgumentPattern, FixKind, Rule, RulePack
 from neuron_migrate.scan import parse as parse_m
 from neuron_migrate.scan.aliases import AliasTable
@@ -1076,7 +1076,7 @@ class _Walker:
                         self._argument(target, rule, pat, leaf, base, shown=leaf)
         if self.devices_on:
             self._call_devices(call, fcls, leaf, qn)
-        if qn == "functools.partial" and call.args and call.args[0].__class__ in (ast.Name, ast.Attribute):
+        if qn in _PARTIALS and call.args and call.args[0].__class__ in (ast.Name, ast.Attribute):
             self._partial(call)
         if self.env_on:
             self._call_env(call, fcls, leaf, qn)
@@ -2012,6 +2012,19 @@ def _walk(cp: CompiledPack, tree: ast.Module, source: str, seed: Sequence[ast.st
     return walker
 
 
+def _at_call(site: Site) -> bool | None:
+    """Whether an argument rule's literal is written at its call (`backend="nccl" if nccl else
+    "gloo"`) or reached it from elsewhere (`BACKEND = "nccl"`); None when it has no literal."""
+    literal, call = site.literal, site.call
+    if literal is None or call is None:
+        return None
+    return call.lineno <= literal.lineno <= (call.end_lineno or call.lineno)  # type: ignore[attr-defined]
+
+
+def _unsafe(fixes: tuple[Fix, ...], why: str) -> tuple[Fix, ...]:
+    return tuple(replace(f, applicability=FixClass.UNSAFE, title=f"{f.title} (unsafe: {why})") for f in fixes)
+
+
 def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
               cell: int | None) -> tuple[list[Finding], set[str]]:
     """The findings of the walk's sites, and the names their fixes looked for file-wide (the
@@ -2034,8 +2047,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
     # ... also the branch inside the call it read the value from (`backend="nccl" if nccl else "gloo"`);
     # a literal elsewhere (`BACKEND = "nccl"`) stays a finding of its own line.
     argument_spans |= {lines.span(site.literal) for _, site in spans.values()
-                       if site.kind == "arguments" and site.literal is not None and site.call is not None
-                       and site.call.lineno <= site.literal.lineno <= (site.call.end_lineno or site.call.lineno)}  # type: ignore[attr-defined]
+                       if site.kind == "arguments" and _at_call(site) is True}
     # A literal that reaches, from elsewhere, a call that checks its device itself (`device = "cuda"`
     # ... `WhisperModel(..., device=device)`) keeps its finding but no rename: `neuron` would raise there.
     stays = {lines.span(site.literal): site for rule, site in spans.values()
@@ -2044,8 +2056,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
     # `def train(..., device="cuda")` ... `torch.autocast(device_type=device)`): renamed, it would make
     # that change without its caution, so its rename is unsafe too.
     cautious = {lines.span(site.literal): site for rule, site in spans.values()
-                if site.kind == "arguments" and rule.fix.fix_class is FixClass.UNSAFE and site.literal is not None
-                and site.call is not None and not site.call.lineno <= site.literal.lineno <= (site.call.end_lineno or 0)}  # type: ignore[attr-defined]
+                if site.kind == "arguments" and rule.fix.fix_class is FixClass.UNSAFE and _at_call(site) is False}
     # ... and one the scan does not see reach it (a method's parameter, an attribute) may: in a file
     # that gives such a call its device (or hands KeOps its tensors), a device string or `.cuda()`
     # is renamed only as an unsafe fix. (Not in
@@ -2122,13 +2133,10 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
         fixes = fixes_for(rule, site, span, ctx) if fix_class in _FIXABLE else ()
         if site.kind == "device_strings" and span in cautious and fixes:
             call = cautious[span].call
-            note = (f" (unsafe: it reaches `{lines.node_text(call.func)}` at line {call.lineno}, "  # type: ignore[union-attr]
-                    "whose own fix is unsafe)")
-            fixes = tuple(replace(f, applicability=FixClass.UNSAFE, title=f.title + note) for f in fixes)
+            fixes = _unsafe(fixes, f"it reaches `{lines.node_text(call.func)}` at line {call.lineno}, "  # type: ignore[union-attr]
+                                   "whose own fix is unsafe")
         if checked is not None and rule.category == "device" and fixes:
-            note = (f" (unsafe: this file hands data to `{checked[1]}` at line {checked[0]}, "
-                    "which has no `neuron` device)")
-            fixes = tuple(replace(f, applicability=FixClass.UNSAFE, title=f.title + note) for f in fixes)
+            fixes = _unsafe(fixes, f"this file hands data to `{checked[1]}` at line {checked[0]}, which has no `neuron` device")
         if fixes and fix_class is FixClass.SAFE and all(f.applicability is FixClass.UNSAFE for f in fixes):
             fix_class = FixClass.UNSAFE  # this site's fix relies on what it cannot see (fixes.bindings)
         elif not fixes and fix_class in (FixClass.SAFE, FixClass.UNSAFE):
