@@ -75,6 +75,10 @@ _NOT_STATEMENT = frozenset(" \t\f\n#)]}'\"")  # first characters that start no s
 MIN_REGIONS = 4
 # Parses of a file whose split went through strings, before parsing it whole.
 MAX_RETRIES = 3
+# Below this share of the file's text skipped, the split costs more than it saves: the skipped part
+# is still read for syntax (`scan.parse`) and the walk's needs may send it to a second parse
+# (measured over torch's files: those under 30% skipped scanned slower split than whole).
+MIN_SKIPPED_SHARE = 0.3
 
 
 class _Need(NamedTuple):
@@ -206,7 +210,7 @@ class RegionGate:
 
     def parse(self, source: str, parse: Callable[[str], ast.Module]) -> SparseTree | None:
         """The module without the regions that cannot hold a finding, or None when the file is
-        better parsed whole (few regions, nothing to skip, a split the parser rejects)."""
+        better parsed whole (few regions, little to skip, a split the parser rejects)."""
         if not self.requirements:
             return None
         regions = _regions(source)
@@ -227,6 +231,8 @@ class RegionGate:
         # text in it ends the region by the text): blanking it would unpair every later quote.
         skipped = [r for r in self._skippable(code, regions, anchors, bindings)
                    if not (source.count('"""', r.start, r.end) % 2 or source.count("'''", r.start, r.end) % 2)]
+        if sum(r.end - r.start for r in skipped) < MIN_SKIPPED_SHARE * len(source):
+            return None
         for _ in range(MAX_RETRIES + 1):
             if not skipped:
                 return None

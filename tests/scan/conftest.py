@@ -1,14 +1,26 @@
-"""Helpers for the tests that scan small projects written on disk (project facts, kernel modules)."""
+"""Helpers for the tests that scan small projects written on disk (project facts, kernel modules),
+and the partial parse as its tests need it."""
 
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from neuron_migrate.ruleset.load import load_pack
+from neuron_migrate.scan import regions
 from neuron_migrate.scan.engine import scan_paths
 
 PACK = load_pack()
+
+
+@pytest.fixture(autouse=True)
+def split_where_anything_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The partial parse on every file it can split, however little it skips: the scan tests
+    compare its findings with the whole parse's on small cases, where the default
+    (`scan.regions.MIN_SKIPPED_SHARE`) would often parse whole and compare nothing."""
+    monkeypatch.setattr(regions, "MIN_SKIPPED_SHARE", 0.0)
 
 
 def write(root: Path, files: dict[str, str]) -> None:

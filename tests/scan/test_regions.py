@@ -69,6 +69,22 @@ def test_functions_without_tokens_are_left_out(pack: RulePack, monkeypatch: pyte
     assert [(f.code, f.span.line) for f in both(pack, source, monkeypatch)] == [("NM102", 20)]
 
 
+def test_a_file_that_would_skip_little_is_parsed_whole(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below `MIN_SKIPPED_SHARE` of the text skipped, the split costs more than it saves (the
+    skipped text is still checked for syntax, the walk may send it to a second parse): the file
+    is parsed whole, with the same findings."""
+    body = "".join(f"    x = x.cuda({i})\n" for i in range(40))
+    source = src("""
+        import torch
+
+        FILLER
+        """) + f"\ndef to_gpu(x):\n{body}    return x\n"
+    assert skipped_lines(pack, source) == [3, 7, 11, 15]  # the scan tests split whatever they can (conftest)
+    monkeypatch.setattr(regions, "MIN_SKIPPED_SHARE", 0.3)
+    assert sparse_tree(pack, source) is None
+    assert len(both(pack, source, monkeypatch)) == 40
+
+
 def test_methods_are_regions_of_their_class(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
     source = src("""
         import torch
