@@ -192,7 +192,7 @@ def _hold_guards(
     """The guard rule for this run: a fix in a guard's test only goes with every fix it guards
     (scan already withheld guards around code with no fix; here an unsafe fix left out, or one
     skipped for an overlap, holds its guard back too)."""
-    from neuron_migrate.scan.fixes.guards import blocked, guards_in, held_note, reason
+    from neuron_migrate.scan.fixes.guards import blocked, guards_in, withheld_note
     from neuron_migrate.scan.matchers.site import LineIndex
 
     try:
@@ -207,8 +207,7 @@ def _hold_guards(
         return accepted, []
     held: dict[int, str] = {}
     for block in blocks:
-        note = (held_note(block) if block.guard.kind == "statement"
-                else f"the guard at line {block.guard.tests[0].line} stays: {reason(block)}")
+        note = withheld_note(block)
         for f in block.withheld:
             held.setdefault(id(f), note)
     return [p for p in accepted if id(p.finding) not in held], [

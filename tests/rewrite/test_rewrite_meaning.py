@@ -5,6 +5,7 @@ facts they cannot see. Real scan + rewrite of small sources."""
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 
 from neuron_migrate.findings import Finding, FixClass, Target
 from neuron_migrate.rewrite.apply import apply_fixes_to_source
@@ -106,8 +107,17 @@ def test_an_unsafe_fix_left_out_holds_its_guard_at_rewrite_time() -> None:
         """
     assert fixed(src) == textwrap.dedent(src)  # NM209 is unsafe: without opt-in the guard stays
     assert "torch.neuron.is_available()" in fixed(src, unsafe=True)
-    result = apply_fixes_to_source(textwrap.dedent(src), scan(src), N, unsafe=False)
-    assert any("guard at line 4 stays" in s.reason for s in result.skipped)
+    findings = scan(src)
+    check = next(f for f in findings if f.code == "NM201")
+    # The scan says so: the check's fix moves only with NM209's, so it is unsafe too.
+    assert check.fix_class is FixClass.UNSAFE
+    assert ("the guard at line 4 moves only with --unsafe-fixes: it guards `torch.cuda.manual_seed_all` "
+            "(NM209, line 5), whose fix is unsafe") in check.fix_for(N).title  # type: ignore[union-attr]
+    # The rewrite holds it all the same when a finding list calls it safe (one from an earlier scan).
+    told = [replace(f, fix_class=FixClass.SAFE, fixes=tuple(replace(x, applicability=FixClass.SAFE) for x in f.fixes))
+            if f is check else f for f in findings]
+    result = apply_fixes_to_source(textwrap.dedent(src), told, N, unsafe=False)
+    assert not result.applied and any("guard at line 4 stays" in s.reason for s in result.skipped)
 
 
 def test_listed_device_types_get_a_neuron_entry_beside_the_cuda_one() -> None:
@@ -1112,12 +1122,11 @@ def test_what_a_test_left_unfixed_in_this_run_guards_stays_with_it() -> None:
     assert 'return torch.device("cuda")' in safe and "if not data.is_cuda and torch.cuda.is_available():" in safe
     moved = fixed(src, unsafe=True)
     assert 'return torch.device("neuron")' in moved and "torch.neuron.is_available()" in moved
-    from neuron_migrate.rewrite.apply import apply_fixes_to_source
 
-    skipped = apply_fixes_to_source(textwrap.dedent(src), scan(src), N, unsafe=False).skipped
-    reasons = {s.finding.span.line: s.reason for s in skipped}
-    assert "its test depends on `torch.cuda.is_available` (NM201, line 3)" in reasons[8]
-    assert "`is_cuda` (NM104, line 13)" in reasons[13]  # the statement's (and the test's) other CUDA check
+    # (the scan says why each fix is unsafe: what it moves with)
+    titles = {f.span.line: f.fix_for(N).title for f in scan(src) if f.fix_for(N) is not None}
+    assert "its test depends on `torch.cuda.is_available` (NM201, line 3), whose fix is unsafe" in titles[8]
+    assert "`is_cuda` (NM104, line 13), whose fix is unsafe" in titles[13]  # the statement's (and the test's) other CUDA check
 
 
 def test_values_unpacked_or_returned_together_are_no_list_of_device_types() -> None:
@@ -1298,7 +1307,7 @@ def test_a_check_that_sets_a_flag_choosing_a_load_with_no_map_location_is_an_uns
 
         def unread(self):
             if not torch.cuda.is_available():
-                self.CPU_ONLY = True
+                self.ON_CPU = True
         '''
     found = {f.span.line: f for f in scan(src) if f.code == "NM201"}
     assert {line: f.fix_class for line, f in found.items()} == {
@@ -2233,7 +2242,6 @@ def test_a_check_held_for_another_check_of_its_function_says_which() -> None:
             loc = 'cuda' if torch.cuda.is_available() else 'cpu'
             return torch.device(loc + ':' + str(properties.get('gpu_id')) if torch.cuda.is_available() else loc)
         '''
-    from neuron_migrate.rewrite.apply import apply_fixes_to_source
 
-    skipped = apply_fixes_to_source(textwrap.dedent(handler), scan(handler), N, unsafe=False).skipped
-    assert any("the check at line 6, which reads the value it picks, stays" in s.reason for s in skipped)
+    titles = [fix.title for f in scan(handler) for fix in f.fixes]
+    assert any("the check at line 6, which reads the value it picks, stays" in title for title in titles)

@@ -185,3 +185,16 @@ def test_partial_parse_changes_no_finding_on_the_corpus(trees: dict[str, Path], 
     assert sum(map(len, results["1"].values())) > 1000
     for name in results["1"]:
         assert results["1"][name] == results["0"][name], name
+
+
+@pytest.mark.slow
+def test_every_fix_the_scan_calls_safe_is_one_a_rewrite_applies(trees: dict[str, Path]) -> None:
+    """A rewrite of safe fixes holds back none that the scan calls safe for a guard or statement
+    it shares with an unsafe fix (`scan.fixes.guards`): the scan's count of safe fixes is what
+    `rewrite --apply` changes. Before, 19 of the corpus' safe fixes were held that way."""
+    from neuron_migrate.api import rewrite
+
+    held = {name: [(o.path, s.finding.span.line, s.reason) for o in rewrite([tree], use_cache=False, jobs=1).files
+                   for s in o.skipped if " stays" in s.reason or "its statement also uses" in s.reason]
+            for name, tree in sorted(trees.items())}
+    assert not any(held.values()), held

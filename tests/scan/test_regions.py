@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neuron_migrate.findings import Finding
+from neuron_migrate.findings import Finding, FixClass
 from neuron_migrate.ruleset.load import load_pack
 from neuron_migrate.ruleset.model import RulePack
 from neuron_migrate.scan import analyze, parse, regions
@@ -83,6 +83,41 @@ def test_a_file_that_would_skip_little_is_parsed_whole(pack: RulePack, monkeypat
     monkeypatch.setattr(regions, "MIN_SKIPPED_SHARE", 0.3)
     assert sparse_tree(pack, source) is None
     assert len(both(pack, source, monkeypatch)) == 40
+
+
+def test_a_function_given_a_deciding_table_is_read_for_its_tests(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """diffusers' `_device_agnostic_dispatch(device, BACKEND_DEVICE_COUNT)`: the callee has no CUDA
+    word, but its test `device not in dispatch_table` is fed by the tables its callers pass, which
+    hold fixes; left out, the guard it makes was missed (the cache table's safe fix moves only with
+    the count table's unsafe one)."""
+    source = src("""
+        import torch
+        from .import_utils import is_torch_available
+
+        FILLER
+
+        if is_torch_available():
+            EMPTY_CACHE = {"cuda": torch.cuda.empty_cache, "cpu": None, "mps": None, "default": None}
+            DEVICE_COUNT = {"cuda": torch.cuda.device_count, "cpu": lambda: 0, "mps": lambda: 0, "default": 0}
+
+
+        def _dispatch(device, table, *args):
+            if device not in table:
+                return table["default"](*args)
+            return table[device](*args)
+
+
+        def empty_cache(device):
+            return _dispatch(device, EMPTY_CACHE)
+
+
+        def device_count(device):
+            return _dispatch(device, DEVICE_COUNT)
+        """)
+    found = {f.code: f for f in both(pack, source, monkeypatch) if f.fixes}
+    assert {code: f.fix_class for code, f in found.items()} == {"NM207": FixClass.UNSAFE, "NM202": FixClass.UNSAFE}
+    assert ("the guard at line 26 moves only with --unsafe-fixes: its test depends on `torch.cuda.device_count` "
+            "(NM202, line 22)") in found["NM207"].fixes[0].title
 
 
 def test_methods_are_regions_of_their_class(pack: RulePack, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -209,6 +209,11 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
         for values_of in (chains, visible[id(tree)][0]):  # (a function's own names are read in it only)
             flags.update(key.rpartition(".")[2] for key, values in values_of.items()
                          if any(_spans_one_of(v, fixed) for v in values))
+        # ... and the functions given one: a test of their parameter feeds from there (diffusers'
+        # `_device_agnostic_dispatch(device, BACKEND_DEVICE_COUNT)` tests `device not in dispatch_table`)
+        flags.update([called for called, sites in calls.items() for call, _ in sites
+                      if any(v.__class__ is ast.Name and v.id in flags  # type: ignore[attr-defined]
+                             for v in (*call.args, *(k.value for k in call.keywords)))])
     defs: dict[str, list[ast.AST]] = {}
     for fn in (*(fn for fn, _, _ in functions), *classes):
         defs.setdefault(fn.name, []).append(fn)  # type: ignore[attr-defined]
@@ -852,12 +857,27 @@ def _renamed_in_place(f: Finding) -> bool:
                for fix in f.fixes for e in fix.edits)
 
 
-def held_note(block: Block) -> str:
-    """Why a finding whose fix the block withholds stays, said on that finding."""
+def held_note(block: Block, unsafe: bool = False) -> str:
+    """Why a finding whose fix the block withholds stays, said on that finding (`unsafe`: see
+    `withheld_note`)."""
     if block.guard.kind == "statement":
         why = block.why
-        return f"its statement also uses `{why.symbol}` ({why.code}, {_where(why)}), which is not rewritten"
+        return f"its statement also uses `{why.symbol}` ({why.code}, {_where(why)}){_left_out(unsafe)}"
     return f"it is guarded by the condition at line {block.guard.tests[0].line}, which stays as it is"
+
+
+def withheld_note(block: Block, *, unsafe: bool = False) -> str:
+    """Why a run of fixes leaves out one the block withholds, said on it (`rewrite`'s skipped
+    fixes); `unsafe`: the finding that is why has an unsafe fix, which a run of safe fixes leaves out."""
+    if block.guard.kind == "statement":
+        return held_note(block, unsafe)
+    stays = "moves only with --unsafe-fixes" if unsafe else "stays"
+    return f"the guard at line {block.guard.tests[0].line} {stays}: {reason(block, unsafe=unsafe)}"
+
+
+def _left_out(unsafe: bool) -> str:
+    """How a note ends that names the finding holding a fix back."""
+    return ", whose fix is unsafe" if unsafe else ", which is not rewritten"
 
 
 def _stuck(guards: Sequence[Guard], findings: Sequence[Finding], fixed: Callable[[Finding], bool], target: Target,
@@ -913,13 +933,13 @@ def _where(f: Finding) -> str:
     return f"line {f.span.line}"
 
 
-def reason(block: Block, fed: bool = False) -> str:
+def reason(block: Block, fed: bool = False, unsafe: bool = False) -> str:
     """Why the guard stays; `fed`: said of a finding in a value the test reads (an assignment,
-    a call's argument), not in the test itself."""
+    a call's argument), not in the test itself; `unsafe`: see `withheld_note`."""
     why = block.why
     what = f"`{why.symbol}`" if why.symbol else why.code
     # (a CUDA word the report leaves out, another finding being on its line, is cited by its line only)
-    said = f"{what} ({_where(why) if why.details.get('unreported') else f'{why.code}, {_where(why)}'}), which is not rewritten"
+    said = f"{what} ({_where(why) if why.details.get('unreported') else f'{why.code}, {_where(why)}'}){_left_out(unsafe)}"
     if block.twin:
         return (f"the check at line {block.twin}, which reads the value it picks, stays ({said})" if block.reads
                 else f"the same check at line {block.twin} stays ({said})")
@@ -936,7 +956,8 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
            net: frozenset[str] = frozenset(), hazards: frozenset[str] = frozenset(),
            decided: set[str] | None = None) -> list[Finding]:
     """Scan-time guard rule: drop each target's fixes inside a guard that cannot move whole, and
-    make the guard's finding say why (`net`: see `blocked`; `hazards`: codes that are not about
+    make the guard's finding say why; then make unsafe each safe fix that moves only with an unsafe
+    one (`_safe_alone`) (`net`: see `blocked`; `hazards`: codes that are not about
     CUDA, the dtype hazards, which never hold a guard's test to CUDA; `decided`: see `guards_in`).
     A finding left with no fix at all becomes manual."""
     fixed_lines = {n for f in findings if f.fixes for n in range(f.span.line, f.span.end_line + 1)}
@@ -980,7 +1001,7 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
                     notes[id(f)].append(note)
     words = _retell_messages(findings, guards, lines)
     if not dropped and not words:
-        return list(findings)
+        return _safe_alone(findings, guards, targets, net)
     out: list[Finding] = []
     for f in findings:
         key = id(f)
@@ -998,6 +1019,41 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
         only = f" for the {' and '.join(sorted(t.value for t in lost))} target" if fixes else ""
         message = f"{f.message}; left as is{only} because {' and '.join(notes[key])}"
         out.append(replace(f, fixes=fixes, fix_class=cls, message=message))
+    return _safe_alone(out, guards, targets, net)
+
+
+def _safe_alone(findings: Sequence[Finding], guards: Sequence[Guard], targets: Sequence[Target],
+                net: frozenset[str]) -> list[Finding]:
+    """`findings` with each safe fix that moves only with an unsafe one made unsafe too: a
+    `rewrite` of safe fixes alone holds it back with its guard or statement (`rewrite.apply`), so
+    only `--unsafe-fixes` applies it, and the scan's count of safe fixes is what `rewrite --apply`
+    changes (linear-operator's `if torch.cuda.is_available(): torch.cuda.manual_seed_all(...)`,
+    the check's fix unsafe)."""
+    why: dict[int, dict[Target, str]] = {}
+    for target in targets:
+
+        def safe(f: Finding, target: Target = target) -> bool:
+            fix = f.fix_for(target)
+            return fix is not None and bool(fix.edits) and fix.applicability is FixClass.SAFE
+
+        for block in blocked(guards, findings, safe, target, net):
+            fix = block.why.fix_for(target)
+            said = withheld_note(block, unsafe=fix is not None and fix.applicability is FixClass.UNSAFE)
+            for f in block.withheld:
+                why.setdefault(id(f), {}).setdefault(target, said)
+    if not why:
+        return list(findings)
+    out: list[Finding] = []
+    for f in findings:
+        unsafe = why.get(id(f))
+        if unsafe is None:
+            out.append(f)
+            continue
+        fixes = tuple(replace(x, applicability=FixClass.UNSAFE, title=f"{x.title} (unsafe: {unsafe[x.target]})")
+                      if x.target in unsafe and x.applicability is FixClass.SAFE else x for x in f.fixes)
+        cls = FixClass.UNSAFE if f.fix_class is FixClass.SAFE and all(
+            x.applicability is FixClass.UNSAFE for x in fixes) else f.fix_class
+        out.append(replace(f, fixes=fixes, fix_class=cls))
     return out
 
 
