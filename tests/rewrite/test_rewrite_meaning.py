@@ -2245,3 +2245,32 @@ def test_a_check_held_for_another_check_of_its_function_says_which() -> None:
 
     titles = [fix.title for f in scan(handler) for fix in f.fixes]
     assert any("the check at line 6, which reads the value it picks, stays" in title for title in titles)
+
+
+def test_a_device_a_held_conditional_compares_stays_with_it() -> None:
+    """nnsight's worker: `device_map={"": 0} if device == "cuda" else {"": "cpu"}` stays (NM721 has no
+    fix); the device its caller gives, or the parameter's default, renamed, would take the CPU
+    branch on Trainium and load the model on the CPU. Both stay with the comparison."""
+    src = '''\
+        from transformers import AutoModelForCausalLM
+
+
+        def build(repo, device="cuda"):
+            return AutoModelForCausalLM.from_pretrained(repo, device_map={"": 0} if device == "cuda" else {"": "cpu"})
+
+
+        def main():
+            device = "cuda"
+            return build("m", device)
+        '''
+    assert fixed(src, unsafe=True) == textwrap.dedent(src)
+    held = {f.span.line: f.message for f in scan(src) if f.code == "NM101"}
+    assert "it feeds the test at line 5, and that test guards" in held[9]
+    assert "it feeds the test at line 5, and that test guards" in held[4]
+
+
+def test_a_compile_backend_is_renamed_as_a_backend() -> None:
+    """NM502's fix names what it renames: a backend, not a device."""
+    found = scan('import torch\n\ndef build(m):\n    return torch.compile(m, backend="inductor")\n')
+    titles = [fix.title for f in found if f.code == "NM502" for fix in f.fixes]
+    assert titles and all(t.startswith("Use backend `neuron`") for t in titles)

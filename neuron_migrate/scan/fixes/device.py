@@ -274,7 +274,9 @@ def device_string(site: Site, ctx: FixContext, new: str) -> FixResult | None:
     edit = ctx.token_edit(site.literal, f"{site.token}:0" if drop and not dropped else site.token, new)
     if edit is None:
         return None
-    title = f"Use device `{new}`" + index_title(index, drop, new)
+    # (a compile or process-group backend given by keyword is no device: `backend="inductor"`)
+    noun = "backend" if site.arg.__class__ is ast.keyword and "backend" in (site.arg.arg or "") else "device"  # type: ignore[union-attr]
+    title = f"Use {noun} `{new}`" + index_title(index, drop, new)
     why = _caution(site, ctx)
     if why is not None:
         return FixResult(f"{title} (unsafe: {why})", (edit, *dropped), unsafe=True)

@@ -25,8 +25,8 @@ that name (in the innermost scope around the test that binds it; an attribute ch
 the file) are part of the guard's test too (`Guard.feeds`). A name compared with a string (`device ==
 "cuda"`) holds a device, not a condition: moving it does not send the program into CUDA-only code
 as long as the comparison itself stays. But the moved device then skips the held comparison's
-branches: when they do more than CUDA code (`dtype = torch.float16`), the values the device gets
-stay with the comparison (`Guard.devices`).
+branches: when they do more than CUDA code (`dtype = torch.float16`; a conditional expression's
+other value), the values the device gets stay with the comparison (`Guard.devices`).
 
 `settle` applies the rule to the fixes scan computes (a finding with no fix for a target blocks
 it); `blocked` applies it again at rewrite time to the fixes one run will actually apply (an
@@ -225,11 +225,15 @@ def guards_in(tree: ast.AST, lines: LineIndex, near: Sequence[int] | None = None
             guard = make()
             if guard.kind in _CONDITIONS:
                 guard = replace(guard, condition=f"{id(scope)}:" + ";".join(ast.dump(t) for t in tests))
-            if guard.kind == "if":
+            if guard.kind == "if" or guard.kind == "ternary":
                 devices = _feeds(tests, scopes, chains, _device_names)
                 if devices:
+                    # (a conditional's effects are its two values: nnsight's `device_map={"": 0} if
+                    # device == "cuda" else {"": "cpu"}` loads on the CPU when `device` moves)
+                    node = guarded[0]
+                    effects = _effects(node) if guard.kind == "if" else (node.body, node.orelse)  # type: ignore[attr-defined]
                     guard = replace(guard, devices=tuple(lines.span(v) for v in devices),
-                                    effects=tuple(lines.span(s) for s in _effects(guarded[0])))
+                                    effects=tuple(lines.span(s) for s in effects))
             if feeds or defs:
                 called = cache(partial(_callees, guarded, defs, lines)) if defs else tuple
                 guard = replace(guard, feeds=tuple(lines.span(v) for v in feeds), calls=called)
