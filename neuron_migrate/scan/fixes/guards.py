@@ -961,9 +961,9 @@ def settle(findings: Sequence[Finding], tree: ast.AST, lines: LineIndex, targets
            decided: set[str] | None = None) -> list[Finding]:
     """Scan-time guard rule: drop each target's fixes inside a guard that cannot move whole, and
     make the guard's finding say why; then make unsafe each safe fix that moves only with an unsafe
-    one (`_safe_alone`) (`net`: see `blocked`; `hazards`: codes that are not about
-    CUDA, the dtype hazards, which never hold a guard's test to CUDA; `decided`: see `guards_in`).
-    A finding left with no fix at all becomes manual."""
+    one (`_safe_alone`). `net`: see `blocked`; `hazards`: codes that are not about CUDA, the dtype
+    hazards, which never hold a guard's test to CUDA; `decided`: see `guards_in`. A finding left
+    with no fix at all becomes manual."""
     fixed_lines = {n for f in findings if f.fixes for n in range(f.span.line, f.span.end_line + 1)}
 
     def holds(f: Finding) -> bool:
