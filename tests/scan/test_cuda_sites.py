@@ -43,6 +43,19 @@ def marked(code: str) -> set[int]:
 
 
 CASES = {
+    "a library asked whether it has a CUDA-only name (pylate's test for FAISS's GPU build)": """
+        import faiss
+        import torch
+
+        FILLER
+
+        def use_faiss():
+            return hasattr(faiss, "StandardGpuResources")  # <-
+
+        def stats(i):
+            if hasattr(torch.cuda, "memory_reserved"):  # <-
+                return torch.cuda.memory_reserved(i)  # <-
+        """,
     "imports": """
         from torch.cuda.amp import GradScaler as Scaler  # <-
         import torch.backends.cudnn as cudnn_flags  # <-
@@ -875,6 +888,20 @@ CASES = {
 }
 
 SILENT = {
+    "the text an expected error must match (pylate's flash-attention tests)": """
+        import unittest
+
+        import pytest
+
+        def test_needs_cuda(run):
+            with pytest.raises(RuntimeError, match="requires CUDA"):
+                run()
+
+        class Case(unittest.TestCase):
+            def test_needs_cuda(self):
+                with self.assertRaisesRegex(RuntimeError, "requires CUDA"):
+                    self.run_it()
+        """,
     "an argparse group's title (espnet's options)": """
         import argparse
 
