@@ -2042,6 +2042,7 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
         FixContext,
         fixes_for,
         neuron_branch,
+        old_torch_branch,
     )
     from neuron_migrate.scan.fixes.data import already_listed
 
@@ -2139,6 +2140,11 @@ def _findings(walker: _Walker, tree: ast.Module, source: str, path: str,
             fix_class = FixClass.MANUAL
             message = (f"{message}; left as is because this function picks Neuron itself (line {own}): "
                        "renamed, its CUDA branch would be lost to CUDA hosts")
+        before = old_torch_branch(site, ctx) if fix_class in _FIXABLE else None
+        if before is not None:
+            fix_class = FixClass.MANUAL
+            message = (f"{message}; left as is because it runs only where torch has no `torch.accelerator` (the test "
+                       f"at line {before}), a torch older than TorchNeuron's, which has no `torch.neuron` either")
         fixes = fixes_for(rule, site, span, ctx) if fix_class in _FIXABLE else ()
         if site.kind == "device_strings" and span in cautious and fixes:
             call = cautious[span].call

@@ -2274,3 +2274,28 @@ def test_a_compile_backend_is_renamed_as_a_backend() -> None:
     found = scan('import torch\n\ndef build(m):\n    return torch.compile(m, backend="inductor")\n')
     titles = [fix.title for f in found if f.code == "NM502" for fix in f.fixes]
     assert titles and all(t.startswith("Use backend `neuron`") for t in titles)
+
+
+def test_a_fallback_for_a_torch_without_torch_accelerator_is_left_as_is() -> None:
+    """langchain-huggingface's `if hasattr(torch, "accelerator"): ... else: torch.cuda.device_count()`:
+    the else branch runs only on a torch before 2.6, never on TorchNeuron's, and there
+    `torch.neuron` does not exist: renamed, the fallback would raise where it runs."""
+    src = '''\
+        import torch
+
+
+        def count():
+            if hasattr(torch, "accelerator"):
+                return torch.accelerator.device_count()
+            else:
+                return torch.cuda.device_count()
+
+
+        def sync():
+            if not hasattr(torch, "accelerator"):
+                torch.cuda.synchronize()
+        '''
+    assert fixed(src, unsafe=True) == textwrap.dedent(src)
+    found = {f.span.line: f for f in scan(src)}
+    assert all(found[line].fix_class is FixClass.MANUAL and "runs only where torch has no `torch.accelerator`"
+               in found[line].message for line in (8, 13))

@@ -105,6 +105,40 @@ def neuron_branch(site: Site, ctx: FixContext) -> int | None:
 
 
 _NEURON_MODULES = frozenset({"torch_neuronx", "torch_neuron", "neuronx_distributed"})
+_ACCELERATOR_TEST = re.compile(r"""\b(?:has|get)attr\(\s*torch\s*,\s*["']accelerator["']""")
+
+
+def old_torch_branch(site: Site, ctx: FixContext) -> int | None:
+    """The line of the `if hasattr(torch, "accelerator"):` whose other branch holds the site, if
+    one does: that branch runs only on a torch without `torch.accelerator` (before 2.6), never on
+    TorchNeuron's (langchain's fallback `accelerator_device_count = torch.cuda.device_count()`), and
+    renamed it would raise where it runs (such a torch has no `torch.neuron`)."""
+    if ctx.asks_for_accelerator is None:
+        ctx.asks_for_accelerator = _ACCELERATOR_TEST.search(ctx.source) is not None
+    if not ctx.asks_for_accelerator:
+        return None
+    node: ast.AST = site.node
+    parent = parent_of(ctx.tree, node)
+    while parent is not None:
+        if parent.__class__ is ast.If or parent.__class__ is ast.IfExp:
+            test = parent.test  # type: ignore[attr-defined]
+            negated = test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not
+            if _asks_for_accelerator(test.operand if negated else test):
+                fallback = parent.body if negated else parent.orelse  # type: ignore[attr-defined]
+                if node is fallback or (fallback.__class__ is list and any(node is s for s in fallback)):
+                    return parent.lineno  # type: ignore[attr-defined]
+        node, parent = parent, parent_of(ctx.tree, parent)
+    return None
+
+
+def _asks_for_accelerator(test: ast.AST) -> bool:
+    """`hasattr(torch, "accelerator")`, `getattr(torch, "accelerator", None)`."""
+    if test.__class__ is not ast.Call:
+        return False
+    func, args = test.func, test.args  # type: ignore[attr-defined]
+    return (func.__class__ is ast.Name and func.id in ("hasattr", "getattr") and len(args) >= 2
+            and args[0].__class__ is ast.Name and args[0].id == "torch"
+            and args[1].__class__ is ast.Constant and args[1].value == "accelerator")
 
 
 def _tests_for_neuron(node: ast.AST) -> bool:

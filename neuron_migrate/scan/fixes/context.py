@@ -51,6 +51,7 @@ class FixContext:
     _flow: Flow | None = None
     # Per function (by id), the line where it looks for Neuron itself, or None (`neuron_branch`).
     neuron_tests: dict[int, int | None] = field(default_factory=dict)
+    asks_for_accelerator: bool | None = None  # the file tests `hasattr(torch, "accelerator")` (`old_torch_branch`)
     _functions: tuple[list[Function], list[tuple[int, int]]] | None = None
     _mentions_others: bool | None = None
     _modules: frozenset[str] | None = None
