@@ -133,21 +133,20 @@ def old_torch_branch(site: Site, ctx: FixContext) -> int | None:
 
 def _asks_for_accelerator(test: ast.AST) -> bool:
     """`hasattr(torch, "accelerator")`, `getattr(torch, "accelerator", None)`."""
-    if test.__class__ is not ast.Call:
-        return False
-    func, args = test.func, test.args  # type: ignore[attr-defined]
-    return (func.__class__ is ast.Name and func.id in ("hasattr", "getattr") and len(args) >= 2
-            and args[0].__class__ is ast.Name and args[0].id == "torch"
-            and args[1].__class__ is ast.Constant and args[1].value == "accelerator")
+    return _asks_for(test, "accelerator") and test.args[0].__class__ is ast.Name and test.args[0].id == "torch"  # type: ignore[attr-defined]
 
 
 def _tests_for_neuron(node: ast.AST) -> bool:
-    cls = node.__class__
-    if cls is ast.Call:
-        func, args = node.func, node.args  # type: ignore[attr-defined]
-        return (func.__class__ is ast.Name and func.id in ("hasattr", "getattr") and len(args) >= 2
-                and args[1].__class__ is ast.Constant and args[1].value == "neuron")
-    return cls is ast.Name and node.id in _NEURON_MODULES  # type: ignore[attr-defined]
+    return _asks_for(node, "neuron") or (node.__class__ is ast.Name and node.id in _NEURON_MODULES)  # type: ignore[attr-defined]
+
+
+def _asks_for(node: ast.AST, name: str) -> bool:
+    """`hasattr(x, name)`, `getattr(x, name, ...)`."""
+    if node.__class__ is not ast.Call:
+        return False
+    func, args = node.func, node.args  # type: ignore[attr-defined]
+    return (func.__class__ is ast.Name and func.id in ("hasattr", "getattr") and len(args) >= 2
+            and args[1].__class__ is ast.Constant and args[1].value == name)
 
 
 def _asked(site: Site, queries: tuple[str, ...]) -> bool:
