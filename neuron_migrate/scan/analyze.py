@@ -234,7 +234,7 @@ _MESSAGE_KEYWORDS = frozenset({"help", "description", "epilog", "usage", "msg", 
                                "keywords", "classifiers"})  # pytest's skip reasons; setup()'s package metadata
 # A test's expected error or warning: the text it must match is a message's (`pytest.raises(
 # RuntimeError, match="requires CUDA")`, `self.assertRaisesRegex(RuntimeError, "needs CUDA")`).
-_EXPECTS = frozenset({"raises", "warns"})
+_EXPECTED_FAILURES = frozenset({"raises", "warns"})
 _REGEX_ASSERTS = frozenset({"assertRaisesRegex", "assertWarnsRegex", "assertRaisesRegexp"})
 # A variable that holds text for people while it is put together (`err_msg += "export ..."`).
 _MESSAGE_NAME = re.compile(r"(?:\w*_)?(?:msg|message|messages|hint)", re.IGNORECASE)
@@ -1211,7 +1211,7 @@ class _Walker:
                 self._silence(kw.value)
             return
         for kw in call.keywords:
-            if kw.arg in _MESSAGE_KEYWORDS or kw.arg == "argnames" or (kw.arg == "match" and leaf in _EXPECTS):
+            if kw.arg in _MESSAGE_KEYWORDS or kw.arg == "argnames" or (kw.arg == "match" and leaf in _EXPECTED_FAILURES):
                 self._silence(kw.value)
         if leaf in _REGEX_ASSERTS and len(call.args) >= 2:
             self._silence(call.args[1])
